@@ -1,0 +1,46 @@
+// Package metrics is where kubectl-hpa's numbers come from: Heapster (through the API
+// server's service proxy or a direct URL) and the metrics APIs that replaced it
+// (metrics.k8s.io, custom.metrics.k8s.io, external.metrics.k8s.io). It turns wire
+// objects into plain samples in milli-units; it never logs and knows nothing of the
+// decision core.
+package metrics
+
+import (
+	"context"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// PodSample is one pod's value of a metric.
+type PodSample struct {
+	// MilliValue is the value in milli-units (millicores for cpu, milli-bytes for memory).
+	MilliValue int64
+	// Timestamp is when the value was observed and Window the period it covers.
+	Timestamp time.Time
+	Window    time.Duration
+}
+
+// PodSamples maps pod name to its sample. Pods without a value are absent.
+type PodSamples map[string]PodSample
+
+// Client is what the controller asks for numbers. Each method mirrors one metric
+// source type of autoscaling/v2; errors name the source and say what to do next.
+type Client interface {
+	// PodResource returns the usage of resource per pod for pods in namespace matching
+	// selector, summed over containers, or of the one named container when container
+	// is not empty. A pod lacking the resource in any container in scope is omitted.
+	// The time is the first item's timestamp.
+	PodResource(ctx context.Context, namespace string, resource corev1.ResourceName, selector labels.Selector, container string) (PodSamples, time.Time, error)
+	// PodsMetric returns a per-pod custom metric for pods matching selector.
+	PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (PodSamples, time.Time, error)
+	// ObjectMetric returns one object's metric value in milli-units.
+	ObjectMetric(ctx context.Context, namespace, metricName string, object autoscalingv2.CrossVersionObjectReference, metricSelector labels.Selector) (int64, time.Time, error)
+	// ExternalMetric returns every value of an external metric matching selector, in milli-units.
+	ExternalMetric(ctx context.Context, namespace, metricName string, selector labels.Selector) ([]int64, time.Time, error)
+	// Source describes where numbers come from, for people ("metrics.k8s.io/v1beta1, custom.metrics.k8s.io/v1beta2",
+	// "heapster via service proxy kube-system/http:heapster:").
+	Source() string
+}
