@@ -30,3 +30,11 @@ test-unit:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# ---- decision core: parity with upstream (owner: parity) ----
+
+# ---- metrics: fuzzing (owner: metrics) ----
+
+# ---- real cluster: e2e and demo (owner: cluster) ----
+
+# ---- krew: dist, manifest, install round-trip (owner: krew) ----
