@@ -1,0 +1,135 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/scale"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+)
+
+// ScaleClient reads and writes the scale subresource of any scalable kind the way the
+// upstream controller does: parse the apiVersion, ask the REST mapper for every mapping of
+// the kind, and use the first mapping whose scale GET succeeds (reporting the first error
+// when none does).
+type ScaleClient struct {
+	Scales scale.ScalesGetter
+	Mapper apimeta.RESTMapper
+}
+
+// NewScaleClient builds a ScaleClient from a REST config with a discovery-backed mapper
+// that refreshes itself when it meets a kind it does not know.
+func NewScaleClient(cfg *rest.Config) (*ScaleClient, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the discovery client: %w", err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	sg, err := scale.NewForConfig(cfg, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(dc))
+	if err != nil {
+		return nil, fmt.Errorf("creating the scale client: %w", err)
+	}
+	return &ScaleClient{Scales: sg, Mapper: mapper}, nil
+}
+
+// Scale implements ScaleReader. Errors are upstream's own (their text becomes the
+// FailedGetScale event and condition message).
+func (c *ScaleClient) Scale(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, error) {
+	s, _, err := c.get(ctx, namespace, ref)
+	if err != nil {
+		return nil, err
+	}
+	return &replicas.Scale{SpecReplicas: s.Spec.Replicas, StatusReplicas: s.Status.Replicas, Selector: s.Status.Selector}, nil
+}
+
+func (c *ScaleClient) get(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference) (*autoscalingv1.Scale, schema.GroupResource, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, schema.GroupResource{}, err
+	}
+	mappings, err := c.Mapper.RESTMappings(schema.GroupKind{Group: gv.Group, Kind: ref.Kind})
+	if err != nil {
+		return nil, schema.GroupResource{}, err
+	}
+	var firstErr error
+	for i, m := range mappings {
+		gr := m.Resource.GroupResource()
+		s, err := c.Scales.Scales(namespace).Get(ctx, gr, ref.Name, metav1.GetOptions{})
+		if err == nil {
+			return s, gr, nil
+		}
+		if i == 0 {
+			firstErr = err
+		}
+	}
+	if firstErr == nil {
+		firstErr = errors.New("unrecognized resource")
+	}
+	return nil, schema.GroupResource{}, firstErr
+}
+
+// SetReplicas writes spec.replicas of the target's scale, re-reading the scale after a
+// failed write and retrying on conflicts with client-go's default backoff, as upstream.
+// dryRun is passed through to the API server (metav1.DryRunAll or nil).
+func (c *ScaleClient) SetReplicas(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference, desired int32, dryRun []string) error {
+	s, gr, err := c.get(ctx, namespace, ref)
+	if err != nil {
+		return err
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s.Spec.Replicas = desired
+		_, err := c.Scales.Scales(namespace).Update(ctx, gr, s, metav1.UpdateOptions{DryRun: dryRun})
+		if err == nil {
+			return nil
+		}
+		if latest, getErr := c.Scales.Scales(namespace).Get(ctx, gr, ref.Name, metav1.GetOptions{}); getErr == nil {
+			s = latest
+		}
+		return err
+	})
+}
+
+// ListerPods reads pods from an informer cache.
+type ListerPods struct {
+	Lister corelisters.PodLister
+}
+
+// Pods implements PodReader.
+func (l ListerPods) Pods(_ context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
+	return l.Lister.Pods(namespace).List(selector)
+}
+
+// LivePods lists pods from the API server on every call (for one-shot commands).
+type LivePods struct {
+	Client kubernetes.Interface
+}
+
+// Pods implements PodReader.
+func (l LivePods) Pods(ctx context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
+	list, err := l.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods in %s matching %q: %w", namespace, selector.String(), err)
+	}
+	out := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
