@@ -49,8 +49,8 @@ func NewScaleClient(cfg *rest.Config) (*ScaleClient, error) {
 	return &ScaleClient{Scales: sg, Mapper: mapper}, nil
 }
 
-// Scale implements ScaleReader. Errors are upstream's own (their text becomes the
-// FailedGetScale event and condition message).
+// Scale implements ScaleReader. Errors are *replicas.ScaleError carrying upstream's own
+// error (its text becomes the FailedGetScale event and condition message).
 func (c *ScaleClient) Scale(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, error) {
 	s, _, err := c.get(ctx, namespace, ref)
 	if err != nil {
@@ -62,11 +62,11 @@ func (c *ScaleClient) Scale(ctx context.Context, namespace string, ref autoscali
 func (c *ScaleClient) get(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference) (*autoscalingv1.Scale, schema.GroupResource, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return nil, schema.GroupResource{}, err
+		return nil, schema.GroupResource{}, &replicas.ScaleError{Stage: replicas.ScaleErrorAPIVersion, Err: err}
 	}
 	mappings, err := c.Mapper.RESTMappings(schema.GroupKind{Group: gv.Group, Kind: ref.Kind})
 	if err != nil {
-		return nil, schema.GroupResource{}, err
+		return nil, schema.GroupResource{}, &replicas.ScaleError{Stage: replicas.ScaleErrorMapping, Err: err}
 	}
 	var firstErr error
 	for i, m := range mappings {
@@ -82,7 +82,7 @@ func (c *ScaleClient) get(ctx context.Context, namespace string, ref autoscaling
 	if firstErr == nil {
 		firstErr = errors.New("unrecognized resource")
 	}
-	return nil, schema.GroupResource{}, firstErr
+	return nil, schema.GroupResource{}, &replicas.ScaleError{Stage: replicas.ScaleErrorGet, Err: firstErr}
 }
 
 // SetReplicas writes spec.replicas of the target's scale, re-reading the scale after a
