@@ -1,0 +1,592 @@
+package output
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+)
+
+// Facts is everything an Explanation is built from: the core's input and decision plus
+// what was read around them.
+type Facts struct {
+	// Input is what the core decided on (after any what-if change); Input.HPA is the HPA as
+	// the core saw it.
+	Input replicas.Input
+	// Decision is replicas.Decide(Input).
+	Decision replicas.Decision
+	// Cluster is the HPA as read from the cluster (its status is the cluster controller's last
+	// decision); nil when not read from a cluster.
+	Cluster *autoscalingv2.HorizontalPodAutoscaler
+	// RescaleEvents are the cluster's SuccessfulRescale events on the HPA, any order.
+	RescaleEvents []corev1.Event
+	// MetricsSource is metrics.Client.Source().
+	MetricsSource string
+	// HistorySource and HistoryNote describe where Input.History came from.
+	HistorySource, HistoryNote string
+	// FreshDesired is the desired count with an empty (freshly seeded) history, when computed.
+	FreshDesired *int32
+	WhatIf       []WhatIf
+	Warnings     []Warning
+}
+
+// Build turns facts into an Explanation. It is pure.
+func Build(f Facts) *Explanation {
+	in, d := f.Input, f.Decision
+	hpa := in.HPA
+	e := New(hpa.Namespace, hpa.Name)
+	e.Metadata.UID = hpa.UID
+	e.Metadata.Generation = hpa.Generation
+	e.Metadata.ResourceVersion = hpa.ResourceVersion
+	e.Time = metav1.NewTime(in.Now)
+	e.MetricsSource = f.MetricsSource
+	e.WhatIf = f.WhatIf
+	e.Warnings = f.Warnings
+
+	ref := hpa.Spec.ScaleTargetRef
+	e.Target = &Target{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name}
+	if in.Scale != nil {
+		e.Target.SpecReplicas = ptr(in.Scale.SpecReplicas)
+		e.Target.StatusReplicas = ptr(in.Scale.StatusReplicas)
+		e.Target.Selector = in.Scale.Selector
+	}
+	if in.ScaleErr != nil {
+		e.Target.Error = in.ScaleErr.Error()
+	}
+	e.Replicas = &Range{Min: d.MinReplicas, Max: d.MaxReplicas}
+	e.Tolerance = &Tolerance{
+		ScaleUp:   DirectionTolerance{Value: d.Tolerances.Up, Source: d.Tolerances.UpSource},
+		ScaleDown: DirectionTolerance{Value: d.Tolerances.Down, Source: d.Tolerances.DownSource},
+	}
+	e.Behavior = behaviorOf(hpa.Spec.Behavior, in.Config)
+
+	podByName := map[string]*corev1.Pod{}
+	for _, p := range in.Pods {
+		podByName[p.Name] = p
+	}
+	chosen := -1
+	for i, m := range d.Metrics {
+		if chosen < 0 && d.MetricName != "" && m.Name == d.MetricName && m.Err == nil {
+			chosen = i
+		}
+	}
+	for i, spec := range hpa.Spec.Metrics {
+		var res *replicas.MetricResult
+		if i < len(d.Metrics) {
+			res = &d.Metrics[i]
+		}
+		e.Metrics = append(e.Metrics, metricOf(i, spec, res, i == chosen, podByName, in.Now))
+	}
+
+	e.Arithmetic = arithmeticOf(d, e.Metrics, in.Now)
+	e.Decision = decisionOf(d)
+	e.Verdict = verdictOf(d, e)
+	e.History = historyOf(f)
+	if f.Cluster != nil {
+		e.Cluster = clusterOf(f.Cluster, f.RescaleEvents, d)
+	}
+	for _, s := range d.Trace {
+		st := Step{Stage: s.Stage, Text: s.Text}
+		if s.Metric >= 0 {
+			st.Metric = ptr(s.Metric)
+		}
+		e.Trace = append(e.Trace, st)
+	}
+	return e
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// behaviorOf fills the API defaults the API server applies when behavior is set, and the
+// cluster window the controller substitutes for a nil scaleDown window.
+func behaviorOf(b *autoscalingv2.HorizontalPodAutoscalerBehavior, cfg replicas.Config) *Behavior {
+	if b == nil {
+		return &Behavior{Legacy: true}
+	}
+	out := &Behavior{}
+	up := autoscalingv2.HPAScalingRules{}
+	if b.ScaleUp != nil {
+		up = *b.ScaleUp.DeepCopy()
+	}
+	down := autoscalingv2.HPAScalingRules{}
+	if b.ScaleDown != nil {
+		down = *b.ScaleDown.DeepCopy()
+	}
+	if up.StabilizationWindowSeconds == nil {
+		up.StabilizationWindowSeconds = ptr(int32(0))
+		out.Defaulted = append(out.Defaulted, "scaleUp.stabilizationWindowSeconds")
+	}
+	if up.SelectPolicy == nil {
+		up.SelectPolicy = ptr(autoscalingv2.MaxChangePolicySelect)
+		out.Defaulted = append(out.Defaulted, "scaleUp.selectPolicy")
+	}
+	if len(up.Policies) == 0 {
+		up.Policies = []autoscalingv2.HPAScalingPolicy{
+			{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 15},
+			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
+		}
+		out.Defaulted = append(out.Defaulted, "scaleUp.policies")
+	}
+	if down.StabilizationWindowSeconds == nil {
+		down.StabilizationWindowSeconds = ptr(int32(cfg.DownscaleStabilizationWindow / time.Second))
+		out.Defaulted = append(out.Defaulted, "scaleDown.stabilizationWindowSeconds (cluster --horizontal-pod-autoscaler-downscale-stabilization)")
+	}
+	if down.SelectPolicy == nil {
+		down.SelectPolicy = ptr(autoscalingv2.MaxChangePolicySelect)
+		out.Defaulted = append(out.Defaulted, "scaleDown.selectPolicy")
+	}
+	if len(down.Policies) == 0 {
+		down.Policies = []autoscalingv2.HPAScalingPolicy{
+			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
+		}
+		out.Defaulted = append(out.Defaulted, "scaleDown.policies")
+	}
+	out.ScaleUp, out.ScaleDown = &up, &down
+	return out
+}
+
+// ShortName is the name people use for a metric spec; --set-target and --assume accept it.
+func ShortName(spec autoscalingv2.MetricSpec) string {
+	switch spec.Type {
+	case autoscalingv2.ResourceMetricSourceType:
+		if spec.Resource != nil {
+			return string(spec.Resource.Name)
+		}
+	case autoscalingv2.ContainerResourceMetricSourceType:
+		if spec.ContainerResource != nil {
+			return string(spec.ContainerResource.Name) + "/" + spec.ContainerResource.Container
+		}
+	case autoscalingv2.PodsMetricSourceType:
+		if spec.Pods != nil {
+			return spec.Pods.Metric.Name
+		}
+	case autoscalingv2.ObjectMetricSourceType:
+		if spec.Object != nil {
+			return spec.Object.Metric.Name
+		}
+	case autoscalingv2.ExternalMetricSourceType:
+		if spec.External != nil {
+			return spec.External.Metric.Name
+		}
+	}
+	return strings.ToLower(string(spec.Type))
+}
+
+// TargetOf returns the metric target of spec (zero value for an unknown type).
+func TargetOf(spec autoscalingv2.MetricSpec) autoscalingv2.MetricTarget {
+	switch {
+	case spec.Type == autoscalingv2.ResourceMetricSourceType && spec.Resource != nil:
+		return spec.Resource.Target
+	case spec.Type == autoscalingv2.ContainerResourceMetricSourceType && spec.ContainerResource != nil:
+		return spec.ContainerResource.Target
+	case spec.Type == autoscalingv2.PodsMetricSourceType && spec.Pods != nil:
+		return spec.Pods.Target
+	case spec.Type == autoscalingv2.ObjectMetricSourceType && spec.Object != nil:
+		return spec.Object.Target
+	case spec.Type == autoscalingv2.ExternalMetricSourceType && spec.External != nil:
+		return spec.External.Target
+	}
+	return autoscalingv2.MetricTarget{}
+}
+
+// FormatTarget prints a target the way kubectl describe does.
+func FormatTarget(t autoscalingv2.MetricTarget) string {
+	switch {
+	case t.AverageUtilization != nil:
+		return fmt.Sprintf("%d%%", *t.AverageUtilization)
+	case t.AverageValue != nil:
+		return t.AverageValue.String() + " (avg)"
+	case t.Value != nil:
+		return t.Value.String()
+	}
+	return "<none>"
+}
+
+func currentOf(s autoscalingv2.MetricStatus) (autoscalingv2.MetricValueStatus, bool) {
+	switch {
+	case s.Type == autoscalingv2.ResourceMetricSourceType && s.Resource != nil:
+		return s.Resource.Current, true
+	case s.Type == autoscalingv2.ContainerResourceMetricSourceType && s.ContainerResource != nil:
+		return s.ContainerResource.Current, true
+	case s.Type == autoscalingv2.PodsMetricSourceType && s.Pods != nil:
+		return s.Pods.Current, true
+	case s.Type == autoscalingv2.ObjectMetricSourceType && s.Object != nil:
+		return s.Object.Current, true
+	case s.Type == autoscalingv2.ExternalMetricSourceType && s.External != nil:
+		return s.External.Current, true
+	}
+	return autoscalingv2.MetricValueStatus{}, false
+}
+
+// formatCurrent prints the current value in the unit of the target.
+func formatCurrent(t autoscalingv2.MetricTarget, c autoscalingv2.MetricValueStatus) string {
+	switch {
+	case t.AverageUtilization != nil && c.AverageUtilization != nil:
+		return fmt.Sprintf("%d%%", *c.AverageUtilization)
+	case t.AverageValue != nil && c.AverageValue != nil:
+		return c.AverageValue.String() + " (avg)"
+	case t.Value != nil && c.Value != nil:
+		return c.Value.String()
+	case c.AverageUtilization != nil:
+		return fmt.Sprintf("%d%%", *c.AverageUtilization)
+	case c.AverageValue != nil:
+		return c.AverageValue.String() + " (avg)"
+	case c.Value != nil:
+		return c.Value.String()
+	}
+	return "<unknown>"
+}
+
+func metricOf(i int, spec autoscalingv2.MetricSpec, r *replicas.MetricResult, chosen bool, pods map[string]*corev1.Pod, now time.Time) Metric {
+	t := TargetOf(spec)
+	m := Metric{
+		Index:      i,
+		Type:       string(spec.Type),
+		Short:      ShortName(spec),
+		Target:     FormatTarget(t),
+		Current:    "<unknown>",
+		TargetSpec: t,
+		Chosen:     chosen,
+	}
+	if r == nil {
+		m.Error = "not computed"
+		return m
+	}
+	m.Name = r.Name
+	m.ReadyPods = r.ReadyPods
+	m.Reason = r.Reason
+	if !r.Timestamp.IsZero() {
+		m.Timestamp = ptr(metav1.NewTime(r.Timestamp))
+	}
+	if r.Err != nil {
+		m.Error = r.Err.Error()
+	} else {
+		m.Ratio = ptr(round4(r.Ratio))
+		if r.RebalancedRatio != r.Ratio {
+			m.RebalancedRatio = ptr(round4(r.RebalancedRatio))
+		}
+		m.WithinTolerance = r.WithinTolerance
+		m.Proposal = ptr(r.Replicas)
+		st := r.Status
+		m.Status = &st
+		if c, ok := currentOf(st); ok {
+			m.Current = formatCurrent(t, c)
+		}
+	}
+	utilization := t.Type == autoscalingv2.UtilizationMetricType
+	for _, pt := range r.Pods {
+		p := Pod{Name: pt.Name, Treatment: string(pt.Class), Why: pt.Why}
+		if pod, ok := pods[pt.Name]; ok {
+			p.Phase = string(pod.Status.Phase)
+			p.Ready = podReady(pod)
+			if pod.Status.StartTime != nil {
+				p.Age = age(now, pod.Status.StartTime.Time)
+			}
+		}
+		if pt.Request > 0 {
+			p.RequestMilli = ptr(pt.Request)
+		}
+		if pt.HasSample {
+			p.UsageMilli = ptr(pt.Usage)
+			if utilization && pt.Request > 0 {
+				p.Utilization = ptr(pt.Usage * 100 / pt.Request)
+			}
+		}
+		if pt.AssumedUsage >= 0 {
+			p.AssumedUsageMilli = ptr(pt.AssumedUsage)
+		}
+		m.Pods = append(m.Pods, p)
+	}
+	return m
+}
+
+func round4(f float64) float64 { return math.Round(f*10000) / 10000 }
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func age(now, t time.Time) string {
+	if t.After(now) {
+		return "0s"
+	}
+	return duration.HumanDuration(now.Sub(t))
+}
+
+func arithmeticOf(d replicas.Decision, ms []Metric, now time.Time) *Arithmetic {
+	a := &Arithmetic{ChosenMetric: d.MetricName, Desired: d.DesiredReplicas}
+	for _, m := range ms {
+		a.Proposals = append(a.Proposals, Proposal{Metric: m.Short, Replicas: m.Proposal, Error: m.Error})
+	}
+	if d.MetricReplicas >= 0 && d.Phase == replicas.PhaseComputed {
+		a.MetricReplicas = ptr(d.MetricReplicas)
+	}
+	if d.Phase == replicas.PhaseClampedToRange {
+		a.Clamp = d.Reason
+	}
+	if s := d.Stabilization; s != nil {
+		st := &Stabilization{
+			Legacy:             s.Legacy,
+			UpWindowSeconds:    int64(s.UpWindow / time.Second),
+			DownWindowSeconds:  int64(s.DownWindow / time.Second),
+			Recommendation:     s.Recommendation,
+			UpRecommendation:   s.UpRecommendation,
+			DownRecommendation: s.DownRecommendation,
+			Result:             s.Result,
+			Reason:             s.Reason,
+		}
+		for _, r := range s.Considered {
+			st.Considered = append(st.Considered, Recommendation{Replicas: r.Replicas, Time: metav1.NewTime(r.Timestamp), Age: age(now, r.Timestamp)})
+		}
+		a.Stabilization = st
+	}
+	if l := d.Limit; l != nil {
+		lim := &Limits{Input: l.Input, Result: l.Result, UpLimit: l.UpLimit, DownLimit: l.DownLimit, Reason: l.Reason, Limited: l.Limited}
+		for _, p := range l.Policies {
+			lim.Policies = append(lim.Policies, PolicyLimit{Direction: p.Direction, Type: string(p.Type), Value: p.Value, PeriodSeconds: p.PeriodSeconds, PeriodStart: p.PeriodStart, Proposal: p.Proposal})
+		}
+		lim.BindingPolicy = bindingPolicy(l, d.Stabilization == nil || !d.Stabilization.Legacy)
+		a.Limits = lim
+	}
+	return a
+}
+
+// bindingPolicy names the rate limit that capped the count ("scaleUp Pods=2 per 60s").
+func bindingPolicy(l *replicas.Limit, withBehavior bool) string {
+	var dir string
+	var limit int32
+	switch l.Reason {
+	case "ScaleUpLimit":
+		dir, limit = "scaleUp", l.UpLimit
+	case "ScaleDownLimit":
+		dir, limit = "scaleDown", l.DownLimit
+	default:
+		return ""
+	}
+	if !withBehavior || len(l.Policies) == 0 {
+		return fmt.Sprintf("the legacy scale-up cap max(2x current, 4) = %d", limit)
+	}
+	for _, p := range l.Policies {
+		if p.Direction == dir && p.Proposal == limit {
+			unit := ""
+			if p.Type == autoscalingv2.PercentScalingPolicy {
+				unit = "%"
+			}
+			return fmt.Sprintf("%s %s=%d%s per %ds", dir, p.Type, p.Value, unit, p.PeriodSeconds)
+		}
+	}
+	return fmt.Sprintf("%s policies (limit %d)", dir, limit)
+}
+
+// effectiveConditions keeps the last value of each condition type, in first-seen order,
+// as applying them in sequence would leave them.
+func effectiveConditions(cs []replicas.Condition) []Condition {
+	var order []string
+	last := map[string]replicas.Condition{}
+	for _, c := range cs {
+		t := string(c.Type)
+		if _, ok := last[t]; !ok {
+			order = append(order, t)
+		}
+		last[t] = c
+	}
+	out := make([]Condition, 0, len(order))
+	for _, t := range order {
+		c := last[t]
+		out = append(out, Condition{Type: t, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+	}
+	return out
+}
+
+func decisionOf(d replicas.Decision) *Decision {
+	out := &Decision{
+		Phase:           string(d.Phase),
+		CurrentReplicas: d.CurrentReplicas,
+		DesiredReplicas: d.DesiredReplicas,
+		Rescale:         d.Rescale,
+		Reason:          d.Reason,
+		Conditions:      effectiveConditions(d.Conditions),
+	}
+	for _, ev := range d.Events {
+		out.Events = append(out.Events, Event{Type: ev.Type, Reason: ev.Reason, Message: ev.Message})
+	}
+	if d.Err != nil {
+		out.Error = d.Err.Error()
+	}
+	return out
+}
+
+// metricPhrase is "cpu 142% vs 80%" for the verdict.
+func metricPhrase(m Metric) string {
+	return fmt.Sprintf("%s %s vs %s", m.Short, strings.TrimSuffix(m.Current, " (avg)"), strings.TrimSuffix(m.Target, " (avg)"))
+}
+
+func verdictOf(d replicas.Decision, e *Explanation) *Verdict {
+	from, to := d.CurrentReplicas, d.DesiredReplicas
+	var chosen *Metric
+	for i := range e.Metrics {
+		if e.Metrics[i].Chosen {
+			chosen = &e.Metrics[i]
+		}
+	}
+	move := fmt.Sprintf("would stay at %d", from)
+	if d.Rescale {
+		move = fmt.Sprintf("would scale %d -> %d", from, to)
+	}
+	switch d.Phase {
+	case replicas.PhaseScaleFailed:
+		return &Verdict{Constraint: ConstraintScaleUnavailable, Sentence: "would not scale: the target's scale could not be read: " + errText(d.Err, e.Target.Error)}
+	case replicas.PhaseDisabled:
+		return &Verdict{Constraint: ConstraintScalingDisabled, Sentence: "would not scale: the target has 0 replicas and this HPA may not scale it from zero"}
+	case replicas.PhaseClampedToRange:
+		c := ConstraintMaxReplicas
+		bound := fmt.Sprintf("maxReplicas %d", d.MaxReplicas)
+		if from < d.MinReplicas {
+			c, bound = ConstraintMinReplicas, fmt.Sprintf("minReplicas %d", d.MinReplicas)
+		}
+		return &Verdict{Constraint: c, Sentence: fmt.Sprintf("%s: the current count is outside the range, so it is set to %s without consulting metrics", move, bound)}
+	case replicas.PhaseMetricsFailed:
+		for _, c := range d.Conditions {
+			if c.Reason == "InvalidSelector" || c.Reason == "AmbiguousSelector" {
+				return &Verdict{Constraint: ConstraintSelector, Sentence: "would not scale: " + c.Message}
+			}
+		}
+		return &Verdict{Constraint: ConstraintMetricsUnavailable, Sentence: "would not scale: no usable metric: " + errText(d.Err, "")}
+	}
+
+	why := ""
+	if chosen != nil {
+		why = ": " + metricPhrase(*chosen)
+	}
+	if d.Limit != nil && d.Limit.Limited {
+		c := ConstraintMaxReplicas
+		by := fmt.Sprintf("maxReplicas %d", d.MaxReplicas)
+		switch d.Limit.Reason {
+		case "TooFewReplicas":
+			c, by = ConstraintMinReplicas, fmt.Sprintf("minReplicas %d", d.MinReplicas)
+		case "ScaleUpLimit":
+			c, by = ConstraintScaleUpLimit, e.Arithmetic.Limits.BindingPolicy
+		case "ScaleDownLimit":
+			c, by = ConstraintScaleDownLimit, e.Arithmetic.Limits.BindingPolicy
+		}
+		return &Verdict{Constraint: c, Sentence: fmt.Sprintf("%s%s, proposing %d, limited by %s", move, why, d.MetricReplicas, by)}
+	}
+	if s := d.Stabilization; s != nil && s.Result != s.Recommendation {
+		if s.Reason == "ScaleUpStabilized" {
+			return &Verdict{Constraint: ConstraintScaleUpStabilization, Sentence: fmt.Sprintf("%s%s, proposing %d, held at %d by the lowest recommendation of the last %s (scaleUp stabilization window)", move, why, s.Recommendation, s.Result, s.UpWindow)}
+		}
+		return &Verdict{Constraint: ConstraintScaleDownStabilization, Sentence: fmt.Sprintf("%s%s, proposing %d, held at %d by the highest recommendation of the last %s (scaleDown stabilization window)", move, why, s.Recommendation, s.Result, s.DownWindow)}
+	}
+	if !d.Rescale {
+		within := true
+		for _, m := range e.Metrics {
+			if m.Error == "" && !m.WithinTolerance {
+				within = false
+			}
+		}
+		if within && len(e.Metrics) > 0 {
+			return &Verdict{Constraint: ConstraintTolerance, Sentence: fmt.Sprintf("%s: every metric is within tolerance (-%s/+%s)%s", move, pct(d.Tolerances.Down), pct(d.Tolerances.Up), strings.Replace(why, ":", ", e.g.", 1))}
+		}
+		return &Verdict{Constraint: ConstraintNone, Sentence: fmt.Sprintf("%s%s proposes the current count", move, why)}
+	}
+	return &Verdict{Constraint: ConstraintNone, Sentence: fmt.Sprintf("%s%s, nothing limits it", move, why)}
+}
+
+func errText(err error, fallback string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return fallback
+}
+
+func pct(f float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", f*100), "0"), ".") + "%"
+}
+
+func historyOf(f Facts) *History {
+	h := &History{Source: f.HistorySource, Note: f.HistoryNote, FreshControllerDesired: f.FreshDesired}
+	now := f.Input.Now
+	for _, r := range f.Input.History.Recommendations {
+		h.Recommendations = append(h.Recommendations, Recommendation{Replicas: r.Replicas, Time: metav1.NewTime(r.Timestamp), Age: age(now, r.Timestamp)})
+	}
+	for _, ev := range f.Input.History.ScaleUpEvents {
+		h.ScaleUpEvents = append(h.ScaleUpEvents, ScaleEvent{ReplicaChange: ev.ReplicaChange, Time: metav1.NewTime(ev.Timestamp)})
+	}
+	for _, ev := range f.Input.History.ScaleDownEvents {
+		h.ScaleDownEvents = append(h.ScaleDownEvents, ScaleEvent{ReplicaChange: ev.ReplicaChange, Time: metav1.NewTime(ev.Timestamp)})
+	}
+	return h
+}
+
+// EventTime is the latest time an event was seen.
+func EventTime(ev corev1.Event) time.Time {
+	switch {
+	case ev.Series != nil && !ev.Series.LastObservedTime.IsZero():
+		return ev.Series.LastObservedTime.Time
+	case !ev.LastTimestamp.IsZero():
+		return ev.LastTimestamp.Time
+	case !ev.EventTime.IsZero():
+		return ev.EventTime.Time
+	}
+	return ev.FirstTimestamp.Time
+}
+
+// maxRecentRescales bounds how many cluster rescale events are shown.
+const maxRecentRescales = 5
+
+func clusterOf(hpa *autoscalingv2.HorizontalPodAutoscaler, events []corev1.Event, d replicas.Decision) *Cluster {
+	st := hpa.Status
+	c := &Cluster{
+		CurrentReplicas:    st.CurrentReplicas,
+		DesiredReplicas:    st.DesiredReplicas,
+		LastScaleTime:      st.LastScaleTime,
+		ObservedGeneration: st.ObservedGeneration,
+	}
+	for _, cond := range st.Conditions {
+		c.Conditions = append(c.Conditions, Condition{Type: string(cond.Type), Status: string(cond.Status), Reason: cond.Reason, Message: cond.Message, LastTransitionTime: ptr(cond.LastTransitionTime)})
+	}
+	evs := append([]corev1.Event(nil), events...)
+	sort.SliceStable(evs, func(i, j int) bool { return EventTime(evs[i]).After(EventTime(evs[j])) })
+	if len(evs) > maxRecentRescales {
+		evs = evs[:maxRecentRescales]
+	}
+	for _, ev := range evs {
+		c.RecentRescales = append(c.RecentRescales, Event{Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Count: ev.Count, Time: ptr(metav1.NewTime(EventTime(ev)))})
+	}
+	if d.Phase == replicas.PhaseScaleFailed {
+		c.Agrees = false
+		c.Note = "this decision could not read the target's scale, so there is nothing to compare"
+		return c
+	}
+	c.Agrees = st.DesiredReplicas == d.DesiredReplicas
+	switch {
+	case !c.Agrees && st.ObservedGeneration != nil && *st.ObservedGeneration < hpa.Generation:
+		c.Note = fmt.Sprintf("the cluster controller has not yet seen generation %d of this HPA (it last saw %d)", hpa.Generation, *st.ObservedGeneration)
+	case !c.Agrees:
+		c.Note = fmt.Sprintf("the cluster controller last decided %d, this decision is %d: metrics may have moved since its last sync, or its in-memory history (not visible here) holds different recommendations", st.DesiredReplicas, d.DesiredReplicas)
+	}
+	return c
+}
+
+// Quantity formats milli-units as a quantity for people ("250m", "128Mi").
+func Quantity(milli int64, binary bool) string {
+	q := resource.NewMilliQuantity(milli, resource.DecimalSI)
+	if binary && milli%1000 == 0 {
+		q = resource.NewQuantity(milli/1000, resource.BinarySI)
+	}
+	return q.String()
+}

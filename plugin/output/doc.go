@@ -1,0 +1,35 @@
+// Package output holds the versioned, Kubernetes-style schema of what kubectl hpa reports
+// about one HPA decision, and its renderers.
+//
+// The schema is the object kind Explanation in API group hpa.kubectl-hpa.io, version
+// v1alpha1. `kubectl hpa explain -o json|yaml` prints one Explanation per decision (one per
+// sync period with --watch) and `kubectl hpa run -o json` is meant to print the same object
+// per reconcile. Within v1alpha1 fields are only added, never renamed or removed; a
+// breaking change gets a new version.
+//
+// Top-level fields (all names are JSON names):
+//
+//	apiVersion, kind   hpa.kubectl-hpa.io/v1alpha1, Explanation
+//	metadata           the HPA explained: name, namespace, uid, generation, resourceVersion
+//	time               when the decision was computed (the core's "now")
+//	error              set when the command failed: exitCode, reason (machine-readable, see
+//	                   the Reason* constants) and message; the other fields may then be absent
+//	target             scaleTargetRef, scale spec/status replicas and selector, or why the scale
+//	                   could not be read
+//	replicas           min (nil read as 1) and max
+//	tolerance          effective tolerance per direction (scaleUp, scaleDown) and its source
+//	behavior           spec.behavior with API defaults filled in, or legacy (no behavior) rules
+//	metricsSource      where numbers came from
+//	metrics[]          per spec metric: target, current value, ratios, within tolerance,
+//	                   proposal, error, and pods[] with each pod's treatment and why
+//	arithmetic         proposals -> max -> stabilization -> rate limits/clamp -> desired
+//	decision           phase, current/desired replicas, rescale, reason, conditions and events the
+//	                   controller would set/emit, and its error
+//	verdict            one sentence and the binding constraint (see the Constraint* constants)
+//	cluster            what the cluster's own controller last decided (status, conditions, recent
+//	                   SuccessfulRescale events) and whether it agrees
+//	history            which recommendation history the decision used and how it was obtained
+//	whatIf[]           inputs changed by --set-target/--assume (the cluster was not touched)
+//	warnings[]         reason + message for conditions that make the decision surprising
+//	trace[]            the core's ordered steps
+package output

@@ -1,0 +1,431 @@
+package output
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// TextPrinter renders Explanations describe-style. It implements cli-runtime's
+// printers.ResourcePrinter so commands treat it like the JSON and YAML printers.
+type TextPrinter struct{}
+
+// PrintObj renders obj, which must be an *Explanation.
+func (TextPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
+	e, ok := obj.(*Explanation)
+	if !ok {
+		return fmt.Errorf("the text printer renders %s objects, not %T", Kind, obj)
+	}
+	return RenderText(w, e)
+}
+
+// RenderText writes e for people: aligned sections, tables for metrics and pods, the
+// arithmetic, one verdict sentence, the cluster's own view and the history used.
+func RenderText(w io.Writer, e *Explanation) error {
+	var b bytes.Buffer
+	r := &textRenderer{b: &b, now: e.Time.Time}
+	r.render(e)
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+type textRenderer struct {
+	b   *bytes.Buffer
+	now time.Time
+}
+
+// kv prints an aligned "Key:  value" line at the given indent.
+func (r *textRenderer) kv(indent int, key, format string, args ...any) {
+	k := strings.Repeat("  ", indent) + key + ":"
+	fmt.Fprintf(r.b, "%-22s %s\n", k, fmt.Sprintf(format, args...))
+}
+
+func (r *textRenderer) line(indent int, format string, args ...any) {
+	fmt.Fprintf(r.b, "%s%s\n", strings.Repeat("  ", indent), fmt.Sprintf(format, args...))
+}
+
+func (r *textRenderer) table(indent int, header string, rows [][]string) {
+	var tb bytes.Buffer
+	tw := tabwriter.NewWriter(&tb, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, row := range rows {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	_ = tw.Flush()
+	for _, l := range strings.Split(strings.TrimRight(tb.String(), "\n"), "\n") {
+		r.line(indent, "%s", strings.TrimRight(l, " "))
+	}
+}
+
+func (r *textRenderer) ago(t time.Time) string {
+	if t.IsZero() {
+		return "<never>"
+	}
+	if t.After(r.now) {
+		return "in " + duration.HumanDuration(t.Sub(r.now))
+	}
+	return duration.HumanDuration(r.now.Sub(t)) + " ago"
+}
+
+func (r *textRenderer) render(e *Explanation) {
+	r.kv(0, "Name", "%s", e.Metadata.Name)
+	r.kv(0, "Namespace", "%s", e.Metadata.Namespace)
+	r.kv(0, "Explained at", "%s", e.Time.UTC().Format(time.RFC3339))
+	if e.Error != nil {
+		r.kv(0, "Error", "%s (exit code %d, %s)", e.Error.Message, e.Error.ExitCode, e.Error.Reason)
+	}
+	if e.Target == nil {
+		return
+	}
+	t := e.Target
+	r.kv(0, "Target", "%s/%s (%s)", t.Kind, t.Name, t.APIVersion)
+	if t.Error != "" {
+		r.kv(1, "Scale", "<unreadable>: %s", t.Error)
+	} else if t.SpecReplicas != nil {
+		sel := t.Selector
+		if sel == "" {
+			sel = "<none>"
+		}
+		r.kv(1, "Scale", "spec %d, status %d replicas; selector %s", *t.SpecReplicas, *t.StatusReplicas, sel)
+	}
+	if e.Replicas != nil {
+		r.kv(0, "Min/Max replicas", "%d / %d", e.Replicas.Min, e.Replicas.Max)
+	}
+	if tol := e.Tolerance; tol != nil {
+		r.kv(0, "Tolerance", "scale-up +%s (%s), scale-down -%s (%s)", pct(tol.ScaleUp.Value), tol.ScaleUp.Source, pct(tol.ScaleDown.Value), tol.ScaleDown.Source)
+	}
+	r.renderBehavior(e)
+	if e.MetricsSource != "" {
+		r.kv(0, "Metrics source", "%s", e.MetricsSource)
+	}
+	if len(e.WhatIf) > 0 {
+		r.line(0, "What-if (inputs changed here only; the cluster was not touched):")
+		for _, wi := range e.WhatIf {
+			was := ""
+			if wi.Was != "" {
+				was = " (was " + wi.Was + ")"
+			}
+			r.line(1, "--%s %s=%s%s", wi.Flag, wi.Metric, wi.Value, was)
+		}
+	}
+	r.renderMetrics(e)
+	r.renderArithmetic(e)
+	if v := e.Verdict; v != nil {
+		r.line(0, "")
+		r.kv(0, "Verdict", "%s", v.Sentence)
+		r.kv(1, "Binding constraint", "%s", v.Constraint)
+	}
+	r.renderDecision(e)
+	r.renderCluster(e)
+	r.renderHistory(e)
+	if len(e.Warnings) > 0 {
+		r.line(0, "")
+		r.line(0, "Warnings:")
+		for _, w := range e.Warnings {
+			r.line(1, "%s: %s", w.Reason, w.Message)
+		}
+	}
+	if len(e.Trace) > 0 {
+		r.line(0, "")
+		r.line(0, "Trace:")
+		for _, s := range e.Trace {
+			r.line(1, "[%s] %s", s.Stage, s.Text)
+		}
+	}
+}
+
+func formatRules(rules *autoscalingv2.HPAScalingRules) string {
+	var parts []string
+	if rules.StabilizationWindowSeconds != nil {
+		parts = append(parts, fmt.Sprintf("stabilization window %ds", *rules.StabilizationWindowSeconds))
+	}
+	if rules.SelectPolicy != nil {
+		parts = append(parts, "select "+string(*rules.SelectPolicy))
+	}
+	var ps []string
+	for _, p := range rules.Policies {
+		unit := ""
+		if p.Type == autoscalingv2.PercentScalingPolicy {
+			unit = "%"
+		}
+		ps = append(ps, fmt.Sprintf("%s=%d%s per %ds", p.Type, p.Value, unit, p.PeriodSeconds))
+	}
+	if len(ps) > 0 {
+		parts = append(parts, "policies "+strings.Join(ps, ", "))
+	}
+	if rules.Tolerance != nil {
+		parts = append(parts, "tolerance "+rules.Tolerance.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (r *textRenderer) renderBehavior(e *Explanation) {
+	b := e.Behavior
+	if b == nil {
+		return
+	}
+	if b.Legacy {
+		r.kv(0, "Behavior", "none (legacy rules): scale-down stabilized over the cluster window, scale-up capped at max(2x current, 4) per sync")
+		return
+	}
+	r.kv(0, "Behavior", "(API defaults filled in)")
+	r.kv(1, "scaleUp", "%s", formatRules(b.ScaleUp))
+	r.kv(1, "scaleDown", "%s", formatRules(b.ScaleDown))
+	if len(b.Defaulted) > 0 {
+		r.kv(1, "defaulted", "%s", strings.Join(b.Defaulted, ", "))
+	}
+}
+
+func optInt32(p *int32) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprint(*p)
+}
+
+func optRatio(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", *p)
+}
+
+func isBinary(m Metric) bool { return strings.HasPrefix(m.Short, "memory") }
+
+func (r *textRenderer) renderMetrics(e *Explanation) {
+	if len(e.Metrics) == 0 {
+		return
+	}
+	r.line(0, "")
+	r.line(0, "Metrics:")
+	var rows [][]string
+	for _, m := range e.Metrics {
+		tol := "-"
+		if m.Ratio != nil {
+			tol = "outside"
+			if m.WithinTolerance {
+				tol = "within"
+			}
+		}
+		ratio := optRatio(m.Ratio)
+		if m.RebalancedRatio != nil {
+			ratio += " -> " + optRatio(m.RebalancedRatio)
+		}
+		note := ""
+		switch {
+		case m.Error != "":
+			note = "error: " + m.Error
+		case m.Chosen:
+			note = "sets the count"
+		}
+		rows = append(rows, []string{fmt.Sprint(m.Index), m.Short, string(m.Type), m.Target, m.Current, ratio, tol, optInt32(m.Proposal), note})
+	}
+	r.table(1, "#\tMETRIC\tTYPE\tTARGET\tCURRENT\tRATIO\tTOLERANCE\tPROPOSAL\tNOTE", rows)
+	for _, m := range e.Metrics {
+		if len(m.Pods) == 0 {
+			continue
+		}
+		r.line(0, "")
+		r.line(0, "Pods for metric %d (%s), %d ready pods counted:", m.Index, m.Short, m.ReadyPods)
+		var prow [][]string
+		for _, p := range m.Pods {
+			q := func(v *int64) string {
+				if v == nil {
+					return "-"
+				}
+				return Quantity(*v, isBinary(m))
+			}
+			util := "-"
+			if p.Utilization != nil {
+				util = fmt.Sprintf("%d%%", *p.Utilization)
+			}
+			treat := p.Treatment
+			if p.AssumedUsageMilli != nil {
+				treat += " (as " + q(p.AssumedUsageMilli) + ")"
+			}
+			phase, age := p.Phase, p.Age
+			if phase == "" {
+				phase = "-"
+			}
+			if age == "" {
+				age = "-"
+			}
+			why := p.Why
+			if why == "" {
+				why = "-"
+			}
+			prow = append(prow, []string{p.Name, phase, fmt.Sprint(p.Ready), age, q(p.RequestMilli), q(p.UsageMilli), util, treat, why})
+		}
+		r.table(1, "POD\tPHASE\tREADY\tAGE\tREQUEST\tUSAGE\tUTIL\tTREATMENT\tWHY", prow)
+	}
+}
+
+func (r *textRenderer) renderArithmetic(e *Explanation) {
+	a := e.Arithmetic
+	if a == nil {
+		return
+	}
+	r.line(0, "")
+	r.line(0, "Arithmetic:")
+	if a.Clamp != "" {
+		r.kv(1, "clamp", "%s (metrics and behavior are not consulted on this path)", a.Clamp)
+		r.kv(1, "desired", "%d", a.Desired)
+		return
+	}
+	var ps []string
+	for _, p := range a.Proposals {
+		if p.Replicas != nil {
+			ps = append(ps, fmt.Sprintf("%s -> %d", p.Metric, *p.Replicas))
+		} else {
+			ps = append(ps, p.Metric+" -> <error>")
+		}
+	}
+	if len(ps) > 0 {
+		r.kv(1, "proposals", "%s", strings.Join(ps, ", "))
+	}
+	if a.MetricReplicas != nil {
+		r.kv(1, "max over metrics", "%d (%s)", *a.MetricReplicas, a.ChosenMetric)
+	}
+	if s := a.Stabilization; s != nil {
+		if s.Legacy {
+			r.kv(1, "stabilization", "legacy: max(%d, recommendations of the last %ds) = %d (%s)", s.Recommendation, s.DownWindowSeconds, s.Result, s.Reason)
+		} else {
+			r.kv(1, "stabilization", "up: min(%d, last %ds) = %d; down: max(%d, last %ds) = %d; result %d (%s)",
+				s.Recommendation, s.UpWindowSeconds, s.UpRecommendation, s.Recommendation, s.DownWindowSeconds, s.DownRecommendation, s.Result, s.Reason)
+		}
+		var cs []string
+		for _, c := range s.Considered {
+			cs = append(cs, fmt.Sprintf("%d (%s ago)", c.Replicas, c.Age))
+		}
+		if len(cs) > 0 {
+			r.kv(2, "samples in window", "%s", strings.Join(cs, ", "))
+		}
+	}
+	if l := a.Limits; l != nil {
+		for _, p := range l.Policies {
+			unit := ""
+			if p.Type == string(autoscalingv2.PercentScalingPolicy) {
+				unit = "%"
+			}
+			r.kv(1, "policy", "%s %s=%d%s per %ds: start of period %d -> %d", p.Direction, p.Type, p.Value, unit, p.PeriodSeconds, p.PeriodStart, p.Proposal)
+		}
+		r.kv(1, "limits", "%d -> %d (up limit %d, down limit %d; %s)", l.Input, l.Result, l.UpLimit, l.DownLimit, l.Reason)
+		if l.BindingPolicy != "" {
+			r.kv(2, "binding", "%s", l.BindingPolicy)
+		}
+	}
+	r.kv(1, "desired", "%d", a.Desired)
+}
+
+func (r *textRenderer) renderDecision(e *Explanation) {
+	d := e.Decision
+	if d == nil {
+		return
+	}
+	r.line(0, "")
+	r.line(0, "This decision (phase %s) would set conditions:", d.Phase)
+	var rows [][]string
+	for _, c := range d.Conditions {
+		rows = append(rows, []string{c.Type, c.Status, c.Reason, c.Message})
+	}
+	if len(rows) > 0 {
+		r.table(1, "TYPE\tSTATUS\tREASON\tMESSAGE", rows)
+	}
+	if d.Rescale {
+		r.kv(1, "scale write", "New size: %d; reason: %s", d.DesiredReplicas, d.Reason)
+	} else {
+		r.kv(1, "scale write", "none")
+	}
+	for _, ev := range d.Events {
+		r.kv(1, "event", "%s %s: %s", ev.Type, ev.Reason, ev.Message)
+	}
+	if d.Error != "" {
+		r.kv(1, "error", "%s", d.Error)
+	}
+}
+
+func (r *textRenderer) renderCluster(e *Explanation) {
+	c := e.Cluster
+	if c == nil {
+		return
+	}
+	r.line(0, "")
+	r.line(0, "The cluster's controller last decided (HPA status):")
+	agree := "agrees with this decision"
+	if !c.Agrees {
+		agree = "DISAGREES with this decision"
+	}
+	r.kv(1, "desiredReplicas", "%d (%s)", c.DesiredReplicas, agree)
+	if c.Note != "" {
+		r.kv(1, "note", "%s", c.Note)
+	}
+	r.kv(1, "currentReplicas", "%d", c.CurrentReplicas)
+	if c.LastScaleTime != nil {
+		r.kv(1, "lastScaleTime", "%s (%s)", c.LastScaleTime.UTC().Format(time.RFC3339), r.ago(c.LastScaleTime.Time))
+	} else {
+		r.kv(1, "lastScaleTime", "<never>")
+	}
+	if len(c.Conditions) > 0 {
+		r.line(1, "Conditions:")
+		var rows [][]string
+		for _, cond := range c.Conditions {
+			since := "-"
+			if cond.LastTransitionTime != nil && !cond.LastTransitionTime.IsZero() {
+				since = r.ago(cond.LastTransitionTime.Time)
+			}
+			rows = append(rows, []string{cond.Type, cond.Status, cond.Reason, since, cond.Message})
+		}
+		r.table(2, "TYPE\tSTATUS\tREASON\tSINCE\tMESSAGE", rows)
+	}
+	if len(c.RecentRescales) == 0 {
+		r.kv(1, "recent rescales", "none visible (events expire, 1h by default)")
+		return
+	}
+	r.line(1, "Recent rescales:")
+	for _, ev := range c.RecentRescales {
+		when := "-"
+		if ev.Time != nil {
+			when = r.ago(ev.Time.Time)
+		}
+		count := ""
+		if ev.Count > 1 {
+			count = fmt.Sprintf(" (x%d)", ev.Count)
+		}
+		r.line(2, "%s: %s%s", when, ev.Message, count)
+	}
+}
+
+func (r *textRenderer) renderHistory(e *Explanation) {
+	h := e.History
+	if h == nil {
+		return
+	}
+	r.line(0, "")
+	r.kv(0, "History", "%s", h.Source)
+	r.line(1, "%s", h.Note)
+	var rs []string
+	for _, rec := range h.Recommendations {
+		rs = append(rs, fmt.Sprintf("%d (%s ago)", rec.Replicas, rec.Age))
+	}
+	if len(rs) > 0 {
+		r.kv(1, "recommendations", "%s", strings.Join(rs, ", "))
+	} else {
+		r.kv(1, "recommendations", "none")
+	}
+	for _, ev := range h.ScaleUpEvents {
+		r.kv(1, "scale-up event", "+%d %s", ev.ReplicaChange, r.ago(ev.Time.Time))
+	}
+	for _, ev := range h.ScaleDownEvents {
+		r.kv(1, "scale-down event", "-%d %s", ev.ReplicaChange, r.ago(ev.Time.Time))
+	}
+	if h.FreshControllerDesired != nil {
+		r.kv(1, "fresh controller", "a controller started now (its only sample: the current size) would decide %d", *h.FreshControllerDesired)
+	}
+}
