@@ -133,7 +133,7 @@ func scenarios() map[string]Facts {
 				Metrics: []replicas.MetricResult{{
 					Index: 0, Type: autoscalingv2.ResourceMetricSourceType, Name: cpuName, Replicas: 4, Ratio: 1.025, RebalancedRatio: 1.025, WithinTolerance: true,
 					Status: cpuStatus(82, "410m"), ReadyPods: 1,
-					Pods:   []replicas.PodTreatment{{Name: "web-a", Class: replicas.PodReady, Request: 500, Usage: 410, AssumedUsage: -1, HasSample: true}},
+					Pods: []replicas.PodTreatment{{Name: "web-a", Class: replicas.PodReady, Request: 500, Usage: 410, AssumedUsage: -1, HasSample: true}},
 				}},
 				MetricName: cpuName, MetricReplicas: 4,
 				Stabilization: &replicas.Stabilization{Legacy: true, DownWindow: 5 * time.Minute, Recommendation: 4, UpRecommendation: 4, DownRecommendation: 4, Result: 4, Reason: "ReadyForNewScale",
