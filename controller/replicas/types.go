@@ -191,8 +191,15 @@ type Decision struct {
 	// Reason is the rescale reason used in events ("cpu resource utilization (percentage of
 	// request) above target", "All metrics below target", "Current number of replicas above Spec.MaxReplicas").
 	Reason string
-	// Conditions are set in this order on the HPA status, before the scale write.
+	// Conditions are set in this order on the HPA status, before the scale write. A type may
+	// appear more than once (AbleToScale is first SucceededGetScale, then the stabilization
+	// reason); applying them in order with Apply's merge rules gives upstream's status.
 	Conditions []Condition
+	// RemovedConditions are condition types removed from the status after Conditions are set
+	// (ScaledToZero on the disabled path when the HPAScaleToZero gate is off).
+	RemovedConditions []autoscalingv2.HorizontalPodAutoscalerConditionType
+	// Reference is upstream's "<Kind>/<namespace>/<name>" of the scale target, used in errors.
+	Reference string
 	// Events are emitted before the scale write (per-metric failures, selector problems, ...).
 	Events []Event
 	// Err is the error upstream's reconcile returns (nil on success); partial metric failures
@@ -235,9 +242,11 @@ type MetricResult struct {
 	// Timestamp of the metric used.
 	Timestamp time.Time
 	// Err is the per-metric error, wrapped as upstream wraps it; Reason the condition/event reason
-	// (FailedGetResourceMetric, ...).
-	Err    error
-	Reason string
+	// (FailedGetResourceMetric, ...); Message the ScalingActive condition message upstream would
+	// set if this metric were the first failing one.
+	Err     error
+	Reason  string
+	Message string
 }
 
 // PodClass is how the calculator treated one pod.

@@ -1,0 +1,295 @@
+package replicas
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// EffectiveBehavior returns the behavior the controller acts on: nil when spec.behavior is nil
+// (legacy normalization), else a copy with the API defaults filled into unset fields (scaleUp:
+// window 0, Max, [4 Pods / 15 s, 100 Percent / 15 s]; scaleDown: Max, [100 Percent / 15 s]) and
+// an unset scaleDown window replaced by the controller's downscale stabilization window.
+func EffectiveBehavior(hpa *autoscalingv2.HorizontalPodAutoscaler, cfg Config) *autoscalingv2.HorizontalPodAutoscalerBehavior {
+	if hpa == nil || hpa.Spec.Behavior == nil {
+		return nil
+	}
+	b := hpa.Spec.Behavior
+	maxPolicy := autoscalingv2.MaxChangePolicySelect
+	upDefault := autoscalingv2.HPAScalingRules{
+		StabilizationWindowSeconds: ptr(int32(0)),
+		SelectPolicy:               &maxPolicy,
+		Policies: []autoscalingv2.HPAScalingPolicy{
+			{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 15},
+			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
+		},
+	}
+	downDefault := autoscalingv2.HPAScalingRules{
+		SelectPolicy: &maxPolicy,
+		Policies: []autoscalingv2.HPAScalingPolicy{
+			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
+		},
+	}
+	out := &autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleUp:   fillRules(b.ScaleUp, upDefault),
+		ScaleDown: fillRules(b.ScaleDown, downDefault),
+	}
+	if out.ScaleDown.StabilizationWindowSeconds == nil {
+		out.ScaleDown.StabilizationWindowSeconds = ptr(int32(cfg.DownscaleStabilizationWindow.Seconds()))
+	}
+	return out
+}
+
+// fillRules copies the set fields of from over def, as the API's defaulting does.
+func fillRules(from *autoscalingv2.HPAScalingRules, def autoscalingv2.HPAScalingRules) *autoscalingv2.HPAScalingRules {
+	if from == nil {
+		return &def
+	}
+	from = from.DeepCopy()
+	if from.SelectPolicy != nil {
+		def.SelectPolicy = from.SelectPolicy
+	}
+	if from.StabilizationWindowSeconds != nil {
+		def.StabilizationWindowSeconds = from.StabilizationWindowSeconds
+	}
+	if from.Policies != nil {
+		def.Policies = from.Policies
+	}
+	if from.Tolerance != nil {
+		def.Tolerance = from.Tolerance
+	}
+	return &def
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// normalizeLegacy is upstream's normalizeDesiredReplicas: downscale stabilization over the
+// controller window, then the max(factor x current, minimum) scale-up cap and min/max.
+func normalizeLegacy(d *Decision, in Input, current, desired int32) int32 {
+	window := in.Config.DownscaleStabilizationWindow
+	cutoff := in.Now.Add(-window)
+	st := &Stabilization{Legacy: true, DownWindow: window, Recommendation: desired, UpRecommendation: desired}
+	maxRec := desired
+	old := -1
+	recs := d.History.Recommendations
+	for i, rec := range recs {
+		if rec.Timestamp.Before(cutoff) {
+			old = i
+			continue
+		}
+		st.Considered = append(st.Considered, rec)
+		if rec.Replicas > maxRec {
+			maxRec = rec.Replicas
+		}
+	}
+	d.History.Recommendations = record(recs, old, Recommendation{Replicas: desired, Timestamp: in.Now})
+	st.DownRecommendation, st.Result = maxRec, maxRec
+	if maxRec != desired {
+		st.Reason = "ScaleDownStabilized"
+		d.setCondition(autoscalingv2.AbleToScale, corev1.ConditionTrue, st.Reason, msgScaleDownStabilized)
+	} else {
+		st.Reason = "ReadyForNewScale"
+		d.setCondition(autoscalingv2.AbleToScale, corev1.ConditionTrue, st.Reason, msgReadyForNewScale)
+	}
+	d.Stabilization = st
+	d.trace("stabilization", -1, fmt.Sprintf("no behavior: highest of %d and %d recommendations within the last %s -> %d (%s)",
+		desired, len(st.Considered), window, maxRec, st.Reason))
+
+	upLimit := int32(math.Max(in.Config.LegacyScaleUpFactor*float64(current), in.Config.LegacyScaleUpMinimum))
+	lim := &Limit{Input: maxRec, UpLimit: upLimit, DownLimit: d.MinReplicas}
+	result, reason, message := rulesLimit(maxRec, d.MinReplicas, d.MaxReplicas, upLimit)
+	lim.Result, lim.Reason, lim.Limited = result, reason, result != maxRec
+	d.Limit = lim
+	d.setCondition(autoscalingv2.ScalingLimited, limitedStatus(lim.Limited), reason, message)
+	d.trace("limits", -1, fmt.Sprintf("no behavior: scale-up limit max(%g x %d, %g) = %d, range [%d, %d]: %d -> %d (%s)",
+		in.Config.LegacyScaleUpFactor, current, in.Config.LegacyScaleUpMinimum, upLimit, d.MinReplicas, d.MaxReplicas, maxRec, result, reason))
+	return result
+}
+
+// rulesLimit is upstream's convertDesiredReplicasWithRules with the scale-up limit computed.
+func rulesLimit(desired, minR, maxR, upLimit int32) (int32, string, string) {
+	maxAllowed, reason, message := maxR, "TooManyReplicas", msgTooMany
+	if maxR > upLimit {
+		maxAllowed, reason, message = upLimit, "ScaleUpLimit", msgScaleUpLimit
+	}
+	if desired < minR {
+		return minR, "TooFewReplicas", msgTooFew
+	}
+	if desired > maxAllowed {
+		return maxAllowed, reason, message
+	}
+	return desired, "DesiredWithinRange", msgWithinRange
+}
+
+func limitedStatus(limited bool) corev1.ConditionStatus {
+	if limited {
+		return corev1.ConditionTrue
+	}
+	return corev1.ConditionFalse
+}
+
+// record stores rec over the slot at index old (an expired entry) or appends it, without
+// touching the caller's backing array (recs is already Decide's own copy).
+func record(recs []Recommendation, old int, rec Recommendation) []Recommendation {
+	if old >= 0 {
+		recs[old] = rec
+		return recs
+	}
+	return append(recs, rec)
+}
+
+// normalizeWithBehavior is upstream's normalizeDesiredReplicasWithBehaviors.
+func normalizeWithBehavior(d *Decision, in Input, current, desired int32) int32 {
+	b := EffectiveBehavior(in.HPA, in.Config)
+	up, down := b.ScaleUp, b.ScaleDown
+	upWindow, downWindow := seconds(*up.StabilizationWindowSeconds), seconds(*down.StabilizationWindowSeconds)
+	upCutoff, downCutoff := in.Now.Add(-upWindow), in.Now.Add(-downWindow)
+	st := &Stabilization{UpWindow: upWindow, DownWindow: downWindow, Recommendation: desired, UpRecommendation: desired, DownRecommendation: desired}
+	old := -1
+	recs := d.History.Recommendations
+	for i, rec := range recs {
+		inUp, inDown := rec.Timestamp.After(upCutoff), rec.Timestamp.After(downCutoff)
+		if inUp {
+			st.UpRecommendation = min(rec.Replicas, st.UpRecommendation)
+		}
+		if inDown {
+			st.DownRecommendation = max(rec.Replicas, st.DownRecommendation)
+		}
+		if inUp || inDown {
+			st.Considered = append(st.Considered, rec)
+		}
+		if rec.Timestamp.Before(upCutoff) && rec.Timestamp.Before(downCutoff) {
+			old = i
+		}
+	}
+	stabilized := current
+	if stabilized < st.UpRecommendation {
+		stabilized = st.UpRecommendation
+	}
+	if stabilized > st.DownRecommendation {
+		stabilized = st.DownRecommendation
+	}
+	st.Result = stabilized
+	d.History.Recommendations = record(recs, old, Recommendation{Replicas: desired, Timestamp: in.Now})
+	switch {
+	case stabilized == desired:
+		st.Reason = "ReadyForNewScale"
+		d.setCondition(autoscalingv2.AbleToScale, corev1.ConditionTrue, st.Reason, msgReadyForNewScale)
+	case desired >= current:
+		st.Reason = "ScaleUpStabilized"
+		d.setCondition(autoscalingv2.AbleToScale, corev1.ConditionTrue, st.Reason, msgScaleUpStabilized)
+	default:
+		st.Reason = "ScaleDownStabilized"
+		d.setCondition(autoscalingv2.AbleToScale, corev1.ConditionTrue, st.Reason, msgScaleDownStabilized)
+	}
+	d.Stabilization = st
+	d.trace("stabilization", -1, fmt.Sprintf("behavior: lowest recommendation over the last %s is %d, highest over the last %s is %d; current %d kept between them -> %d (%s)",
+		upWindow, st.UpRecommendation, downWindow, st.DownRecommendation, current, stabilized, st.Reason))
+
+	lim := &Limit{Input: stabilized, UpLimit: -1, DownLimit: -1}
+	result, reason, message := stabilized, "DesiredWithinRange", msgWithinRange
+	switch {
+	case stabilized > current:
+		limit := policyLimit(lim, "scaleUp", up, current, d.History, in.Now, true)
+		if limit < current {
+			limit = current
+		}
+		lim.UpLimit = limit
+		maxAllowed, r, m := d.MaxReplicas, "TooManyReplicas", msgTooMany
+		if maxAllowed > limit {
+			maxAllowed, r, m = limit, "ScaleUpLimit", msgScaleUpLimit
+		}
+		if stabilized > maxAllowed {
+			result, reason, message = maxAllowed, r, m
+		}
+	case stabilized < current:
+		limit := policyLimit(lim, "scaleDown", down, current, d.History, in.Now, false)
+		if limit > current {
+			limit = current
+		}
+		lim.DownLimit = limit
+		minAllowed, r, m := d.MinReplicas, "TooFewReplicas", msgTooFew
+		if minAllowed < limit {
+			minAllowed, r, m = limit, "ScaleDownLimit", msgScaleDownLimit
+		}
+		if stabilized < minAllowed {
+			result, reason, message = minAllowed, r, m
+		}
+	}
+	lim.Result, lim.Reason, lim.Limited = result, reason, result != stabilized
+	d.Limit = lim
+	d.setCondition(autoscalingv2.ScalingLimited, limitedStatus(lim.Limited), reason, message)
+	d.trace("limits", -1, fmt.Sprintf("behavior: rate limit up %s, down %s, range [%d, %d]: %d -> %d (%s)",
+		limitText(lim.UpLimit), limitText(lim.DownLimit), d.MinReplicas, d.MaxReplicas, stabilized, result, reason))
+	return result
+}
+
+func limitText(l int32) string {
+	if l < 0 {
+		return "not applied"
+	}
+	return fmt.Sprint(l)
+}
+
+// policyLimit is upstream's calculateScaleUpLimitWithScalingRules (up) or
+// calculateScaleDownLimitWithBehaviors (down); every policy's proposal is recorded in lim.
+func policyLimit(lim *Limit, direction string, rules *autoscalingv2.HPAScalingRules, current int32, h History, now time.Time, up bool) int32 {
+	if rules.SelectPolicy != nil && *rules.SelectPolicy == autoscalingv2.DisabledPolicySelect {
+		return current
+	}
+	useMin := rules.SelectPolicy != nil && *rules.SelectPolicy == autoscalingv2.MinChangePolicySelect
+	// "Max" means the largest change: the highest count going up, the lowest going down.
+	pickMax := up != useMin
+	result := int32(math.MinInt32)
+	if !pickMax {
+		result = math.MaxInt32
+	}
+	for _, p := range rules.Policies {
+		added := changeInPeriod(p.PeriodSeconds, h.ScaleUpEvents, now)
+		removed := changeInPeriod(p.PeriodSeconds, h.ScaleDownEvents, now)
+		start := current - added + removed
+		var proposed int32
+		switch {
+		case up && p.Type == autoscalingv2.PodsScalingPolicy:
+			proposed = start + p.Value
+		case up && p.Type == autoscalingv2.PercentScalingPolicy:
+			proposed = int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
+		case p.Type == autoscalingv2.PodsScalingPolicy:
+			proposed = start - p.Value
+		case p.Type == autoscalingv2.PercentScalingPolicy:
+			proposed = int32(float64(start) * (1 - float64(p.Value)/100))
+		default:
+			// Upstream leaves the previous policy's proposal in place for an unknown type.
+			proposed = lastProposal(lim)
+		}
+		lim.Policies = append(lim.Policies, PolicyLimit{Direction: direction, Type: p.Type, Value: p.Value, PeriodSeconds: p.PeriodSeconds, PeriodStart: start, Proposal: proposed})
+		if pickMax {
+			result = max(result, proposed)
+		} else {
+			result = min(result, proposed)
+		}
+	}
+	return result
+}
+
+func lastProposal(lim *Limit) int32 {
+	if n := len(lim.Policies); n > 0 {
+		return lim.Policies[n-1].Proposal
+	}
+	return 0
+}
+
+// changeInPeriod sums the replica changes of events strictly newer than now - period.
+func changeInPeriod(periodSeconds int32, events []ScaleEvent, now time.Time) int32 {
+	cutoff := now.Add(-seconds(periodSeconds))
+	var n int32
+	for _, e := range events {
+		if e.Timestamp.After(cutoff) {
+			n += e.ReplicaChange
+		}
+	}
+	return n
+}
