@@ -7,7 +7,6 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 )
 
 // ErrSpec marks errors caused by the HPA's spec rather than by the cluster (upstream labels
@@ -338,7 +337,7 @@ func validateSelector(d *Decision, in Input) error {
 		d.trace("pods", -1, "the target's scale has no selector: the HPA cannot select pods")
 		return errors.New(msg)
 	}
-	if _, err := labels.Parse(sel); err != nil {
+	if err := parseSelectorError(sel); err != nil {
 		msg := fmt.Sprintf("couldn't convert selector into a corresponding internal selector object: %v", err)
 		d.event(corev1.EventTypeWarning, "InvalidSelector", msg)
 		d.setCondition(autoscalingv2.ScalingActive, corev1.ConditionFalse, "InvalidSelector", msg)
