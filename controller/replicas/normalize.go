@@ -189,16 +189,28 @@ func normalizeWithBehavior(d *Decision, in Input, current, desired int32) int32 
 	d.trace("stabilization", -1, fmt.Sprintf("behavior: lowest recommendation over the last %s is %d, highest over the last %s is %d; current %d kept between them -> %d (%s)",
 		upWindow, st.UpRecommendation, downWindow, st.DownRecommendation, current, stabilized, st.Reason))
 
+	lim, message := behaviorRateLimit(up, down, current, stabilized, d.MinReplicas, d.MaxReplicas, d.History, in.Now)
+	reason, result := lim.Reason, lim.Result
+	d.Limit = lim
+	d.setCondition(autoscalingv2.ScalingLimited, limitedStatus(lim.Limited), reason, message)
+	d.trace("limits", -1, fmt.Sprintf("behavior: rate limit up %s, down %s, range [%d, %d]: %d -> %d (%s)",
+		limitText(lim.UpLimit), limitText(lim.DownLimit), d.MinReplicas, d.MaxReplicas, stabilized, result, reason))
+	return result
+}
+
+// behaviorRateLimit is upstream's convertDesiredReplicasWithBehaviorRate: the policy limit in the
+// direction of travel (never past current) combined with min/max.
+func behaviorRateLimit(up, down *autoscalingv2.HPAScalingRules, current, stabilized, minR, maxR int32, h History, now time.Time) (*Limit, string) {
 	lim := &Limit{Input: stabilized, UpLimit: -1, DownLimit: -1}
 	result, reason, message := stabilized, "DesiredWithinRange", msgWithinRange
 	switch {
 	case stabilized > current:
-		limit := policyLimit(lim, "scaleUp", up, current, d.History, in.Now, true)
+		limit := policyLimit(lim, "scaleUp", up, current, h, now, true)
 		if limit < current {
 			limit = current
 		}
 		lim.UpLimit = limit
-		maxAllowed, r, m := d.MaxReplicas, "TooManyReplicas", msgTooMany
+		maxAllowed, r, m := maxR, "TooManyReplicas", msgTooMany
 		if maxAllowed > limit {
 			maxAllowed, r, m = limit, "ScaleUpLimit", msgScaleUpLimit
 		}
@@ -206,12 +218,12 @@ func normalizeWithBehavior(d *Decision, in Input, current, desired int32) int32 
 			result, reason, message = maxAllowed, r, m
 		}
 	case stabilized < current:
-		limit := policyLimit(lim, "scaleDown", down, current, d.History, in.Now, false)
+		limit := policyLimit(lim, "scaleDown", down, current, h, now, false)
 		if limit > current {
 			limit = current
 		}
 		lim.DownLimit = limit
-		minAllowed, r, m := d.MinReplicas, "TooFewReplicas", msgTooFew
+		minAllowed, r, m := minR, "TooFewReplicas", msgTooFew
 		if minAllowed < limit {
 			minAllowed, r, m = limit, "ScaleDownLimit", msgScaleDownLimit
 		}
@@ -220,11 +232,7 @@ func normalizeWithBehavior(d *Decision, in Input, current, desired int32) int32 
 		}
 	}
 	lim.Result, lim.Reason, lim.Limited = result, reason, result != stabilized
-	d.Limit = lim
-	d.setCondition(autoscalingv2.ScalingLimited, limitedStatus(lim.Limited), reason, message)
-	d.trace("limits", -1, fmt.Sprintf("behavior: rate limit up %s, down %s, range [%d, %d]: %d -> %d (%s)",
-		limitText(lim.UpLimit), limitText(lim.DownLimit), d.MinReplicas, d.MaxReplicas, stabilized, result, reason))
-	return result
+	return lim, message
 }
 
 func limitText(l int32) string {
