@@ -38,3 +38,18 @@ bench:
 # ---- real cluster: e2e and demo (owner: cluster) ----
 
 # ---- krew: dist, manifest, install round-trip (owner: krew) ----
+DIST ?= $(CURDIR)/dist
+
+.PHONY: dist krew-manifest test-krew
+
+## dist: reproducible release archives of every platform and checksums.txt in $(DIST)
+dist:
+	GO="$(GO)" VERSION="$(VERSION)" LDFLAGS="$(LDFLAGS)" DIST="$(DIST)" hack/dist.sh
+
+## krew-manifest: $(DIST)/hpa.yaml for VERSION=vX.Y.Z from krew/hpa.yaml, validated by krew
+krew-manifest: dist
+	GO="$(GO)" VERSION="$(VERSION)" DIST="$(DIST)" hack/krew-manifest.sh
+
+## test-krew: make dist + krew-manifest into a temp dir, krew install of every platform, offline
+test-krew:
+	cd krew/tools && $(GO) test -race -count=1 -timeout 30m ./...

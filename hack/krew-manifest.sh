@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Renders krew/hpa.yaml for VERSION into DIST/hpa.yaml with the sha256 sums of the archives in
+# DIST (built by hack/dist.sh for the same VERSION), then validates it with krew's own
+# validate-krew-manifest, whose messages report what is wrong (a version without its leading v,
+# for example).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+version=${VERSION:?VERSION must be set, with its leading v: make krew-manifest VERSION=v1.2.3}
+dist=${DIST:-$root/dist}
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$root/hack/krew-tools.sh" "$work/tools"
+
+"$work/tools/krew-render" -template "$root/krew/hpa.yaml" -tag "$version" -dist "$dist" -o "$dist/hpa.yaml"
+"$work/tools/validate-krew-manifest" -manifest "$dist/hpa.yaml" -skip-install
+echo "krew-manifest: $dist/hpa.yaml"
