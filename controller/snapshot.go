@@ -51,48 +51,56 @@ type Snapshotter struct {
 // errors land in the Input fields the core turns into upstream's conditions and events
 // (ScaleErr, MetricData.Err).
 func (s *Snapshotter) Input(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, history replicas.History, now time.Time) replicas.Input {
+	in, _ := s.input(ctx, hpa, history, now)
+	return in
+}
+
+// input is Input plus how long each metric fetch took (nil when none ran), which the
+// controller reports as metric_computation_duration_seconds.
+func (s *Snapshotter) input(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, history replicas.History, now time.Time) (replicas.Input, []time.Duration) {
 	in := replicas.Input{HPA: hpa, History: history, Now: now, Config: s.Config}
 	scale, err := s.Scales.Scale(ctx, hpa.Namespace, hpa.Spec.ScaleTargetRef)
 	if err != nil {
 		in.ScaleErr = err
-		return in
+		return in, nil
 	}
 	in.Scale = scale
 	if !replicas.NeedsMetrics(in) {
-		return in
+		return in, nil
 	}
 	// An empty or unparsable selector is the core's to report (SelectorRequired/InvalidSelector);
 	// upstream fetches nothing then.
 	if scale.Selector == "" {
 		in.Metrics = failAll(hpa, errors.New("selector is required"))
-		return in
+		return in, nil
 	}
 	selector, err := labels.Parse(scale.Selector)
 	if err != nil {
 		in.Metrics = failAll(hpa, fmt.Errorf("parsing the target's selector %q: %w", scale.Selector, err))
-		return in
+		return in, nil
 	}
 	pods, err := s.Pods.Pods(ctx, hpa.Namespace, selector)
 	if err != nil {
 		in.Metrics = failAll(hpa, fmt.Errorf("unable to get pods while calculating replica count: %w", err))
-		return in
+		return in, nil
 	}
 	in.Pods = pods
 	if s.Overlaps != nil {
 		others, err := s.Overlaps.OtherHPAs(ctx, hpa, selector, pods)
 		if err != nil {
 			in.Metrics = failAll(hpa, err)
-			return in
+			return in, nil
 		}
 		in.OtherHPAsSelectingPods = others
 		if len(others) > 0 {
 			// Upstream stops before fetching metrics when the selector is ambiguous.
 			in.Metrics = failAll(hpa, fmt.Errorf("pods are controlled by more than one HPA (e.g. %v)", others))
-			return in
+			return in, nil
 		}
 	}
-	in.Metrics = s.fetchAll(ctx, hpa, selector)
-	return in
+	var took []time.Duration
+	in.Metrics, took = s.fetchAll(ctx, hpa, selector)
+	return in, took
 }
 
 // failAll gives every metric the same error so Input.Metrics keeps its length contract.
@@ -106,21 +114,22 @@ func failAll(hpa *autoscalingv2.HorizontalPodAutoscaler, err error) []replicas.M
 
 // fetchAll reads every metric spec in parallel; upstream reads them one after another,
 // which only changes latency, not the values.
-func (s *Snapshotter) fetchAll(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, selector labels.Selector) []replicas.MetricData {
-	out := make([]replicas.MetricData, len(hpa.Spec.Metrics))
+func (s *Snapshotter) fetchAll(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, selector labels.Selector) ([]replicas.MetricData, []time.Duration) {
 	if s.Metrics == nil {
-		return failAll(hpa, errors.New("no metrics client configured"))
+		return failAll(hpa, errors.New("no metrics client configured")), nil
 	}
+	out := make([]replicas.MetricData, len(hpa.Spec.Metrics))
+	took := make([]time.Duration, len(hpa.Spec.Metrics))
 	var wg sync.WaitGroup
 	for i := range hpa.Spec.Metrics {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
+			start := time.Now()
 			out[i] = s.fetch(ctx, hpa.Namespace, hpa.Spec.Metrics[i], selector)
-		}()
+			took[i] = time.Since(start)
+		})
 	}
 	wg.Wait()
-	return out
+	return out, took
 }
 
 // fetch reads one metric spec. Unknown metric types fetch nothing: the core reports

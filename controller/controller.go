@@ -1,0 +1,531 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/monitor"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+)
+
+// DryRun is kubectl's --dry-run strategy.
+type DryRun string
+
+const (
+	// DryRunNone writes scales, statuses and events.
+	DryRunNone DryRun = "none"
+	// DryRunClient writes nothing at all.
+	DryRunClient DryRun = "client"
+	// DryRunServer sends scale and status writes with dryRun=All (validated, not persisted)
+	// and records no events, which the API server cannot dry-run.
+	DryRunServer DryRun = "server"
+)
+
+// EventComponent is the event source upstream's controller uses.
+const EventComponent = "horizontal-pod-autoscaler"
+
+// DefaultFieldManager is the field manager of every write.
+const DefaultFieldManager = "kubectl-hpa"
+
+// queueName is upstream's queue name, which labels the workqueue metrics.
+const queueName = "horizontalpodautoscaler"
+
+// Options configure the controller. The zero value is not usable; start from DefaultOptions.
+type Options struct {
+	// Namespace to watch; metav1.NamespaceAll for every namespace.
+	Namespace string
+	// HPASelector restricts the HPAs reconciled (label selector syntax, empty for all).
+	HPASelector string
+	// SyncPeriod is the informer resync and the fixed requeue interval.
+	SyncPeriod time.Duration
+	// Config is the decision core's controller-wide configuration.
+	Config replicas.Config
+	DryRun DryRun
+	// ForceOwnership writes even for HPAs another controller reconciles.
+	ForceOwnership bool
+	// OwnershipWindow is how recent another manager's status write must be for the HPA to
+	// count as reconciled by someone else.
+	OwnershipWindow time.Duration
+	// FieldManager names this controller in managedFields.
+	FieldManager string
+	// WriteGrace is how long a write already in flight may finish after the controller is
+	// told to stop; writes not yet sent are abandoned.
+	WriteGrace time.Duration
+}
+
+// DefaultOptions returns upstream's defaults (sync period 15s, v1.37 decision config).
+func DefaultOptions() Options {
+	return Options{
+		Namespace:       metav1.NamespaceAll,
+		SyncPeriod:      15 * time.Second,
+		Config:          replicas.DefaultConfig(),
+		DryRun:          DryRunNone,
+		OwnershipWindow: 10 * time.Minute,
+		FieldManager:    DefaultFieldManager,
+		WriteGrace:      time.Second,
+	}
+}
+
+// ScaleTarget reads and writes targets' scale subresources.
+type ScaleTarget interface {
+	ScaleReader
+	// SetReplicas writes spec.replicas, retrying conflicts; dryRun is passed to the API server.
+	SetReplicas(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference, desired int32, dryRun []string) error
+}
+
+// Report is what one reconcile decided and did; it is handed to Deps.Sink.
+type Report struct {
+	Key      string
+	Input    replicas.Input
+	Decision replicas.Decision
+	Outcome  replicas.Outcome
+	// DryRunReason is empty when the controller wrote; otherwise why it did not
+	// ("--dry-run=client", "kube-controller-manager wrote this HPA's status 12s ago").
+	DryRunReason string
+	// ScaleWritten and StatusWritten report the writes sent (dryRun=All ones included).
+	ScaleWritten, StatusWritten bool
+	// Err is the reconcile error (the core's, a failed write's).
+	Err error
+}
+
+// Deps are the controller's collaborators.
+type Deps struct {
+	Kube    kubernetes.Interface
+	Scales  ScaleTarget
+	Metrics metrics.Client
+	// Recorder records events; nil makes Run create one that writes to Kube.
+	Recorder record.EventRecorder
+	// Clock defaults to the real clock.
+	Clock clock.WithTicker
+	// Monitor defaults to a fresh one.
+	Monitor *monitor.Monitor
+	// Sink receives every reconcile's report; it must not block for long.
+	Sink func(Report)
+}
+
+// Controller is the foreground HPA control loop.
+type Controller struct {
+	opts     Options
+	kube     kubernetes.Interface
+	scales   ScaleTarget
+	clock    clock.WithTicker
+	monitor  *monitor.Monitor
+	sink     func(Report)
+	recorder record.EventRecorder
+
+	hpaFactory informers.SharedInformerFactory
+	podFactory informers.SharedInformerFactory
+	hpaLister  autoscalinglisters.HorizontalPodAutoscalerLister
+	synced     []cache.InformerSynced
+
+	queue   workqueue.TypedRateLimitingInterface[string]
+	snap    *Snapshotter
+	tracker *SelectorTracker
+	mu      sync.Mutex
+	history map[string]replicas.History
+}
+
+// New wires informers, the queue and the snapshotter. Nothing runs until Run.
+func New(opts Options, deps Deps) (*Controller, error) {
+	if opts.SyncPeriod <= 0 {
+		return nil, fmt.Errorf("sync period must be positive, got %v", opts.SyncPeriod)
+	}
+	if _, err := labels.Parse(opts.HPASelector); err != nil {
+		return nil, fmt.Errorf("parsing the HPA label selector %q: %w", opts.HPASelector, err)
+	}
+	switch opts.DryRun {
+	case DryRunNone, DryRunClient, DryRunServer:
+	default:
+		return nil, fmt.Errorf("unknown dry-run strategy %q: use none, client or server", opts.DryRun)
+	}
+	c := &Controller{
+		opts:     opts,
+		kube:     deps.Kube,
+		scales:   deps.Scales,
+		clock:    deps.Clock,
+		monitor:  deps.Monitor,
+		sink:     deps.Sink,
+		recorder: deps.Recorder,
+		tracker:  NewSelectorTracker(),
+		history:  map[string]replicas.History{},
+	}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	if c.monitor == nil {
+		c.monitor = monitor.New()
+	}
+	c.hpaFactory = informers.NewSharedInformerFactoryWithOptions(deps.Kube, opts.SyncPeriod,
+		informers.WithNamespace(opts.Namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = opts.HPASelector }))
+	// Pods change often and are many: no resync, and only the fields decisions read.
+	c.podFactory = informers.NewSharedInformerFactoryWithOptions(deps.Kube, 0,
+		informers.WithNamespace(opts.Namespace), informers.WithTransform(StripPod))
+	hpaInformer := c.hpaFactory.Autoscaling().V2().HorizontalPodAutoscalers()
+	podInformer := c.podFactory.Core().V1().Pods()
+	c.hpaLister = hpaInformer.Lister()
+	c.synced = []cache.InformerSynced{hpaInformer.Informer().HasSynced, podInformer.Informer().HasSynced}
+
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig[string](fixedInterval{opts.SyncPeriod},
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName, MetricsProvider: c.monitor.WorkqueueProvider(), Clock: c.clock})
+	if _, err := hpaInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: c.update,
+		DeleteFunc: c.delete,
+	}, cache.HandlerOptions{ResyncPeriod: &opts.SyncPeriod}); err != nil {
+		return nil, fmt.Errorf("adding the HPA event handler: %w", err)
+	}
+	c.snap = &Snapshotter{
+		Scales:   deps.Scales,
+		Pods:     ListerPods{Lister: podInformer.Lister()},
+		Metrics:  deps.Metrics,
+		Config:   opts.Config,
+		Overlaps: c.tracker,
+	}
+	return c, nil
+}
+
+// Monitor returns the controller's metrics.
+func (c *Controller) Monitor() *monitor.Monitor { return c.monitor }
+
+// Run starts the informers, waits for their caches (no decision is made from a cache that
+// has not synced), runs workers until ctx is cancelled, then stops taking work and waits
+// for the workers to return.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	if workers < 1 {
+		return fmt.Errorf("workers must be at least 1, got %d", workers)
+	}
+	logger := klog.FromContext(ctx)
+	if c.recorder == nil {
+		b := record.NewBroadcaster(record.WithContext(ctx))
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.kube.CoreV1().Events(metav1.NamespaceAll)})
+		defer b.Shutdown()
+		c.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent})
+	}
+	c.hpaFactory.Start(ctx.Done())
+	c.podFactory.Start(ctx.Done())
+	defer c.podFactory.Shutdown()
+	defer c.hpaFactory.Shutdown()
+	defer c.queue.ShutDown()
+
+	logger.Info("Waiting for caches to sync", "namespace", c.opts.Namespace)
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return errors.New("informer caches did not sync")
+	}
+	logger.Info("Caches synced; starting workers", "workers", workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for c.processNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	logger.Info("Stopping: no new work is taken")
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// fixedInterval is upstream's HPA rate limiter: every requeue waits exactly the sync
+// period, with no back-off, errors included.
+type fixedInterval struct{ interval time.Duration }
+
+func (f fixedInterval) When(string) time.Duration { return f.interval }
+func (fixedInterval) Forget(string)               {}
+func (fixedInterval) NumRequeues(string) int      { return 1 }
+
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	if c.tracker.Register(ns, name) {
+		c.monitor.HPAAdded()
+	}
+	c.queue.Add(key)
+}
+
+func (c *Controller) update(oldObj, newObj any) {
+	oldHPA, ok1 := oldObj.(*autoscalingv2.HorizontalPodAutoscaler)
+	newHPA, ok2 := newObj.(*autoscalingv2.HorizontalPodAutoscaler)
+	if ok1 && ok2 && c.opts.Config.HPAGeneration && oldHPA.Generation != newHPA.Generation {
+		c.enqueue(newHPA)
+		return
+	}
+	key, err := cache.MetaNamespaceKeyFunc(newObj)
+	if err != nil {
+		return
+	}
+	c.queue.AddRateLimited(key)
+}
+
+func (c *Controller) delete(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	c.queue.Forget(key)
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	c.tracker.Forget(ns, name)
+	c.monitor.HPADeleted()
+	c.monitor.DeleteDesiredReplicas(ns, name)
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	deleted, err := c.reconcileKey(ctx, key)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Reconciling HPA failed", "hpa", key)
+	}
+	if !deleted && ctx.Err() == nil {
+		c.queue.AddRateLimited(key)
+	}
+	return true
+}
+
+// reconcileKey reconciles one HPA by key and reports whether it no longer exists.
+func (c *Controller) reconcileKey(ctx context.Context, key string) (bool, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return true, err
+	}
+	shared, err := c.hpaLister.HorizontalPodAutoscalers(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.mu.Lock()
+		delete(c.history, key)
+		c.mu.Unlock()
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	rep := c.reconcile(ctx, shared.DeepCopy())
+	if c.sink != nil {
+		c.sink(rep)
+	}
+	return false, rep.Err
+}
+
+// reconcile is gather -> decide -> apply for one HPA (a private copy).
+func (c *Controller) reconcile(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) Report {
+	start := c.clock.Now()
+	key := hpa.Namespace + "/" + hpa.Name
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "hpa", klog.KObj(hpa))
+	ctx = klog.NewContext(ctx, logger)
+
+	c.mu.Lock()
+	history := c.history[key]
+	c.mu.Unlock()
+	in, took := c.snap.input(ctx, hpa, history, start)
+	d := replicas.Decide(in)
+	rep := Report{Key: key, Input: in, Decision: d}
+
+	dryRun, reason := c.writeMode(hpa, start)
+	rep.DryRunReason = reason
+	write := reason == "" || c.opts.DryRun == DryRunServer
+	events := reason == ""
+
+	c.record(hpa, d.Events, events)
+	var scaleErr error
+	if d.Rescale && write {
+		scaleErr = c.writeGuarded(ctx, func(wctx context.Context) error {
+			return c.scales.SetReplicas(wctx, hpa.Namespace, hpa.Spec.ScaleTargetRef, d.DesiredReplicas, dryRun)
+		})
+		rep.ScaleWritten = scaleErr == nil
+	}
+	out := replicas.Apply(in, d, scaleErr)
+	c.record(hpa, out.Events, events)
+	if out.StatusChanged && write {
+		err := c.writeGuarded(ctx, func(wctx context.Context) error {
+			return c.updateStatus(wctx, hpa, out.Status, dryRun)
+		})
+		if err != nil {
+			c.record(hpa, []replicas.Event{{Type: corev1.EventTypeWarning, Reason: "FailedUpdateStatus", Message: err.Error()}}, events)
+			out.Err = fmt.Errorf("failed to update status for %s: %w", hpa.Name, err)
+		} else {
+			rep.StatusWritten = true
+		}
+	}
+	rep.Outcome = out
+	rep.Err = out.Err
+
+	// Only a persisted rescale is history: a dry run must not pretend scale events happened.
+	kept := d.History
+	if reason == "" && scaleErr == nil {
+		kept = out.History
+	}
+	c.mu.Lock()
+	c.history[key] = kept
+	c.mu.Unlock()
+
+	c.observe(hpa, d, scaleErr, out.Err, took, c.clock.Since(start))
+	logger.V(2).Info("Reconciled", "current", d.CurrentReplicas, "desired", d.DesiredReplicas, "rescale", d.Rescale, "reason", d.Reason, "dryRun", reason)
+	return rep
+}
+
+// writeMode says how this HPA may be written: the dryRun option for the API server and, when
+// anything is held back, why.
+func (c *Controller) writeMode(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) ([]string, string) {
+	switch c.opts.DryRun {
+	case DryRunClient:
+		return nil, "--dry-run=client"
+	case DryRunServer:
+		return []string{metav1.DryRunAll}, "--dry-run=server"
+	}
+	if !c.opts.ForceOwnership {
+		if who, age, ok := ForeignStatusWriter(hpa, c.opts.FieldManager, now, c.opts.OwnershipWindow); ok {
+			return nil, fmt.Sprintf("%s wrote this HPA's status %s ago; pass --force-ownership to write anyway", who, age.Round(time.Second))
+		}
+	}
+	return nil, ""
+}
+
+// ForeignStatusWriter finds the most recent status write to hpa by a field manager other
+// than own within window before now: the sign that another controller (typically
+// kube-controller-manager) reconciles it.
+func ForeignStatusWriter(hpa *autoscalingv2.HorizontalPodAutoscaler, own string, now time.Time, window time.Duration) (string, time.Duration, bool) {
+	var (
+		who    string
+		latest time.Time
+	)
+	for _, e := range hpa.ManagedFields {
+		if e.Subresource != "status" || e.Manager == own || e.Time == nil {
+			continue
+		}
+		if e.Time.After(latest) {
+			who, latest = e.Manager, e.Time.Time
+		}
+	}
+	if who == "" || now.Sub(latest) > window {
+		return "", 0, false
+	}
+	return who, now.Sub(latest), true
+}
+
+// writeGuarded sends one write unless the controller is stopping; a write already sent gets
+// WriteGrace to finish after stop before it is abandoned.
+func (c *Controller) writeGuarded(ctx context.Context, write func(context.Context) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("write abandoned, the controller is stopping: %w", err)
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		t := c.clock.NewTimer(c.opts.WriteGrace)
+		select {
+		case <-t.C():
+			cancel()
+		case <-wctx.Done():
+			t.Stop()
+		}
+	})
+	defer stop()
+	return write(wctx)
+}
+
+// updateStatus writes status onto the HPA, re-reading it and retrying on conflicts so
+// concurrent spec and metadata changes are kept.
+func (c *Controller) updateStatus(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, status autoscalingv2.HorizontalPodAutoscalerStatus, dryRun []string) error {
+	obj := hpa.DeepCopy()
+	obj.Status = status
+	client := c.kube.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		_, err := client.UpdateStatus(ctx, obj, metav1.UpdateOptions{DryRun: dryRun, FieldManager: c.opts.FieldManager})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		fresh, getErr := client.Get(ctx, hpa.Name, metav1.GetOptions{})
+		if getErr != nil {
+			return fmt.Errorf("re-reading the HPA after a conflict: %w", getErr)
+		}
+		fresh.Status = status
+		obj = fresh
+		return err
+	})
+}
+
+func (c *Controller) record(hpa *autoscalingv2.HorizontalPodAutoscaler, events []replicas.Event, enabled bool) {
+	if !enabled {
+		return
+	}
+	for _, e := range events {
+		c.recorder.Event(hpa, e.Type, e.Reason, e.Message)
+	}
+}
+
+// observe records upstream's monitoring metrics for one reconcile.
+func (c *Controller) observe(hpa *autoscalingv2.HorizontalPodAutoscaler, d replicas.Decision, scaleErr, err error, took []time.Duration, total time.Duration) {
+	action := monitor.ActionNone
+	if d.Rescale && scaleErr == nil {
+		action = actionFor(d.DesiredReplicas, d.CurrentReplicas)
+	}
+	c.monitor.ObserveReconcile(action, errorLabel(err), total)
+	for i, m := range d.Metrics {
+		if i >= len(hpa.Spec.Metrics) {
+			break
+		}
+		ma, me := actionFor(m.Replicas, hpa.Status.CurrentReplicas), errorLabel(m.Err)
+		if m.Err != nil {
+			ma = monitor.ActionNone
+		}
+		var dur time.Duration
+		if i < len(took) {
+			dur = took[i]
+		}
+		c.monitor.ObserveMetricComputation(ma, me, string(hpa.Spec.Metrics[i].Type), dur)
+	}
+	// Upstream sets desired_replicas only when reconcile reached setStatus.
+	if d.Phase != replicas.PhaseScaleFailed && d.Phase != replicas.PhaseMetricsFailed && scaleErr == nil {
+		c.monitor.SetDesiredReplicas(hpa.Namespace, hpa.Name, d.DesiredReplicas)
+	}
+}
+
+func actionFor(desired, current int32) string {
+	switch {
+	case desired > current:
+		return monitor.ActionScaleUp
+	case desired < current:
+		return monitor.ActionScaleDown
+	}
+	return monitor.ActionNone
+}
+
+func errorLabel(err error) string {
+	switch {
+	case err == nil:
+		return monitor.ErrorNone
+	case errors.Is(err, replicas.ErrSpec):
+		return monitor.ErrorSpec
+	}
+	return monitor.ErrorInternal
+}
