@@ -1,0 +1,107 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+)
+
+// LeaseConfig names the Lease that keeps two writers apart.
+type LeaseConfig struct {
+	Namespace, Name string
+	// Identity of this process in the Lease (host name plus a random suffix is usual).
+	Identity string
+	// LeaseDuration, RenewDeadline and RetryPeriod default to kube-controller-manager's
+	// 15s, 10s and 2s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// ErrLostLease is returned by RunWithLease when the Lease was lost while running.
+var ErrLostLease = errors.New("lost the leader election lease; another kubectl hpa run took over")
+
+// RunWithLease runs run(ctx) only while holding the Lease. It returns when ctx is cancelled
+// (after run has returned, and only then releasing the Lease, so no write of ours can follow
+// a successor's) or with ErrLostLease when renewal failed.
+func RunWithLease(ctx context.Context, kube kubernetes.Interface, cfg LeaseConfig, run func(context.Context) error) error {
+	if cfg.LeaseDuration == 0 {
+		cfg.LeaseDuration = 15 * time.Second
+	}
+	if cfg.RenewDeadline == 0 {
+		cfg.RenewDeadline = 10 * time.Second
+	}
+	if cfg.RetryPeriod == 0 {
+		cfg.RetryPeriod = 2 * time.Second
+	}
+	logger := klog.FromContext(ctx)
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
+		Client:     kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
+	}
+	// The elector runs on its own context, cancelled only once run has returned: the Lease
+	// is released after our last write.
+	electCtx, cancelElect := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelElect()
+	var (
+		started atomic.Bool
+		runErr  error
+		runDone = make(chan struct{})
+	)
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   cfg.LeaseDuration,
+		RenewDeadline:   cfg.RenewDeadline,
+		RetryPeriod:     cfg.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            cfg.Namespace + "/" + cfg.Name,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leadCtx context.Context) {
+				started.Store(true)
+				defer close(runDone)
+				defer cancelElect()
+				runCtx, cancel := context.WithCancel(leadCtx)
+				defer cancel()
+				stop := context.AfterFunc(ctx, cancel)
+				defer stop()
+				logger.Info("Acquired the lease", "lease", klog.KRef(cfg.Namespace, cfg.Name), "identity", cfg.Identity)
+				runErr = run(runCtx)
+			},
+			OnStoppedLeading: func() {},
+			OnNewLeader: func(id string) {
+				if id != cfg.Identity {
+					logger.Info("Another instance holds the lease; waiting", "lease", klog.KRef(cfg.Namespace, cfg.Name), "holder", id)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("configuring leader election on Lease %s/%s: %w", cfg.Namespace, cfg.Name, err)
+	}
+	// Stop waiting for the Lease when asked to stop before acquiring it.
+	stopWaiting := context.AfterFunc(ctx, func() {
+		if !started.Load() {
+			cancelElect()
+		}
+	})
+	defer stopWaiting()
+	le.Run(electCtx)
+	if !started.Load() {
+		return nil
+	}
+	<-runDone
+	if runErr != nil {
+		return runErr
+	}
+	if ctx.Err() == nil {
+		return ErrLostLease
+	}
+	return nil
+}
