@@ -127,6 +127,9 @@ func (c *calc) containerResourceMetric(d *Decision, spec *autoscalingv2.MetricSp
 func (c *calc) resourceGeneric(d *Decision, r *MetricResult, md MetricData, target autoscalingv2.MetricTarget, res corev1.ResourceName, container string) (autoscalingv2.MetricValueStatus, error) {
 	if target.AverageValue != nil {
 		targetValue := target.AverageValue.MilliValue()
+		if err := positiveTarget("resource", "average value", targetValue); err != nil {
+			return autoscalingv2.MetricValueStatus{}, err
+		}
 		fetchErr := md.Err
 		if fetchErr != nil {
 			fetchErr = fmt.Errorf("unable to get metrics for resource %s: %w", res, fetchErr)
@@ -142,6 +145,9 @@ func (c *calc) resourceGeneric(d *Decision, r *MetricResult, md MetricData, targ
 	}
 	if target.AverageUtilization == nil {
 		return autoscalingv2.MetricValueStatus{}, errors.New("invalid resource metric source: neither an average utilization target nor an average value (usage) target was set")
+	}
+	if err := positiveTarget("resource", "average utilization", int64(*target.AverageUtilization)); err != nil {
+		return autoscalingv2.MetricValueStatus{}, err
 	}
 	replicas, util, raw, err := c.utilization(d, r, md, res, container, *target.AverageUtilization)
 	if err != nil {
@@ -177,6 +183,9 @@ func (c *calc) podsMetric(d *Decision, spec *autoscalingv2.MetricSpec, md Metric
 	if src.Target.AverageValue == nil {
 		// Upstream dereferences the nil target and panics; validation requires averageValue.
 		return wrap(errors.New("invalid pods metric source: no average value target was set"))
+	}
+	if err := positiveTarget("pods", "average value", src.Target.AverageValue.MilliValue()); err != nil {
+		return wrap(err)
 	}
 	fetchErr := md.Err
 	if fetchErr != nil {
@@ -224,6 +233,9 @@ func (c *calc) object(d *Decision, spec *autoscalingv2.MetricSpec, md MetricData
 	t := src.Target
 	switch {
 	case t.Type == autoscalingv2.ValueMetricType && t.Value != nil:
+		if err := positiveTarget("object", "value", t.Value.MilliValue()); err != nil {
+			return wrap(err, err)
+		}
 		if md.Err != nil {
 			err := fetchErr()
 			return wrap(err, err)
@@ -240,6 +252,9 @@ func (c *calc) object(d *Decision, spec *autoscalingv2.MetricSpec, md MetricData
 		d.trace("metric", r.Index, fmt.Sprintf("%s: value %s vs target %s -> ratio %.3f -> %d replicas",
 			r.Name, milli(usage), milli(target), ratio, replicas))
 	case t.Type == autoscalingv2.AverageValueMetricType && t.AverageValue != nil:
+		if err := positiveTarget("object", "average value", t.AverageValue.MilliValue()); err != nil {
+			return wrap(err, err)
+		}
 		if md.Err != nil {
 			err := fetchErr()
 			return wrap(err, fmt.Errorf("failed to get %s object metric: %w", src.Metric.Name, err))
@@ -289,6 +304,9 @@ func (c *calc) external(d *Decision, spec *autoscalingv2.MetricSpec, md MetricDa
 	t := src.Target
 	switch {
 	case t.AverageValue != nil:
+		if err := positiveTarget("external", "average value", t.AverageValue.MilliValue()); err != nil {
+			return &failure{reason, err, outer(err)}
+		}
 		if err := fetch(); err != nil {
 			return &failure{reason, err, outer(fmt.Errorf("failed to get %s external metric: %w", name, err))}
 		}
@@ -308,6 +326,9 @@ func (c *calc) external(d *Decision, spec *autoscalingv2.MetricSpec, md MetricDa
 		d.trace("metric", r.Index, fmt.Sprintf("%s: %d samples summing to %s over status.replicas %d vs target %s per pod -> ratio %.3f%s -> %d replicas",
 			r.Name, len(md.Values), milli(usage), c.scale.StatusReplicas, milli(t.AverageValue.MilliValue()), ratio, withinText(within), replicas))
 	case t.Value != nil:
+		if err := positiveTarget("external", "value", t.Value.MilliValue()); err != nil {
+			return &failure{reason, err, outer(err)}
+		}
 		if err := fetch(); err != nil {
 			return &failure{reason, err, outer(fmt.Errorf("failed to get external metric %s: %w", name, err))}
 		}
@@ -386,6 +407,20 @@ func (c *calc) perPod(usage, target int64, saturate bool) (replicas int32, avg i
 		return replicas, math.MaxInt64, ratio, within
 	}
 	return replicas, int64(math.Ceil(float64(usage) / float64(status))), ratio, within
+}
+
+// positiveTarget rejects a target of zero or less. API validation never lets one through;
+// upstream would divide by it and convert an infinite ratio to an int32 (a platform-dependent
+// value), so the core fails the metric instead of presenting that as a decision.
+func positiveTarget(source, kind string, v int64) error {
+	if v > 0 {
+		return nil
+	}
+	got := milli(v)
+	if kind == "average utilization" {
+		got = fmt.Sprintf("%d%%", v)
+	}
+	return fmt.Errorf("invalid %s metric source: the %s target must be positive, got %s", source, kind, got)
 }
 
 func podReady(p *corev1.Pod) bool {
