@@ -1,0 +1,331 @@
+package controller
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	core "k8s.io/client-go/testing"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/monitor"
+)
+
+func webPods() []*corev1.Pod { return []*corev1.Pod{newPod("web-1", "web"), newPod("web-2", "web")} }
+
+func TestReconcile(t *testing.T) {
+	busy := func() *fakeMetrics { return &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")} } // 100% vs 50% target
+	calm := func() *fakeMetrics { return &fakeMetrics{cpu: cpuAt(50, "web-1", "web-2")} }  // on target
+	type want struct {
+		scaleActions []string
+		kubeActions  []string
+		events       []string // "Type Reason" prefixes
+		ableToScale  string   // condition on the stored HPA after the reconcile
+		dryRunReason string   // substring
+		err          bool
+	}
+	cases := []struct {
+		name    string
+		opts    func(*Options)
+		hpa     *autoscalingv2.HorizontalPodAutoscaler
+		metrics *fakeMetrics
+		setup   func(*fixture)
+		want    want
+	}{
+		{
+			name: "overloaded target gets exactly one scale update and one status write",
+			hpa:  newHPA("web"), metrics: busy(),
+			want: want{
+				scaleActions: []string{"get deployments/scale web", "get deployments/scale web", "update deployments/scale web replicas=4 dryRun=[]"},
+				kubeActions:  []string{"update horizontalpodautoscalers/status dryRun=[]"},
+				events:       []string{"Normal SuccessfulRescale New size: 4; reason: cpu resource utilization (percentage of request) above target"},
+				ableToScale:  "True/SucceededRescale",
+			},
+		},
+		{
+			name: "dry-run client sends no write at all and records no event",
+			opts: func(o *Options) { o.DryRun = DryRunClient },
+			hpa:  newHPA("web"), metrics: busy(),
+			want: want{
+				scaleActions: []string{"get deployments/scale web"},
+				ableToScale:  "absent",
+				dryRunReason: "--dry-run=client",
+			},
+		},
+		{
+			name: "dry-run server sends every write with dryRun=All and records no event",
+			opts: func(o *Options) { o.DryRun = DryRunServer },
+			hpa:  newHPA("web"), metrics: busy(),
+			want: want{
+				scaleActions: []string{"get deployments/scale web", "get deployments/scale web", "update deployments/scale web replicas=4 dryRun=[All]"},
+				kubeActions:  []string{"update horizontalpodautoscalers/status dryRun=[All]"},
+				ableToScale:  "True/SucceededRescale",
+				dryRunReason: "--dry-run=server",
+			},
+		},
+		{
+			name: "target on target metric: no scale write, status written once for the new conditions",
+			hpa:  newHPA("web"), metrics: calm(),
+			want: want{
+				scaleActions: []string{"get deployments/scale web"},
+				kubeActions:  []string{"update horizontalpodautoscalers/status dryRun=[]"},
+				ableToScale:  "True/ReadyForNewScale",
+			},
+		},
+		{
+			name: "conflict on the scale update is retried after re-reading the scale",
+			hpa:  newHPA("web"), metrics: busy(),
+			setup: func(f *fixture) { f.scales.conflicts = 1 },
+			want: want{
+				scaleActions: []string{"get deployments/scale web", "get deployments/scale web",
+					"update deployments/scale web replicas=4 dryRun=[]", "get deployments/scale web",
+					"update deployments/scale web replicas=4 dryRun=[]"},
+				kubeActions: []string{"update horizontalpodautoscalers/status dryRun=[]"},
+				events:      []string{"Normal SuccessfulRescale"},
+				ableToScale: "True/SucceededRescale",
+			},
+		},
+		{
+			name: "conflict on the status write is retried on a freshly read HPA",
+			hpa:  newHPA("web"), metrics: calm(),
+			setup: func(f *fixture) {
+				conflicted := false
+				f.kube.PrependReactor("update", "horizontalpodautoscalers", func(a core.Action) (bool, runtime.Object, error) {
+					if a.GetSubresource() == "status" && !conflicted {
+						conflicted = true
+						return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}, "web", errors.New("modified"))
+					}
+					return false, nil, nil
+				})
+			},
+			want: want{
+				scaleActions: []string{"get deployments/scale web"},
+				kubeActions:  []string{"update horizontalpodautoscalers/status dryRun=[]", "get horizontalpodautoscalers", "update horizontalpodautoscalers/status dryRun=[]"},
+				ableToScale:  "True/ReadyForNewScale",
+			},
+		},
+		{
+			name: "missing target sets FailedGetScale and records a Warning event",
+			hpa:  newHPA("web", withTarget("gone")), metrics: busy(),
+			want: want{
+				scaleActions: []string{"get deployments/scale gone"},
+				kubeActions:  []string{"update horizontalpodautoscalers/status dryRun=[]"},
+				events:       []string{"Warning FailedGetScale deployments.apps \"gone\" not found"},
+				ableToScale:  "False/FailedGetScale",
+				err:          true,
+			},
+		},
+		{
+			name: "an HPA kube-controller-manager reconciles is left alone and the report says why",
+			hpa:  newHPA("web", withStatusManager("kube-controller-manager", t0.Add(-30*time.Second))), metrics: busy(),
+			want: want{
+				scaleActions: []string{"get deployments/scale web"},
+				ableToScale:  "absent",
+				dryRunReason: "kube-controller-manager wrote this HPA's status 30s ago",
+			},
+		},
+		{
+			name: "--force-ownership writes even when another manager wrote the status",
+			opts: func(o *Options) { o.ForceOwnership = true },
+			hpa:  newHPA("web", withStatusManager("kube-controller-manager", t0.Add(-30*time.Second))), metrics: busy(),
+			want: want{
+				scaleActions: []string{"get deployments/scale web", "get deployments/scale web", "update deployments/scale web replicas=4 dryRun=[]"},
+				kubeActions:  []string{"update horizontalpodautoscalers/status dryRun=[]"},
+				events:       []string{"Normal SuccessfulRescale"},
+				ableToScale:  "True/SucceededRescale",
+			},
+		},
+		{
+			name: "a status write older than the ownership window does not block writing",
+			hpa:  newHPA("web", withStatusManager("kube-controller-manager", t0.Add(-time.Hour))), metrics: busy(),
+			want: want{
+				scaleActions: []string{"get deployments/scale web", "get deployments/scale web", "update deployments/scale web replicas=4 dryRun=[]"},
+				kubeActions:  []string{"update horizontalpodautoscalers/status dryRun=[]"},
+				events:       []string{"Normal SuccessfulRescale"},
+				ableToScale:  "True/SucceededRescale",
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			if tc.opts != nil {
+				tc.opts(&opts)
+			}
+			f := newFixture(t, opts, []*autoscalingv2.HorizontalPodAutoscaler{tc.hpa}, webPods(), map[string]int32{"web": 2}, tc.metrics)
+			if tc.setup != nil {
+				tc.setup(f)
+			}
+			err := f.sync(t, tc.hpa.Name)
+			if (err != nil) != tc.want.err {
+				t.Fatalf("reconcile error = %v, want error: %v", err, tc.want.err)
+			}
+			if diff := cmp.Diff(tc.want.scaleActions, f.scales.recorded()); diff != "" {
+				t.Errorf("scale actions (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want.kubeActions, f.kubeActions()); diff != "" {
+				t.Errorf("API actions (-want +got):\n%s", diff)
+			}
+			got := f.events()
+			if len(got) != len(tc.want.events) {
+				t.Errorf("events = %q, want %d starting with %q", got, len(tc.want.events), tc.want.events)
+			}
+			for i := range min(len(got), len(tc.want.events)) {
+				if !strings.HasPrefix(got[i], tc.want.events[i]) {
+					t.Errorf("event %d = %q, want prefix %q", i, got[i], tc.want.events[i])
+				}
+			}
+			if got := condition(f.storedHPA(t, tc.hpa.Name), autoscalingv2.AbleToScale); got != tc.want.ableToScale {
+				t.Errorf("stored AbleToScale = %s, want %s", got, tc.want.ableToScale)
+			}
+			if len(f.reports) != 1 {
+				t.Fatalf("got %d reports, want 1", len(f.reports))
+			}
+			if r := f.reports[0].DryRunReason; !strings.Contains(r, tc.want.dryRunReason) || (tc.want.dryRunReason == "") != (r == "") {
+				t.Errorf("dry-run reason = %q, want %q", r, tc.want.dryRunReason)
+			}
+		})
+	}
+}
+
+func TestReconcileSkipsStatusWriteWhenNothingChanged(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2},
+		&fakeMetrics{cpu: cpuAt(50, "web-1", "web-2")})
+	if err := f.sync(t, "web"); err != nil {
+		t.Fatal(err)
+	}
+	// The informer would now deliver the written status.
+	written := f.storedHPA(t, "web")
+	if err := f.c.hpaFactory.Autoscaling().V2().HorizontalPodAutoscalers().Informer().GetIndexer().Update(written); err != nil {
+		t.Fatal(err)
+	}
+	f.kube.ClearActions()
+	f.clock.Step(15 * time.Second)
+	if err := f.sync(t, "web"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.kubeActions(); len(got) != 0 {
+		t.Errorf("second reconcile with an unchanged status made API calls %q, want none", got)
+	}
+}
+
+func TestMissingTargetDoesNotStopOtherHPAs(t *testing.T) {
+	hpas := []*autoscalingv2.HorizontalPodAutoscaler{newHPA("broken", withTarget("gone")), newHPA("web")}
+	f := newFixture(t, DefaultOptions(), hpas, webPods(), map[string]int32{"web": 2}, &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+	// Drive the queue the way workers do: both keys were enqueued by the add handler.
+	for range 2 {
+		if !f.c.processNext(t.Context()) {
+			t.Fatal("queue shut down early")
+		}
+	}
+	if got := condition(f.storedHPA(t, "broken"), autoscalingv2.AbleToScale); got != "False/FailedGetScale" {
+		t.Errorf("broken HPA AbleToScale = %s, want False/FailedGetScale", got)
+	}
+	if got := condition(f.storedHPA(t, "web"), autoscalingv2.AbleToScale); got != "True/SucceededRescale" {
+		t.Errorf("web HPA AbleToScale = %s, want True/SucceededRescale", got)
+	}
+	if got := f.storedHPA(t, "web").Status.DesiredReplicas; got != 4 {
+		t.Errorf("web desired = %d, want 4", got)
+	}
+	// Both keys are requeued for the next sync, the failed one included (no back-off).
+	if got := gathered(t, f.c.Monitor(), "workqueue_retries_total"); got != 2 {
+		t.Errorf("rate-limited requeues = %v, want 2", got)
+	}
+}
+
+func TestOverlappingHPAsDoNotScale(t *testing.T) {
+	hpas := []*autoscalingv2.HorizontalPodAutoscaler{newHPA("a"), newHPA("b")}
+	f := newFixture(t, DefaultOptions(), hpas, webPods(), map[string]int32{"web": 2}, &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+	if err := f.sync(t, "a"); err != nil {
+		t.Fatalf("first HPA: %v", err)
+	}
+	f.events()
+	if err := f.sync(t, "b"); err == nil {
+		t.Fatal("second HPA over the same pods reconciled without error")
+	}
+	if got := condition(f.storedHPA(t, "b"), autoscalingv2.ScalingActive); got != "False/AmbiguousSelector" {
+		t.Errorf("ScalingActive = %s, want False/AmbiguousSelector", got)
+	}
+	if got := f.reports[1].Input.OtherHPAsSelectingPods; !cmp.Equal(got, []string{"default/a"}) {
+		t.Errorf("OtherHPAsSelectingPods = %q, want [default/a]", got)
+	}
+}
+
+func TestDeletedHPADropsHistory(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2},
+		&fakeMetrics{cpu: cpuAt(50, "web-1", "web-2")})
+	if err := f.sync(t, "web"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.c.history["default/web"]; !ok {
+		t.Fatal("no history kept after a reconcile")
+	}
+	idx := f.c.hpaFactory.Autoscaling().V2().HorizontalPodAutoscalers().Informer().GetIndexer()
+	obj, _, _ := idx.GetByKey("default/web")
+	if err := idx.Delete(obj); err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := f.c.reconcileKey(t.Context(), "default/web")
+	if err != nil || !deleted {
+		t.Fatalf("reconcileKey after delete = (%v, %v), want (true, nil)", deleted, err)
+	}
+	if _, ok := f.c.history["default/web"]; ok {
+		t.Error("history kept for a deleted HPA")
+	}
+}
+
+func TestForeignStatusWriter(t *testing.T) {
+	cases := []struct {
+		name    string
+		hpa     *autoscalingv2.HorizontalPodAutoscaler
+		wantWho string
+	}{
+		{"no managed fields", newHPA("x"), ""},
+		{"own writes do not count", newHPA("x", withStatusManager(DefaultFieldManager, t0.Add(-time.Second))), ""},
+		{"recent foreign status write counts", newHPA("x", withStatusManager("kube-controller-manager", t0.Add(-time.Minute))), "kube-controller-manager"},
+		{"old foreign status write does not", newHPA("x", withStatusManager("kube-controller-manager", t0.Add(-11*time.Minute))), ""},
+		{"latest of several writers is named", newHPA("x",
+			withStatusManager("old-thing", t0.Add(-5*time.Minute)),
+			withStatusManager("kube-controller-manager", t0.Add(-time.Minute))), "kube-controller-manager"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			who, _, _ := ForeignStatusWriter(tc.hpa, DefaultFieldManager, t0, 10*time.Minute)
+			if who != tc.wantWho {
+				t.Errorf("writer = %q, want %q", who, tc.wantWho)
+			}
+		})
+	}
+}
+
+// gathered sums every series of the named metric family in m's registry.
+func gathered(t *testing.T, m *monitor.Monitor, name string) float64 {
+	t.Helper()
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range families {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			switch {
+			case s.GetCounter() != nil:
+				sum += s.GetCounter().GetValue()
+			case s.GetGauge() != nil:
+				sum += s.GetGauge().GetValue()
+			case s.GetHistogram() != nil:
+				sum += float64(s.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return sum
+}
