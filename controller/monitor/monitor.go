@@ -31,14 +31,14 @@ const subsystem = "horizontal_pod_autoscaler_controller"
 type Monitor struct {
 	Registry *prometheus.Registry
 
-	reconciliations     *prometheus.CounterVec
-	reconcileDuration   *prometheus.HistogramVec
-	metricComputations  *prometheus.CounterVec
-	metricDuration      *prometheus.HistogramVec
-	numHPAs             prometheus.Gauge
-	desiredReplicas     *prometheus.GaugeVec
-	staleSyncSkips      *prometheus.CounterVec
-	workqueue           workqueueMetrics
+	reconciliations    *prometheus.CounterVec
+	reconcileDuration  *prometheus.HistogramVec
+	metricComputations *prometheus.CounterVec
+	metricDuration     *prometheus.HistogramVec
+	numHPAs            prometheus.Gauge
+	desiredReplicas    *prometheus.GaugeVec
+	staleSyncSkips     *prometheus.CounterVec
+	workqueue          workqueueMetrics
 }
 
 // New creates a Monitor with a fresh registry holding the HPA metrics and the Go and
