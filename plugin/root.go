@@ -38,6 +38,7 @@ func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.SetErr(streams.ErrOut)
 	configFlags.AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(NewCmdVersion(streams))
+	cmd.AddCommand(NewCmdExplain(configFlags, streams), NewCmdCompletion(streams))
 	return cmd
 }
 

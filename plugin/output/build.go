@@ -246,6 +246,18 @@ func formatCurrent(t autoscalingv2.MetricTarget, c autoscalingv2.MetricValueStat
 	return "<unknown>"
 }
 
+// FormatCurrent prints a metric result's current value in the unit of its target
+// ("142%", "250m (avg)"), or "<unknown>" when it failed.
+func FormatCurrent(spec autoscalingv2.MetricSpec, r replicas.MetricResult) string {
+	if r.Err != nil {
+		return "<unknown>"
+	}
+	if c, ok := currentOf(r.Status); ok {
+		return formatCurrent(TargetOf(spec), c)
+	}
+	return "<unknown>"
+}
+
 func metricOf(i int, spec autoscalingv2.MetricSpec, r *replicas.MetricResult, chosen bool, pods map[string]*corev1.Pod, now time.Time) Metric {
 	t := TargetOf(spec)
 	m := Metric{
@@ -258,9 +270,9 @@ func metricOf(i int, spec autoscalingv2.MetricSpec, r *replicas.MetricResult, ch
 		Chosen:     chosen,
 	}
 	if r == nil {
-		m.Error = "not computed"
 		return m
 	}
+	m.Computed = true
 	m.Name = r.Name
 	m.ReadyPods = r.ReadyPods
 	m.Reason = r.Reason
@@ -278,9 +290,7 @@ func metricOf(i int, spec autoscalingv2.MetricSpec, r *replicas.MetricResult, ch
 		m.Proposal = ptr(r.Replicas)
 		st := r.Status
 		m.Status = &st
-		if c, ok := currentOf(st); ok {
-			m.Current = formatCurrent(t, c)
-		}
+		m.Current = FormatCurrent(spec, *r)
 	}
 	utilization := t.Type == autoscalingv2.UtilizationMetricType
 	for _, pt := range r.Pods {
@@ -330,7 +340,9 @@ func age(now, t time.Time) string {
 func arithmeticOf(d replicas.Decision, ms []Metric, now time.Time) *Arithmetic {
 	a := &Arithmetic{ChosenMetric: d.MetricName, Desired: d.DesiredReplicas}
 	for _, m := range ms {
-		a.Proposals = append(a.Proposals, Proposal{Metric: m.Short, Replicas: m.Proposal, Error: m.Error})
+		if m.Computed {
+			a.Proposals = append(a.Proposals, Proposal{Metric: m.Short, Replicas: m.Proposal, Error: m.Error})
+		}
 	}
 	if d.MetricReplicas >= 0 && d.Phase == replicas.PhaseComputed {
 		a.MetricReplicas = ptr(d.MetricReplicas)
@@ -567,11 +579,15 @@ func clusterOf(hpa *autoscalingv2.HorizontalPodAutoscaler, events []corev1.Event
 	for _, ev := range evs {
 		c.RecentRescales = append(c.RecentRescales, Event{Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Count: ev.Count, Time: ptr(metav1.NewTime(EventTime(ev)))})
 	}
-	if d.Phase == replicas.PhaseScaleFailed {
-		c.Agrees = false
-		c.Note = "this decision could not read the target's scale, so there is nothing to compare"
+	switch d.Phase {
+	case replicas.PhaseScaleFailed:
+		c.Note = "this decision could not read the target's scale, so it has no count to compare; the controller leaves desiredReplicas as it was"
+		return c
+	case replicas.PhaseMetricsFailed:
+		c.Note = "this decision has no usable metric, so it has no count to compare; the controller leaves desiredReplicas as it was"
 		return c
 	}
+	c.Comparable = true
 	c.Agrees = st.DesiredReplicas == d.DesiredReplicas
 	switch {
 	case !c.Agrees && st.ObservedGeneration != nil && *st.ObservedGeneration < hpa.Generation:

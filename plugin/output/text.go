@@ -220,6 +220,8 @@ func (r *textRenderer) renderMetrics(e *Explanation) {
 		}
 		note := ""
 		switch {
+		case !m.Computed:
+			note = "not computed on this path"
 		case m.Error != "":
 			note = "error: " + m.Error
 		case m.Chosen:
@@ -247,7 +249,7 @@ func (r *textRenderer) renderMetrics(e *Explanation) {
 				util = fmt.Sprintf("%d%%", *p.Utilization)
 			}
 			treat := p.Treatment
-			if p.AssumedUsageMilli != nil {
+			if p.AssumedUsageMilli != nil && p.Treatment != "ready" {
 				treat += " (as " + q(p.AssumedUsageMilli) + ")"
 			}
 			phase, age := p.Phase, p.Age
@@ -316,7 +318,7 @@ func (r *textRenderer) renderArithmetic(e *Explanation) {
 			}
 			r.kv(1, "policy", "%s %s=%d%s per %ds: start of period %d -> %d", p.Direction, p.Type, p.Value, unit, p.PeriodSeconds, p.PeriodStart, p.Proposal)
 		}
-		r.kv(1, "limits", "%d -> %d (up limit %d, down limit %d; %s)", l.Input, l.Result, l.UpLimit, l.DownLimit, l.Reason)
+		r.kv(1, "limits", "%d -> %d (up limit %s, down limit %s; %s)", l.Input, l.Result, limitText(l.UpLimit), limitText(l.DownLimit), l.Reason)
 		if l.BindingPolicy != "" {
 			r.kv(2, "binding", "%s", l.BindingPolicy)
 		}
@@ -359,7 +361,10 @@ func (r *textRenderer) renderCluster(e *Explanation) {
 	r.line(0, "")
 	r.line(0, "The cluster's controller last decided (HPA status):")
 	agree := "agrees with this decision"
-	if !c.Agrees {
+	switch {
+	case !c.Comparable:
+		agree = "nothing to compare"
+	case !c.Agrees:
 		agree = "DISAGREES with this decision"
 	}
 	r.kv(1, "desiredReplicas", "%d (%s)", c.DesiredReplicas, agree)
@@ -428,4 +433,12 @@ func (r *textRenderer) renderHistory(e *Explanation) {
 	if h.FreshControllerDesired != nil {
 		r.kv(1, "fresh controller", "a controller started now (its only sample: the current size) would decide %d", *h.FreshControllerDesired)
 	}
+}
+
+// limitText prints a rate limit; the core reports -1 for a direction it did not evaluate.
+func limitText(n int32) string {
+	if n < 0 {
+		return "n/a"
+	}
+	return fmt.Sprint(n)
 }

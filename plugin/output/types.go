@@ -139,6 +139,9 @@ type Metric struct {
 	WithinTolerance bool                        `json:"withinTolerance"`
 	Proposal        *int32                      `json:"proposal,omitempty"`
 	ReadyPods       int                         `json:"readyPods"`
+	// Computed is false on the paths that do not consult metrics (scale unreadable, scaling
+	// disabled, current count outside [min, max]).
+	Computed bool `json:"computed"`
 	// Chosen marks the metric whose proposal set the count.
 	Chosen    bool         `json:"chosen"`
 	Timestamp *metav1.Time `json:"timestamp,omitempty"`
@@ -273,7 +276,10 @@ type Cluster struct {
 	ObservedGeneration *int64       `json:"observedGeneration,omitempty"`
 	Conditions         []Condition  `json:"conditions,omitempty"`
 	RecentRescales     []Event      `json:"recentRescales,omitempty"`
-	// Agrees is true when the cluster's desiredReplicas equals this decision's.
+	// Comparable is false when this decision produces no new count (scale unreadable, metrics
+	// failed): the controller then leaves status.desiredReplicas as it was.
+	Comparable bool `json:"comparable"`
+	// Agrees is true when the decision is comparable and the cluster's desiredReplicas equals it.
 	Agrees bool `json:"agrees"`
 	// Note says what a disagreement may mean.
 	Note string `json:"note,omitempty"`

@@ -1,0 +1,165 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+)
+
+// Exit codes of kubectl hpa commands. They are part of the CLI contract: scripts and the
+// e2e tests rely on them, so existing values never change.
+const (
+	// ExitOK: the command did what was asked.
+	ExitOK = 0
+	// ExitFailure: an unexpected failure (network, server error, bug).
+	ExitFailure = 1
+	// ExitUsage: bad flags or arguments.
+	ExitUsage = 2
+	// ExitHPANotFound: the named HPA does not exist in the namespace (nor, as far as we may
+	// look, in any other).
+	ExitHPANotFound = 3
+	// ExitWrongNamespace: the namespace does not exist, or the HPA exists in another namespace.
+	ExitWrongNamespace = 4
+	// ExitTargetNotFound: the HPA's scaleTargetRef names an object that does not exist.
+	ExitTargetNotFound = 5
+	// ExitTargetNotScalable: the target's kind is unknown or has no scale subresource, or the
+	// apiVersion does not parse.
+	ExitTargetNotScalable = 6
+	// ExitForbidden: RBAC denied a read the command needs.
+	ExitForbidden = 7
+	// ExitMetricsUnavailable: a metrics API the HPA needs is not served by the cluster.
+	ExitMetricsUnavailable = 8
+	// ExitUnauthorized: the API server rejected the credentials.
+	ExitUnauthorized = 9
+)
+
+// Stable reasons for structured errors (output.Error.Reason), one per exit code.
+var exitReasons = map[int]string{
+	ExitFailure:            "Failure",
+	ExitUsage:              "UsageError",
+	ExitHPANotFound:        "HPANotFound",
+	ExitWrongNamespace:     "WrongNamespace",
+	ExitTargetNotFound:     "TargetNotFound",
+	ExitTargetNotScalable:  "TargetNotScalable",
+	ExitForbidden:          "Forbidden",
+	ExitMetricsUnavailable: "MetricsAPIUnavailable",
+	ExitUnauthorized:       "Unauthorized",
+}
+
+// ExitReason is the stable CamelCase reason for an exit code.
+func ExitReason(code int) string {
+	if r, ok := exitReasons[code]; ok {
+		return r
+	}
+	return "Failure"
+}
+
+// exitCode returns the exit code an error carries (ExitFailure when none).
+func exitCode(err error) int {
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return ExitFailure
+}
+
+// usageErrorf is a bad-input error with ExitUsage.
+func usageErrorf(format string, args ...any) error {
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+// withUsageExitCodes makes cobra's own flag and argument errors exit with ExitUsage.
+func withUsageExitCodes(cmd *cobra.Command) {
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &ExitError{Code: ExitUsage, Err: err}
+	})
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error {
+			if err := args(c, a); err != nil {
+				return &ExitError{Code: ExitUsage, Err: err}
+			}
+			return nil
+		}
+	}
+}
+
+// apiExitError maps an API error met while doing something to an exit code, keeping the
+// message actionable. doing is lowercase ("getting horizontalpodautoscaler shop/web").
+func apiExitError(doing string, err error) *ExitError {
+	switch {
+	case apierrors.IsForbidden(err):
+		return &ExitError{Code: ExitForbidden, Err: fmt.Errorf("%s: %w (ask your cluster admin for get/list on horizontalpodautoscalers, pods, events, the target's scale subresource and the metrics APIs)", doing, err)}
+	case apierrors.IsUnauthorized(err):
+		return &ExitError{Code: ExitUnauthorized, Err: fmt.Errorf("%s: %w (check your kubeconfig credentials, --context and --user)", doing, err)}
+	}
+	return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %w", doing, err)}
+}
+
+// AddControllerConfigFlags binds the kube-controller-manager settings that change HPA
+// decisions. Defaults are those of a default v1.37 cluster; set them to your cluster's
+// values for decisions that match it.
+func AddControllerConfigFlags(fs *pflag.FlagSet, cfg *replicas.Config) {
+	fs.Float64Var(&cfg.Tolerance, "tolerance", cfg.Tolerance, "Cluster tolerance (kube-controller-manager --horizontal-pod-autoscaler-tolerance)")
+	fs.DurationVar(&cfg.DownscaleStabilizationWindow, "downscale-stabilization", cfg.DownscaleStabilizationWindow, "Cluster downscale stabilization window (--horizontal-pod-autoscaler-downscale-stabilization)")
+	fs.DurationVar(&cfg.CPUInitializationPeriod, "cpu-initialization-period", cfg.CPUInitializationPeriod, "CPU initialization period (--horizontal-pod-autoscaler-cpu-initialization-period)")
+	fs.DurationVar(&cfg.InitialReadinessDelay, "initial-readiness-delay", cfg.InitialReadinessDelay, "Initial readiness delay (--horizontal-pod-autoscaler-initial-readiness-delay)")
+	fs.Var(&featureGates{cfg: cfg}, "feature-gates", "Feature gates of the cluster that change decisions, e.g. HPAScaleToZero=false,PodLevelResources=true")
+}
+
+// AddSyncPeriodFlag binds --sync-period (kube-controller-manager --horizontal-pod-autoscaler-sync-period).
+func AddSyncPeriodFlag(fs *pflag.FlagSet, p *time.Duration) {
+	fs.DurationVar(p, "sync-period", *p, "How often to re-decide (--horizontal-pod-autoscaler-sync-period)")
+}
+
+// featureGates is a pflag.Value over the gates in replicas.Config.
+type featureGates struct {
+	cfg *replicas.Config
+	set []string
+}
+
+func (f *featureGates) gates() map[string]*bool {
+	return map[string]*bool{
+		"HPAScaleToZero":           &f.cfg.ScaleToZero,
+		"HPAConfigurableTolerance": &f.cfg.ConfigurableTolerance,
+		"PodLevelResources":        &f.cfg.PodLevelResources,
+		"HPAGeneration":            &f.cfg.HPAGeneration,
+	}
+}
+
+func (f *featureGates) String() string { return strings.Join(f.set, ",") }
+func (f *featureGates) Type() string   { return "mapStringBool" }
+
+func (f *featureGates) Set(s string) error {
+	gates := f.gates()
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("feature gate %q: want Name=true|false", kv)
+		}
+		p, known := gates[name]
+		if !known {
+			return fmt.Errorf("unknown feature gate %q: known gates are HPAConfigurableTolerance, HPAGeneration, HPAScaleToZero, PodLevelResources", name)
+		}
+		switch strings.ToLower(val) {
+		case "true":
+			*p = true
+		case "false":
+			*p = false
+		default:
+			return fmt.Errorf("feature gate %s: value %q is not true or false", name, val)
+		}
+		f.set = append(f.set, name+"="+strings.ToLower(val))
+	}
+	return nil
+}

@@ -1,0 +1,295 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/scale"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+)
+
+const explainLong = `Compute the decision the Kubernetes v1.37 HPA controller would make for one
+HorizontalPodAutoscaler right now, from live data, and show every step: the target's scale,
+the effective tolerance and behavior, each metric's target, current value, ratio and proposal,
+how every pod was treated, the arithmetic from proposals to the final count, one verdict
+sentence naming the binding constraint, and what the cluster's own controller last decided.
+
+explain only reads: it never creates, updates, patches or deletes anything, not even events.
+The cluster controller's recommendation history lives in its memory and cannot be read;
+explain says which history it used (reconstructed from status.lastScaleTime and rescale events).
+
+Exit codes: 0 ok, 1 unexpected failure, 2 bad flags or arguments, 3 HPA not found,
+4 wrong namespace (namespace missing or HPA found elsewhere), 5 scale target not found,
+6 scale target not scalable, 7 forbidden by RBAC, 8 a metrics API the HPA needs is not served,
+9 unauthorized. With -o json|yaml failures are also printed as an Explanation with .error set.`
+
+const explainExample = `  # Why does web have the replica count it has?
+  kubectl hpa explain web -n shop
+
+  # The whole decision as a versioned object (hpa.kubectl-hpa.io/v1alpha1 Explanation)
+  kubectl hpa explain web -n shop -o yaml
+
+  # Re-explain every 15s until Ctrl-C
+  kubectl hpa explain web -n shop --watch
+
+  # What if the target were 60% and cpu were at 90%? (nothing in the cluster changes)
+  kubectl hpa explain web -n shop --set-target cpu=60% --assume cpu=90%`
+
+// ExplainOptions are the inputs of "kubectl hpa explain".
+type ExplainOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	PrintFlags  *genericclioptions.PrintFlags
+	genericiooptions.IOStreams
+
+	Name      string
+	Namespace string
+
+	Watch      bool
+	SyncPeriod time.Duration
+	SetTargets []string
+	Assumes    []string
+	Config     replicas.Config
+
+	// Clock drives --watch; injected for tests.
+	Clock clock.WithTicker
+
+	// newClients builds the clients from ConfigFlags; tests replace it with fakes.
+	newClients func(o *ExplainOptions) (*explainClients, error)
+
+	clients *explainClients
+	printer printers.ResourcePrinter
+	whatIf  []whatIf
+	// newMetrics builds the metrics client for the live clients.
+	newMetrics func(cfg *rest.Config, kube kubernetes.Interface) (metrics.Client, error)
+}
+
+// explainClients are the API clients explain reads through.
+type explainClients struct {
+	Kube      kubernetes.Interface
+	Scales    controller.ScaleReader
+	Pods      controller.PodReader
+	Metrics   metrics.Client
+	Discovery discovery.DiscoveryInterface
+	// Dynamic reads VerticalPodAutoscalers (only when discovery shows the API).
+	Dynamic dynamic.Interface
+}
+
+// NewExplainOptions returns options with kube-controller-manager's defaults.
+func NewExplainOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *ExplainOptions {
+	return &ExplainOptions{
+		ConfigFlags: configFlags,
+		PrintFlags:  genericclioptions.NewPrintFlags(""),
+		IOStreams:   streams,
+		SyncPeriod:  15 * time.Second,
+		Config:      replicas.DefaultConfig(),
+		Clock:       clock.RealClock{},
+		newClients:  clientsFromFlags,
+		newMetrics:  pendingMetrics,
+	}
+}
+
+// NewCmdExplain builds "kubectl hpa explain".
+func NewCmdExplain(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	return newCmdExplain(NewExplainOptions(configFlags, streams))
+}
+
+func newCmdExplain(o *ExplainOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                   "explain NAME [-n NAMESPACE]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Show, step by step, the decision the HPA controller would make for one HPA",
+		Long:                  explainLong,
+		Example:               explainExample,
+		Args:                  cobra.ExactArgs(1),
+		ValidArgsFunction:     completeHPANames(o.ConfigFlags),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return o.fail(err)
+			}
+			if err := o.Validate(); err != nil {
+				return o.fail(err)
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.PrintFlags.AddFlags(cmd)
+	fs := cmd.Flags()
+	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "Re-explain every --sync-period until interrupted")
+	AddSyncPeriodFlag(fs, &o.SyncPeriod)
+	fs.StringArrayVar(&o.SetTargets, "set-target", nil, "What-if: use this target for a metric, e.g. cpu=60% or requests_per_second=100 (metric by short name or index; repeatable)")
+	fs.StringArrayVar(&o.Assumes, "assume", nil, "What-if: use this current value for a metric instead of the fetched one, e.g. cpu=90% or memory=300Mi per pod (repeatable)")
+	AddControllerConfigFlags(fs, &o.Config)
+	withUsageExitCodes(cmd)
+	return cmd
+}
+
+// Complete fills the name, namespace, printer and clients.
+func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Name = args[0]
+	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return usageErrorf("reading the namespace from the kubeconfig: %w", err)
+	}
+	o.Namespace = ns
+	if o.PrintFlags.OutputFormat != nil && *o.PrintFlags.OutputFormat != "" {
+		p, err := o.PrintFlags.ToPrinter()
+		if err != nil {
+			return usageErrorf("%w", err)
+		}
+		o.printer = p
+	} else {
+		o.printer = output.TextPrinter{}
+	}
+	if o.clients == nil {
+		c, err := o.newClients(o)
+		if err != nil {
+			return err
+		}
+		o.clients = c
+	}
+	return nil
+}
+
+// Validate checks flags that do not need the cluster.
+func (o *ExplainOptions) Validate() error {
+	if o.Name == "" {
+		return usageErrorf("an HPA name is required: kubectl hpa explain NAME")
+	}
+	if o.Watch && o.SyncPeriod <= 0 {
+		return usageErrorf("--sync-period must be positive with --watch, got %s", o.SyncPeriod)
+	}
+	if o.Config.Tolerance < 0 {
+		return usageErrorf("--tolerance must not be negative, got %v", o.Config.Tolerance)
+	}
+	wi, err := parseWhatIfs(o.SetTargets, o.Assumes)
+	if err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	o.whatIf = wi
+	return nil
+}
+
+// Run explains once, or every sync period with --watch until ctx is done.
+func (o *ExplainOptions) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("hpa", klog.KRef(o.Namespace, o.Name))
+	ctx = klog.NewContext(ctx, logger)
+	if !o.Watch {
+		e, err := o.explain(ctx)
+		return o.print(e, err)
+	}
+	ticker := o.Clock.NewTicker(o.SyncPeriod)
+	defer ticker.Stop()
+	for first := true; ; first = false {
+		if !first && o.textOutput() {
+			fmt.Fprintln(o.Out, "---")
+		}
+		e, err := o.explain(ctx)
+		if err := o.print(e, err); err != nil && ctx.Err() == nil {
+			// A failing sync does not end the watch, as it does not stop the controller.
+			fmt.Fprintf(o.ErrOut, "error: %v\n", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+		}
+	}
+}
+
+// print writes e (or, on failure, a structured error for -o json|yaml) and returns err.
+func (o *ExplainOptions) print(e *output.Explanation, err error) error {
+	if err != nil && e == nil {
+		return o.fail(err)
+	}
+	if e != nil {
+		if perr := o.printer.PrintObj(e, o.Out); perr != nil {
+			return fmt.Errorf("printing the explanation: %w", perr)
+		}
+	}
+	return err
+}
+
+// fail prints err as an Explanation with .error set when a machine-readable output was
+// asked for; the one-line message always goes to stderr (printed by Execute).
+func (o *ExplainOptions) fail(err error) error {
+	if o.printer == nil || o.textOutput() {
+		return err
+	}
+	e := output.New(o.Namespace, o.Name)
+	code := exitCode(err)
+	e.Time.Time = o.Clock.Now().UTC()
+	e.Error = &output.Error{ExitCode: code, Reason: ExitReason(code), Message: err.Error()}
+	if perr := o.printer.PrintObj(e, o.Out); perr != nil {
+		return errors.Join(err, perr)
+	}
+	return err
+}
+
+func (o *ExplainOptions) textOutput() bool {
+	_, ok := o.printer.(output.TextPrinter)
+	return ok
+}
+
+// clientsFromFlags builds live clients from the kubeconfig flags, with the cached discovery
+// client and REST mapper kubectl uses so discovery costs nothing after the first run.
+func clientsFromFlags(o *ExplainOptions) (*explainClients, error) {
+	cfg, err := o.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("loading the kubeconfig: %w", err)}
+	}
+	warnOnce := rest.CopyConfig(cfg)
+	warnOnce.WarningHandler = rest.NoWarnings{}
+	kube, err := kubernetes.NewForConfig(warnOnce)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	dc, err := o.ConfigFlags.ToDiscoveryClient()
+	if err != nil {
+		return nil, fmt.Errorf("creating the discovery client: %w", err)
+	}
+	mapper, err := o.ConfigFlags.ToRESTMapper()
+	if err != nil {
+		return nil, fmt.Errorf("creating the REST mapper: %w", err)
+	}
+	sg, err := scale.NewForConfig(warnOnce, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(dc))
+	if err != nil {
+		return nil, fmt.Errorf("creating the scale client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(warnOnce)
+	if err != nil {
+		return nil, fmt.Errorf("creating the dynamic client: %w", err)
+	}
+	mc, err := o.newMetrics(warnOnce, kube)
+	if err != nil {
+		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("configuring the metrics source: %w", err)}
+	}
+	return &explainClients{
+		Kube:      kube,
+		Scales:    &controller.ScaleClient{Scales: sg, Mapper: mapper},
+		Pods:      controller.LivePods{Client: kube},
+		Metrics:   mc,
+		Discovery: dc,
+		Dynamic:   dyn,
+	}, nil
+}
+
+// pendingMetrics is replaced by the metrics package's constructor once it lands.
+func pendingMetrics(*rest.Config, kubernetes.Interface) (metrics.Client, error) {
+	return nil, errors.New("no metrics client available in this build")
+}

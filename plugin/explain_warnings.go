@@ -1,0 +1,188 @@
+package plugin
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+)
+
+// Warning reasons (output.Warning.Reason); stable strings tests and scripts may match.
+const (
+	WarnKEDA              = "ManagedByKEDA"
+	WarnKnative           = "ManagedByKnative"
+	WarnVPA               = "VerticalPodAutoscaler"
+	WarnRollout           = "RolloutInProgress"
+	WarnMissingRequests   = "MissingRequests"
+	WarnFeatureGate       = "FeatureGate"
+	WarnAmbiguousSelector = "AmbiguousSelector"
+	WarnIncompleteReads   = "IncompleteReads"
+)
+
+// maxListed bounds how many pods a warning names.
+const maxListed = 3
+
+// warnings lists what makes this decision surprising. It only looks at what was read.
+func warnings(hpa *autoscalingv2.HorizontalPodAutoscaler, in replicas.Input, vpas *unstructured.UnstructuredList, vpaErr, eventsErr error) []output.Warning {
+	var out []output.Warning
+	add := func(reason, format string, args ...any) {
+		out = append(out, output.Warning{Reason: reason, Message: fmt.Sprintf(format, args...)})
+	}
+	ref := hpa.Spec.ScaleTargetRef
+
+	for _, o := range hpa.OwnerReferences {
+		gv, _ := schema.ParseGroupVersion(o.APIVersion)
+		switch {
+		case gv.Group == "keda.sh":
+			add(WarnKEDA, "this HPA is owned by KEDA %s %q: KEDA rewrites it, so change the %s instead; its External metrics come from KEDA's metrics adapter", o.Kind, o.Name, o.Kind)
+		case strings.HasSuffix(gv.Group, "knative.dev"):
+			add(WarnKnative, "this HPA is owned by Knative %s %q: Knative manages it (class hpa.autoscaling.knative.dev); change the Knative Service's autoscaling annotations instead", o.Kind, o.Name)
+		}
+	}
+	if len(out) == 0 {
+		if name := hpa.Labels["scaledobject.keda.sh/name"]; name != "" {
+			add(WarnKEDA, "this HPA carries KEDA's label for ScaledObject %q: KEDA rewrites it, so change the ScaledObject instead", name)
+		}
+		for _, p := range in.Pods {
+			if rev := p.Labels["serving.knative.dev/revision"]; rev != "" {
+				add(WarnKnative, "the target's pods belong to Knative revision %q: Knative's own autoscaler (KPA) may act on them as well", rev)
+				break
+			}
+		}
+	}
+
+	if vpas != nil {
+		for _, v := range vpas.Items {
+			kind, _, _ := unstructured.NestedString(v.Object, "spec", "targetRef", "kind")
+			name, _, _ := unstructured.NestedString(v.Object, "spec", "targetRef", "name")
+			if kind != ref.Kind || name != ref.Name {
+				continue
+			}
+			mode, found, _ := unstructured.NestedString(v.Object, "spec", "updatePolicy", "updateMode")
+			if !found || mode == "" {
+				mode = "Auto (default)"
+			}
+			if mode == "Off" {
+				continue
+			}
+			add(WarnVPA, "VerticalPodAutoscaler %q also acts on %s/%s (updateMode %s): it changes pod requests, which moves utilization under this HPA; do not let both act on cpu or memory", v.GetName(), ref.Kind, ref.Name, mode)
+		}
+	} else if vpaErr != nil && !apierrors.IsNotFound(vpaErr) {
+		add(WarnIncompleteReads, "could not list VerticalPodAutoscalers, so a VPA on the same target would go unnoticed: %v", vpaErr)
+	}
+	if eventsErr != nil {
+		add(WarnIncompleteReads, "could not list events, so rescale history is missing from the reconstruction: %v", eventsErr)
+	}
+
+	if in.Scale != nil {
+		revisions := map[string]bool{}
+		for _, p := range in.Pods {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			for _, l := range []string{"pod-template-hash", "controller-revision-hash"} {
+				if h := p.Labels[l]; h != "" {
+					revisions[l+"="+h] = true
+				}
+			}
+		}
+		if len(revisions) > 1 {
+			add(WarnRollout, "the selected pods come from %d revisions (%s): during a rollout new pods start unready and old ones terminate, which moves pod counts and utilization", len(revisions), strings.Join(sortedKeys(revisions), ", "))
+		} else if in.Scale.SpecReplicas != in.Scale.StatusReplicas {
+			add(WarnRollout, "the target is still converging: spec %d replicas, status %d", in.Scale.SpecReplicas, in.Scale.StatusReplicas)
+		}
+	}
+
+	for _, spec := range hpa.Spec.Metrics {
+		if !isResourceMetric(spec.Type) {
+			continue
+		}
+		if t := output.TargetOf(spec); t.Type != autoscalingv2.UtilizationMetricType {
+			continue
+		}
+		res, container := resourceOf(spec)
+		var missing []string
+		for _, p := range in.Pods {
+			if in.Config.PodLevelResources && container == "" && p.Spec.Resources != nil {
+				if _, ok := p.Spec.Resources.Requests[res]; ok {
+					continue
+				}
+			}
+			for _, c := range p.Spec.Containers {
+				if container != "" && c.Name != container {
+					continue
+				}
+				if _, ok := c.Resources.Requests[res]; !ok {
+					missing = append(missing, fmt.Sprintf("%s/%s", p.Name, c.Name))
+				}
+			}
+		}
+		if len(missing) > 0 {
+			more := ""
+			if len(missing) > maxListed {
+				more = fmt.Sprintf(" and %d more", len(missing)-maxListed)
+				missing = missing[:maxListed]
+			}
+			add(WarnMissingRequests, "container(s) without a %s request (%s%s): %s utilization cannot be computed, so the controller fails this metric; set resources.requests.%s", res, strings.Join(missing, ", "), more, res, res)
+		}
+	}
+
+	out = append(out, featureGateWarnings(hpa, in)...)
+
+	for _, c := range hpa.Status.Conditions {
+		if c.Type == autoscalingv2.ScalingActive && c.Reason == "AmbiguousSelector" {
+			add(WarnAmbiguousSelector, "the cluster controller reports that more than one HPA selects these pods (%s); explain does not look at other HPAs, so its decision ignores that", c.Message)
+		}
+	}
+	return out
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// featureGateWarnings names the feature gates this HPA's decision depends on.
+func featureGateWarnings(hpa *autoscalingv2.HorizontalPodAutoscaler, in replicas.Input) []output.Warning {
+	var out []output.Warning
+	cfg := in.Config
+	if hpa.Spec.MinReplicas != nil && *hpa.Spec.MinReplicas == 0 {
+		out = append(out, output.Warning{Reason: WarnFeatureGate, Message: fmt.Sprintf("minReplicas 0 relies on HPAScaleToZero (beta in v1.37, on by default); assumed %s here, pass --feature-gates to match your cluster", onOff(cfg.ScaleToZero))})
+	}
+	if b := hpa.Spec.Behavior; b != nil && ((b.ScaleUp != nil && b.ScaleUp.Tolerance != nil) || (b.ScaleDown != nil && b.ScaleDown.Tolerance != nil)) {
+		out = append(out, output.Warning{Reason: WarnFeatureGate, Message: fmt.Sprintf("behavior tolerance relies on HPAConfigurableTolerance (GA in v1.37, alpha before v1.35: older clusters ignore it); assumed %s here", onOff(cfg.ConfigurableTolerance))})
+	}
+	usesResources := false
+	for _, s := range hpa.Spec.Metrics {
+		if s.Type == autoscalingv2.ResourceMetricSourceType {
+			usesResources = true
+		}
+	}
+	if usesResources {
+		for _, p := range in.Pods {
+			if p.Spec.Resources != nil && len(p.Spec.Resources.Requests) > 0 {
+				out = append(out, output.Warning{Reason: WarnFeatureGate, Message: fmt.Sprintf("pod %s has pod-level requests: utilization uses them only with PodLevelResources (beta, on since v1.34); assumed %s here", p.Name, onOff(cfg.PodLevelResources))})
+				break
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,264 @@
+package plugin
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+)
+
+// whatIf is one parsed --set-target or --assume flag.
+type whatIf struct {
+	flag   string // "set-target" or "assume"
+	metric string // short name or spec index
+	raw    string
+	// Exactly one of percent and quantity is set.
+	percent  *int32
+	quantity *resource.Quantity
+}
+
+func parseWhatIfs(sets, assumes []string) ([]whatIf, error) {
+	var out []whatIf
+	parse := func(flag, s string) error {
+		metric, value, ok := strings.Cut(s, "=")
+		if !ok || metric == "" || value == "" {
+			return fmt.Errorf("--%s %q: want METRIC=VALUE, e.g. cpu=60%% or requests_per_second=100", flag, s)
+		}
+		w := whatIf{flag: flag, metric: metric, raw: value}
+		if p, isPct := strings.CutSuffix(value, "%"); isPct {
+			n, err := strconv.ParseInt(p, 10, 32)
+			if err != nil || n < 0 || (flag == "set-target" && n == 0) {
+				return fmt.Errorf("--%s %q: %q is not a valid percentage", flag, s, value)
+			}
+			w.percent = ptrTo(int32(n))
+		} else {
+			q, err := resource.ParseQuantity(value)
+			if err != nil {
+				return fmt.Errorf("--%s %q: %q is neither a percentage nor a quantity: %w", flag, s, value, err)
+			}
+			if q.Sign() < 0 {
+				return fmt.Errorf("--%s %q: the value must not be negative", flag, s)
+			}
+			w.quantity = &q
+		}
+		out = append(out, w)
+		return nil
+	}
+	for _, s := range sets {
+		if err := parse("set-target", s); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range assumes {
+		if err := parse("assume", s); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// findMetric resolves a metric named by spec index, short name, or bare resource name.
+func findMetric(hpa *autoscalingv2.HorizontalPodAutoscaler, id string) (int, error) {
+	specs := hpa.Spec.Metrics
+	if n, err := strconv.Atoi(id); err == nil {
+		if n < 0 || n >= len(specs) {
+			return 0, fmt.Errorf("metric index %d is out of range: the HPA has %d metric(s)", n, len(specs))
+		}
+		return n, nil
+	}
+	var matches, names []string
+	var idx []int
+	for i, s := range specs {
+		short := output.ShortName(s)
+		names = append(names, fmt.Sprintf("%d=%s", i, short))
+		resourceName, _, _ := strings.Cut(short, "/")
+		if short == id || (s.Type == autoscalingv2.ContainerResourceMetricSourceType && resourceName == id) {
+			matches = append(matches, short)
+			idx = append(idx, i)
+		}
+	}
+	switch len(idx) {
+	case 0:
+		return 0, fmt.Errorf("metric %q is not in spec.metrics of this HPA (it has: %s)", id, strings.Join(names, ", "))
+	case 1:
+		return idx[0], nil
+	}
+	return 0, fmt.Errorf("metric %q is ambiguous (%s): name it by index (%s)", id, strings.Join(matches, ", "), strings.Join(names, ", "))
+}
+
+// targetOf points at the target inside spec.
+func targetOf(spec *autoscalingv2.MetricSpec) *autoscalingv2.MetricTarget {
+	switch {
+	case spec.Resource != nil:
+		return &spec.Resource.Target
+	case spec.ContainerResource != nil:
+		return &spec.ContainerResource.Target
+	case spec.Pods != nil:
+		return &spec.Pods.Target
+	case spec.Object != nil:
+		return &spec.Object.Target
+	case spec.External != nil:
+		return &spec.External.Target
+	}
+	return nil
+}
+
+func isResourceMetric(t autoscalingv2.MetricSourceType) bool {
+	return t == autoscalingv2.ResourceMetricSourceType || t == autoscalingv2.ContainerResourceMetricSourceType
+}
+
+// applySetTargets returns the HPA the core should see: a copy with the what-if targets, or
+// hpa itself when there are none.
+func applySetTargets(hpa *autoscalingv2.HorizontalPodAutoscaler, wis []whatIf) (*autoscalingv2.HorizontalPodAutoscaler, []output.WhatIf, error) {
+	var records []output.WhatIf
+	out := hpa
+	for _, w := range wis {
+		if w.flag != "set-target" {
+			continue
+		}
+		if out == hpa {
+			out = hpa.DeepCopy()
+		}
+		i, err := findMetric(out, w.metric)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--set-target: %w", err)
+		}
+		spec := &out.Spec.Metrics[i]
+		t := targetOf(spec)
+		if t == nil {
+			return nil, nil, fmt.Errorf("--set-target: metric %d has no target to change", i)
+		}
+		was := output.FormatTarget(*t)
+		switch {
+		case w.percent != nil:
+			if !isResourceMetric(spec.Type) {
+				return nil, nil, fmt.Errorf("--set-target %s=%s: only Resource and ContainerResource metrics have utilization targets; give a quantity", w.metric, w.raw)
+			}
+			*t = autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: w.percent}
+		case t.Type == autoscalingv2.ValueMetricType:
+			*t = autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType, Value: w.quantity}
+		default:
+			*t = autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: w.quantity}
+		}
+		records = append(records, output.WhatIf{Flag: w.flag, Metric: output.ShortName(*spec), Value: w.raw, Was: was})
+	}
+	return out, records, nil
+}
+
+// applyAssumes replaces fetched metric values in in with the --assume values: every
+// selected pod reports the value (a percentage is of that pod's request), an Object metric
+// has the value, an External metric has the value as its only sample. before is the
+// decision on the fetched values, to say what each value was.
+func applyAssumes(in *replicas.Input, wis []whatIf, before []replicas.MetricResult) ([]output.WhatIf, error) {
+	var records []output.WhatIf
+	if len(in.Metrics) > 0 {
+		// The Snapshotter's slice is not ours to change in place.
+		in.Metrics = slices.Clone(in.Metrics)
+	}
+	for _, w := range wis {
+		if w.flag != "assume" {
+			continue
+		}
+		i, err := findMetric(in.HPA, w.metric)
+		if err != nil {
+			return nil, fmt.Errorf("--assume: %w", err)
+		}
+		spec := in.HPA.Spec.Metrics[i]
+		rec := output.WhatIf{Flag: w.flag, Metric: output.ShortName(spec), Value: w.raw}
+		if i >= len(in.Metrics) {
+			rec.Was = "not used: this decision does not consult metrics"
+			records = append(records, rec)
+			continue
+		}
+		md := &in.Metrics[i]
+		switch {
+		case md.Err != nil:
+			rec.Was = "unavailable: " + md.Err.Error()
+		case i < len(before):
+			rec.Was = output.FormatCurrent(spec, before[i])
+		}
+		md.Err = nil
+		md.Timestamp = in.Now
+		switch spec.Type {
+		case autoscalingv2.ResourceMetricSourceType, autoscalingv2.ContainerResourceMetricSourceType, autoscalingv2.PodsMetricSourceType:
+			resourceName, container := resourceOf(spec)
+			samples := make(map[string]replicas.Sample, len(in.Pods))
+			for _, p := range in.Pods {
+				v := int64(0)
+				if w.percent != nil {
+					if spec.Type == autoscalingv2.PodsMetricSourceType {
+						return nil, fmt.Errorf("--assume %s=%s: a Pods metric has no request to take a percentage of; give a quantity", w.metric, w.raw)
+					}
+					req := podRequestMilli(p, resourceName, container, in.Config.PodLevelResources)
+					if req == 0 {
+						return nil, fmt.Errorf("--assume %s=%s: pod %s has no %s request to take a percentage of; give a quantity", w.metric, w.raw, p.Name, resourceName)
+					}
+					v = req * int64(*w.percent) / 100
+				} else {
+					v = w.quantity.MilliValue()
+				}
+				samples[p.Name] = replicas.Sample{MilliValue: v, Timestamp: in.Now}
+			}
+			md.PodSamples = samples
+		case autoscalingv2.ObjectMetricSourceType, autoscalingv2.ExternalMetricSourceType:
+			if w.percent != nil {
+				return nil, fmt.Errorf("--assume %s=%s: %s metrics take a quantity, not a percentage", w.metric, w.raw, spec.Type)
+			}
+			md.Value = w.quantity.MilliValue()
+			md.Values = []int64{w.quantity.MilliValue()}
+		}
+		records = append(records, rec)
+	}
+	return records, nil
+}
+
+func resourceOf(spec autoscalingv2.MetricSpec) (corev1.ResourceName, string) {
+	switch {
+	case spec.Resource != nil:
+		return spec.Resource.Name, ""
+	case spec.ContainerResource != nil:
+		return spec.ContainerResource.Name, spec.ContainerResource.Container
+	}
+	return "", ""
+}
+
+// podRequestMilli is the pod's request for resource as the utilization denominator: the
+// named container's, else the pod-level request (when that gate is on), else the sum over
+// containers and restartable init containers.
+func podRequestMilli(p *corev1.Pod, resourceName corev1.ResourceName, container string, podLevel bool) int64 {
+	if container != "" {
+		for _, c := range p.Spec.Containers {
+			if c.Name == container {
+				q := c.Resources.Requests[resourceName]
+				return q.MilliValue()
+			}
+		}
+		return 0
+	}
+	if podLevel && p.Spec.Resources != nil {
+		if q, ok := p.Spec.Resources.Requests[resourceName]; ok {
+			return q.MilliValue()
+		}
+	}
+	var sum int64
+	for _, c := range p.Spec.Containers {
+		q := c.Resources.Requests[resourceName]
+		sum += q.MilliValue()
+	}
+	for _, c := range p.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			q := c.Resources.Requests[resourceName]
+			sum += q.MilliValue()
+		}
+	}
+	return sum
+}
