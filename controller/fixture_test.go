@@ -225,9 +225,12 @@ type fixture struct {
 }
 
 func newFixture(t testing.TB, opts Options, hpas []*autoscalingv2.HorizontalPodAutoscaler, pods []*corev1.Pod, scales map[string]int32, m *fakeMetrics) *fixture {
-	objs := make([]runtime.Object, len(hpas))
-	for i, h := range hpas {
-		objs[i] = h.DeepCopy()
+	var objs []runtime.Object
+	for _, h := range hpas {
+		objs = append(objs, h.DeepCopy())
+	}
+	for _, p := range pods {
+		objs = append(objs, p.DeepCopy())
 	}
 	f := &fixture{
 		kube:     fake.NewClientset(objs...),

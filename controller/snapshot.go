@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,6 +86,8 @@ func (s *Snapshotter) input(ctx context.Context, hpa *autoscalingv2.HorizontalPo
 		in.Metrics = failAll(hpa, fmt.Errorf("unable to get pods while calculating replica count: %w", err))
 		return in, nil
 	}
+	// Listers return pods in map order; a stable order makes run and explain traces identical.
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	in.Pods = pods
 	if s.Overlaps != nil {
 		others, err := s.Overlaps.OtherHPAs(ctx, hpa, selector, pods)

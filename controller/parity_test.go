@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+)
+
+// TestRunAndLiveSnapshotDecideAlike feeds one fixture to run's reconcile (informer caches,
+// stripped pods, selector tracker) and to the Snapshotter over live readers (what explain
+// uses) and requires the same Decision.
+func TestRunAndLiveSnapshotDecideAlike(t *testing.T) {
+	unready := newPod("web-3", "web")
+	unready.Status.Conditions[0].Status = corev1.ConditionFalse
+	unready.Status.StartTime = &metav1.Time{Time: t0.Add(-time.Minute)}
+	unready.Status.Conditions[0].LastTransitionTime = metav1.Time{Time: t0.Add(-50 * time.Second)}
+	pending := newPod("web-4", "web")
+	pending.Status.Phase = corev1.PodPending
+	deleting := newPod("web-5", "web")
+	deleting.DeletionTimestamp = &metav1.Time{Time: t0.Add(-time.Second)}
+	other := newPod("db-1", "db")
+
+	cases := []struct {
+		name    string
+		hpa     *autoscalingv2.HorizontalPodAutoscaler
+		pods    []*corev1.Pod
+		metrics *fakeMetrics
+	}{
+		{"scale up on cpu", newHPA("web"), webPods(), &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")}},
+		{"within tolerance", newHPA("web"), webPods(), &fakeMetrics{cpu: cpuAt(52, "web-1", "web-2")}},
+		{"scale down held by a fresh history", newHPA("web"), webPods(), &fakeMetrics{cpu: cpuAt(10, "web-1", "web-2")}},
+		{"unready, pending, deleting and missing pods", newHPA("web"),
+			append(webPods(), unready, pending, deleting, other), &fakeMetrics{cpu: cpuAt(90, "web-1", "web-3", "web-5", "db-1")}},
+		{"metrics API down", newHPA("web"), webPods(), &fakeMetrics{err: errMetricsDown}},
+		{"missing target", newHPA("web", withTarget("gone")), webPods(), &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")}},
+		{"behavior with a scale-up policy", newHPA("web", func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{
+				Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 1, PeriodSeconds: 60}},
+			}}
+		}), webPods(), &fakeMetrics{cpu: cpuAt(200, "web-1", "web-2")}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.DryRun = DryRunClient
+			f := newFixture(t, opts, []*autoscalingv2.HorizontalPodAutoscaler{tc.hpa}, tc.pods, map[string]int32{"web": 2}, tc.metrics)
+
+			scales := &ScaleClient{Scales: f.scales, Mapper: testMapper()}
+			live := Snapshotter{
+				Scales: scales, Pods: LivePods{Client: f.kube}, Metrics: tc.metrics, Config: opts.Config,
+				Overlaps: LiveOverlaps{Client: f.kube, Scales: scales},
+			}
+			want := replicas.Decide(live.Input(context.Background(), tc.hpa.DeepCopy(), replicas.History{}, t0))
+
+			_ = f.sync(t, tc.hpa.Name)
+			if len(f.reports) != 1 {
+				t.Fatalf("got %d reports, want 1", len(f.reports))
+			}
+			if diff := cmp.Diff(want, f.reports[0].Decision, cmp.Comparer(sameError)); diff != "" {
+				t.Errorf("run's decision differs from the live snapshot's (-live +run):\n%s", diff)
+			}
+		})
+	}
+}
+
+var errMetricsDown = &metricsDownError{}
+
+type metricsDownError struct{}
+
+func (*metricsDownError) Error() string {
+	return "unable to fetch metrics from resource metrics API: the server is currently unable to handle the request"
+}
+
+func sameError(a, b error) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Error() == b.Error()
+}
