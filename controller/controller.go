@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -144,6 +145,8 @@ type Controller struct {
 	tracker *SelectorTracker
 	mu      sync.Mutex
 	history map[string]replicas.History
+	// running is set once caches synced and workers started.
+	running atomic.Bool
 }
 
 // New wires informers, the queue and the snapshotter. Nothing runs until Run.
@@ -206,6 +209,14 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	return c, nil
 }
 
+// Healthz reports whether the loop is serving: caches synced and workers running.
+func (c *Controller) Healthz() error {
+	if !c.running.Load() {
+		return errors.New("not running: informer caches have not synced yet, or the loop is waiting for the lease or stopping")
+	}
+	return nil
+}
+
 // Monitor returns the controller's metrics.
 func (c *Controller) Monitor() *monitor.Monitor { return c.monitor }
 
@@ -237,6 +248,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return errors.New("informer caches did not sync")
 	}
 	logger.Info("Caches synced; starting workers", "workers", workers)
+	c.running.Store(true)
+	defer c.running.Store(false)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {

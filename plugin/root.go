@@ -39,6 +39,7 @@ func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 	configFlags.AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(NewCmdVersion(streams))
 	cmd.AddCommand(NewCmdExplain(configFlags, streams), NewCmdCompletion(streams))
+	cmd.AddCommand(NewCmdRun(configFlags, streams))
 	return cmd
 }
 

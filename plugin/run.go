@@ -1,0 +1,249 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/monitor"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+)
+
+const (
+	runLong = `Run the Horizontal Pod Autoscaler control loop in the foreground.
+
+kubectl hpa run watches the HPAs of a namespace (or of every namespace with -A) and
+does what the Kubernetes v1.37 HPA controller does every sync period: read the
+target's scale, the pods and their metrics, decide, update the scale and the HPA
+status, and record events. Use it where the built-in controller is off, or with
+--dry-run=client to see what an HPA would do without touching anything.
+
+It never fights another controller: an HPA whose status another manager (such as
+kube-controller-manager) wrote recently is only watched, unless --force-ownership
+is given. When writing, a Lease makes sure only one kubectl hpa run writes at a time.`
+
+	runExample = `  # Watch what the HPAs of namespace shop would do, writing nothing
+  kubectl hpa run -n shop --dry-run=client
+
+  # Run the control loop for the HPAs labelled team=web, serving Prometheus metrics
+  kubectl hpa run -n shop -l team=web --metrics-bind-address 127.0.0.1:8080
+
+  # One JSON object per decision, for scripts
+  kubectl hpa run -A --dry-run=client -o json`
+)
+
+// RunOptions are the options of "kubectl hpa run".
+type RunOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	AllNamespaces      bool
+	Selector           string
+	Workers            int
+	DryRun             string
+	Output             string
+	LeaderElect        bool
+	LeaseName          string
+	LeaseNamespace     string
+	MetricsBindAddress string
+	Controller         controller.Options
+
+	namespace string
+	// newMetrics builds the metrics client; replaced in tests.
+	newMetrics func(cfg *rest.Config, kube kubernetes.Interface) (metrics.Client, error)
+	// isTerminal reports whether Out is a terminal; replaced in tests.
+	isTerminal func() bool
+}
+
+// NewRunOptions returns options with kube-controller-manager's defaults.
+func NewRunOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *RunOptions {
+	return &RunOptions{
+		ConfigFlags: configFlags,
+		IOStreams:   streams,
+		Workers:     5,
+		DryRun:      string(controller.DryRunNone),
+		LeaderElect: true,
+		LeaseName:   "kubectl-hpa",
+		Controller:  controller.DefaultOptions(),
+		newMetrics:  pendingMetrics,
+		isTerminal: func() bool {
+			f, ok := streams.Out.(*os.File)
+			return ok && term.IsTerminal(int(f.Fd()))
+		},
+	}
+}
+
+// NewCmdRun builds "kubectl hpa run".
+func NewCmdRun(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewRunOptions(configFlags, streams)
+	cmd := &cobra.Command{
+		Use:     "run [-n NAMESPACE | -A] [-l SELECTOR]",
+		Short:   "Run the HPA control loop in the foreground",
+		Long:    runLong,
+		Example: runExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Reconcile the HPAs of every namespace")
+	fs.StringVarP(&o.Selector, "selector", "l", o.Selector, "Reconcile only the HPAs matching this label selector")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "HPAs reconciled in parallel (--concurrent-horizontal-pod-autoscaler-syncs)")
+	AddSyncPeriodFlag(fs, &o.Controller.SyncPeriod)
+	AddControllerConfigFlags(fs, &o.Controller.Config)
+	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `"none" writes; "client" writes nothing; "server" sends every write with dryRun=All (validated, not persisted)`)
+	fs.BoolVar(&o.Controller.ForceOwnership, "force-ownership", o.Controller.ForceOwnership, "Write even for HPAs whose status another controller wrote recently")
+	fs.DurationVar(&o.Controller.OwnershipWindow, "ownership-window", o.Controller.OwnershipWindow, "How recent another manager's status write must be for an HPA to count as reconciled by someone else")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Hold a Lease while writing so two kubectl hpa run never both write (off with --dry-run=client)")
+	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "Name of the Lease")
+	fs.StringVar(&o.LeaseNamespace, "leader-elect-lease-namespace", o.LeaseNamespace, "Namespace of the Lease (default: the namespace watched, or the kubeconfig's with -A)")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address serving Prometheus /metrics and /healthz, e.g. 127.0.0.1:8080 (off when empty)")
+	fs.StringVarP(&o.Output, "output", "o", o.Output, `Output format: "" (a live table on a terminal, one line per decision otherwise) or "json" (one object per decision)`)
+	withUsageExitCodes(cmd)
+	return cmd
+}
+
+// Complete resolves the namespace and defaults that depend on it.
+func (o *RunOptions) Complete() error {
+	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return usageErrorf("resolving the namespace: %w", err)
+	}
+	o.namespace = ns
+	o.Controller.Namespace = ns
+	if o.AllNamespaces {
+		o.Controller.Namespace = metav1.NamespaceAll
+	}
+	if o.LeaseNamespace == "" {
+		o.LeaseNamespace = ns
+	}
+	o.Controller.HPASelector = o.Selector
+	o.Controller.DryRun = controller.DryRun(o.DryRun)
+	return nil
+}
+
+// Validate checks flag values.
+func (o *RunOptions) Validate() error {
+	switch controller.DryRun(o.DryRun) {
+	case controller.DryRunNone, controller.DryRunClient, controller.DryRunServer:
+	default:
+		return usageErrorf(`--dry-run must be "none", "client" or "server", got %q`, o.DryRun)
+	}
+	if o.Output != "" && o.Output != "json" {
+		return usageErrorf(`--output must be "json" or empty, got %q`, o.Output)
+	}
+	if o.Workers < 1 {
+		return usageErrorf("--workers must be at least 1, got %d", o.Workers)
+	}
+	if o.Controller.SyncPeriod <= 0 {
+		return usageErrorf("--sync-period must be positive, got %v", o.Controller.SyncPeriod)
+	}
+	if _, err := labels.Parse(o.Selector); err != nil {
+		return usageErrorf("--selector %q: %w", o.Selector, err)
+	}
+	if o.writes() && o.LeaderElect && (o.LeaseName == "" || o.LeaseNamespace == "") {
+		return usageErrorf("--leader-elect needs --leader-elect-lease-name and --leader-elect-lease-namespace")
+	}
+	return nil
+}
+
+// writes reports whether anything will be sent to the API server.
+func (o *RunOptions) writes() bool { return controller.DryRun(o.DryRun) != controller.DryRunClient }
+
+// Run runs the loop until ctx is cancelled.
+func (o *RunOptions) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	cfg, err := o.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return usageErrorf("loading the kubeconfig: %w", err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "kubectl-hpa/" + Version().Version + " (run)"
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	scales, err := controller.NewScaleClient(cfg)
+	if err != nil {
+		return err
+	}
+	mc, err := o.newMetrics(cfg, kube)
+	if err != nil {
+		return &ExitError{Code: ExitMetricsUnavailable, Err: fmt.Errorf("setting up the metrics client: %w", err)}
+	}
+
+	mon := monitor.New()
+	r := newRunRenderer(o, mc.Source())
+	c, err := controller.New(o.Controller, controller.Deps{Kube: kube, Scales: scales, Metrics: mc, Monitor: mon, Sink: r.report})
+	if err != nil {
+		return usageErrorf("%w", err)
+	}
+
+	if o.MetricsBindAddress != "" {
+		stop, err := runServeMetrics(ctx, o.MetricsBindAddress, mon.Handler(c.Healthz))
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	renderDone := r.start(ctx)
+	defer renderDone()
+
+	runLoop := func(ctx context.Context) error { return c.Run(ctx, o.Workers) }
+	if o.writes() && o.LeaderElect {
+		host, _ := os.Hostname()
+		lease := controller.LeaseConfig{Namespace: o.LeaseNamespace, Name: o.LeaseName, Identity: host + "_" + string(uuid.NewUUID())}
+		logger.Info("Waiting for the lease before writing", "lease", klog.KRef(lease.Namespace, lease.Name), "identity", lease.Identity)
+		err = controller.RunWithLease(ctx, kube, lease, runLoop)
+	} else {
+		err = runLoop(ctx)
+	}
+	if errors.Is(err, controller.ErrLostLease) {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	return err
+}
+
+// runServeMetrics serves h on addr until stop is called or ctx ends.
+func runServeMetrics(ctx context.Context, addr string, h http.Handler) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, usageErrorf("--metrics-bind-address %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "Metrics server stopped", "address", addr)
+		}
+	}()
+	klog.FromContext(ctx).Info("Serving metrics", "address", ln.Addr().String())
+	return func() {
+		// Scrapes are short; do not let one hold up the exit.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 200*time.Millisecond)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}, nil
+}

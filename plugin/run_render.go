@@ -1,0 +1,255 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+)
+
+// runRenderer shows what the loop decides: a live table on a terminal, one line per
+// decision otherwise, or one Explanation object per decision with -o json.
+type runRenderer struct {
+	out           io.Writer
+	mode          string // "table", "lines" or "json"
+	metricsSource string
+	refresh       time.Duration
+
+	mu    sync.Mutex
+	rows  map[string]*runRow
+	dirty chan struct{}
+}
+
+// runRow is the table's state for one HPA.
+type runRow struct {
+	last  controller.Report
+	trace []int32 // desired replicas of recent decisions, oldest first
+}
+
+// runTraceLen is how many decisions the replicas-over-time trace shows.
+const runTraceLen = 20
+
+func newRunRenderer(o *RunOptions, metricsSource string) *runRenderer {
+	r := &runRenderer{out: o.Out, mode: "lines", metricsSource: metricsSource, refresh: time.Second,
+		rows: map[string]*runRow{}, dirty: make(chan struct{}, 1)}
+	switch {
+	case o.Output == "json":
+		r.mode = "json"
+	case o.isTerminal():
+		r.mode = "table"
+	}
+	return r
+}
+
+// report is the controller's sink; it is called from worker goroutines.
+func (r *runRenderer) report(rep controller.Report) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch r.mode {
+	case "json":
+		r.writeJSON(rep)
+	case "lines":
+		fmt.Fprintln(r.out, runDecisionLine(rep))
+	case "table":
+		row := r.rows[rep.Key]
+		if row == nil {
+			row = &runRow{}
+			r.rows[rep.Key] = row
+		}
+		row.last = rep
+		row.trace = append(row.trace, rep.Decision.DesiredReplicas)
+		if len(row.trace) > runTraceLen {
+			row.trace = row.trace[len(row.trace)-runTraceLen:]
+		}
+		select {
+		case r.dirty <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// start redraws the table until ctx ends (a no-op for the other modes); the returned
+// function waits for the last redraw.
+func (r *runRenderer) start(ctx context.Context) func() {
+	if r.mode != "table" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(r.refresh)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.dirty:
+			case <-tick.C:
+			}
+			r.mu.Lock()
+			// Home the cursor and clear the screen, then draw.
+			fmt.Fprint(r.out, "\x1b[H\x1b[2J")
+			r.writeTable(r.out, time.Now())
+			r.mu.Unlock()
+		}
+	}()
+	return func() { <-done }
+}
+
+func (r *runRenderer) writeJSON(rep controller.Report) {
+	e := runExplanationOf(rep, r.metricsSource)
+	data, err := json.Marshal(e)
+	if err != nil {
+		fmt.Fprintf(r.out, "{\"error\":%q}\n", err.Error())
+		return
+	}
+	fmt.Fprintln(r.out, string(data))
+}
+
+// runExplanationOf is the Explanation (same schema as explain -o json) of one reconcile, with
+// what run did on top: a write failure in decision.error and dry-run in warnings.
+func runExplanationOf(rep controller.Report, metricsSource string) *output.Explanation {
+	e := output.Build(output.Facts{
+		Input:         rep.Input,
+		Decision:      rep.Decision,
+		MetricsSource: metricsSource,
+		HistorySource: "controller",
+		HistoryNote:   "the history kept in memory by this kubectl hpa run since it started",
+	})
+	if e.Decision != nil && rep.Err != nil {
+		e.Decision.Error = rep.Err.Error()
+	}
+	if rep.DryRunReason != "" {
+		e.Warnings = append(e.Warnings, output.Warning{Reason: "DryRun", Message: "nothing was written: " + rep.DryRunReason})
+	}
+	return e
+}
+
+// runDecisionLine is one reconcile as one line:
+// TIME NAMESPACE/NAME CURRENT->DESIRED METRICS ACTION: REASON [error] [dry run].
+func runDecisionLine(rep controller.Report) string {
+	d := rep.Decision
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %d->%d %s %s", rep.Input.Now.UTC().Format(time.RFC3339), rep.Key,
+		d.CurrentReplicas, d.DesiredReplicas, runMetricsSummary(rep), runActionOf(rep))
+	if rep.Err != nil {
+		fmt.Fprintf(&b, " error=%q", rep.Err.Error())
+	}
+	if rep.DryRunReason != "" {
+		fmt.Fprintf(&b, " (not written: %s)", rep.DryRunReason)
+	}
+	return b.String()
+}
+
+// runActionOf says what the decision was and why.
+func runActionOf(rep controller.Report) string {
+	d := rep.Decision
+	switch {
+	case d.Phase == replicas.PhaseScaleFailed:
+		return "no-scale: target scale unreadable"
+	case d.Phase == replicas.PhaseDisabled:
+		return "no-scale: scaling disabled (target at 0 replicas)"
+	case d.Phase == replicas.PhaseMetricsFailed:
+		return "no-scale: " + runFirstFailedCondition(d)
+	case d.Rescale && d.DesiredReplicas > d.CurrentReplicas:
+		return "scale-up: " + d.Reason
+	case d.Rescale:
+		return "scale-down: " + d.Reason
+	}
+	if d.Stabilization != nil && d.Stabilization.Reason != "" && d.Stabilization.Reason != "ReadyForNewScale" {
+		return "hold: " + d.Stabilization.Reason
+	}
+	if d.Limit != nil && d.Limit.Limited {
+		return "hold: " + d.Limit.Reason
+	}
+	return "hold: recommended size matches current size"
+}
+
+func runFirstFailedCondition(d replicas.Decision) string {
+	for _, c := range slices.Backward(d.Conditions) {
+		if c.Status == "False" {
+			return c.Reason
+		}
+	}
+	return "metrics unavailable"
+}
+
+// runMetricsSummary is "cpu=142%/50%,qps=12/10" in spec order.
+func runMetricsSummary(rep controller.Report) string {
+	hpa := rep.Input.HPA
+	if hpa == nil || len(hpa.Spec.Metrics) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(hpa.Spec.Metrics))
+	for i, spec := range hpa.Spec.Metrics {
+		cur := "<unknown>"
+		if i < len(rep.Decision.Metrics) {
+			cur = output.FormatCurrent(spec, rep.Decision.Metrics[i])
+		}
+		parts[i] = output.ShortName(spec) + "=" + strings.ReplaceAll(cur+"/"+output.FormatTarget(output.TargetOf(spec)), " ", "")
+	}
+	return strings.Join(parts, ",")
+}
+
+func (r *runRenderer) writeTable(w io.Writer, now time.Time) {
+	keys := make([]string, 0, len(r.rows))
+	for k := range r.rows {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	fmt.Fprintf(w, "kubectl hpa run  %s  metrics: %s\n\n", now.UTC().Format(time.RFC3339), r.metricsSource)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HPA\tTARGET\tREPLICAS\tMETRICS (current/target)\tLAST DECISION\tAGE\tTRACE")
+	for _, k := range keys {
+		row := r.rows[k]
+		rep := row.last
+		d := rep.Decision
+		last := runActionOf(rep)
+		if rep.DryRunReason != "" {
+			last += " [dry-run]"
+		}
+		if rep.Err != nil {
+			last += " [error]"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d -> %d\t%s\t%s\t%s\t%s\n", k, runTargetOf(rep.Input.HPA), d.CurrentReplicas, d.DesiredReplicas,
+			runMetricsSummary(rep), last, now.Sub(rep.Input.Now).Round(time.Second), runSparkline(row.trace))
+	}
+	_ = tw.Flush()
+}
+
+func runTargetOf(hpa *autoscalingv2.HorizontalPodAutoscaler) string {
+	if hpa == nil {
+		return ""
+	}
+	return hpa.Spec.ScaleTargetRef.Kind + "/" + hpa.Spec.ScaleTargetRef.Name
+}
+
+// runSparkline draws replica counts as block characters scaled to their maximum.
+func runSparkline(vals []int32) string {
+	const bars = "▁▂▃▄▅▆▇█"
+	levels := []rune(bars)
+	var hi int32
+	for _, v := range vals {
+		hi = max(hi, v)
+	}
+	var b strings.Builder
+	for _, v := range vals {
+		i := 0
+		if hi > 0 {
+			i = int(v) * (len(levels) - 1) / int(hi)
+		}
+		b.WriteRune(levels[i])
+	}
+	return b.String()
+}
