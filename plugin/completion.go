@@ -51,23 +51,32 @@ func NewCmdCompletion(streams genericiooptions.IOStreams) *cobra.Command {
 	return cmd
 }
 
+// kubeFromFlags returns a client and the namespace the kubeconfig flags select.
+func kubeFromFlags(configFlags *genericclioptions.ConfigFlags) func() (kubernetes.Interface, string, error) {
+	return func() (kubernetes.Interface, string, error) {
+		cfg, err := configFlags.ToRESTConfig()
+		if err != nil {
+			return nil, "", err
+		}
+		ns, _, err := configFlags.ToRawKubeConfigLoader().Namespace()
+		if err != nil {
+			return nil, "", err
+		}
+		kube, err := kubernetes.NewForConfig(cfg)
+		return kube, ns, err
+	}
+}
+
 // completeHPANames completes the first argument with the names of the HPAs in the
 // namespace the kubeconfig flags select.
-func completeHPANames(configFlags *genericclioptions.ConfigFlags) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+func completeHPANames(newKube func() (kubernetes.Interface, string, error)) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		cfg, err := configFlags.ToRESTConfig()
+		kube, ns, err := newKube()
 		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		ns, _, err := configFlags.ToRawKubeConfigLoader().Namespace()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		kube, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
+			cobra.CompDebugln(fmt.Sprintf("building a client: %v", err), true)
 			return nil, cobra.ShellCompDirectiveError
 		}
 		ctx := cmd.Context()

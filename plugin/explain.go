@@ -71,6 +71,8 @@ type ExplainOptions struct {
 
 	// newClients builds the clients from ConfigFlags; tests replace it with fakes.
 	newClients func(o *ExplainOptions) (*explainClients, error)
+	// newKube builds the client shell completion lists HPAs with.
+	newKube func() (kubernetes.Interface, string, error)
 
 	clients *explainClients
 	printer printers.ResourcePrinter
@@ -100,6 +102,7 @@ func NewExplainOptions(configFlags *genericclioptions.ConfigFlags, streams gener
 		Config:      replicas.DefaultConfig(),
 		Clock:       clock.RealClock{},
 		newClients:  clientsFromFlags,
+		newKube:     kubeFromFlags(configFlags),
 		newMetrics:  pendingMetrics,
 	}
 }
@@ -117,7 +120,7 @@ func newCmdExplain(o *ExplainOptions) *cobra.Command {
 		Long:                  explainLong,
 		Example:               explainExample,
 		Args:                  cobra.ExactArgs(1),
-		ValidArgsFunction:     completeHPANames(o.ConfigFlags),
+		ValidArgsFunction:     completeHPANames(o.newKube),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
 				return o.fail(err)
