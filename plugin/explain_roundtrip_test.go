@@ -157,9 +157,9 @@ func fakeAPIServer(t *testing.T, f *fixture, b *roundBarrier) *httptest.Server {
 	}
 	objects := map[string]any{
 		"GET /apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/web": hpa,
-		"GET /api/v1/namespaces/shop/events":                                   list("EventList", events),
-		"GET /apis/apps/v1/namespaces/shop/deployments/web/scale":              scale,
-		"GET /api/v1/namespaces/shop/pods":                                     list("PodList", pods),
+		"GET /api/v1/namespaces/shop/events":                                    list("EventList", events),
+		"GET /apis/apps/v1/namespaces/shop/deployments/web/scale":               scale,
+		"GET /api/v1/namespaces/shop/pods":                                      list("PodList", pods),
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
