@@ -32,6 +32,16 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # ---- decision core: parity with upstream (owner: parity) ----
+.PHONY: test-parity bench-parity
+
+## test-parity: the core against upstream v1.37.2's replica calculator on 10,000 random scenarios
+## (its own module, test/parity; replay one with: cd test/parity && go test -run TestCalculatorParity -seed=N)
+test-parity:
+	cd test/parity && $(GO) test -race -count=1 ./...
+
+## bench-parity: upstream's calculator on BenchmarkDecide's workload, measured on this machine
+bench-parity:
+	cd test/parity && $(GO) test -run '^$$' -bench BenchmarkUpstream -benchmem ./...
 
 # ---- metrics: fuzzing (owner: metrics) ----
 
