@@ -1,0 +1,244 @@
+package metrics
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metricsv1alpha1 "k8s.io/metrics/pkg/apis/metrics/v1alpha1"
+)
+
+// podUsage is one pod's entry of a PodMetrics list, whichever API served it.
+type podUsage struct {
+	name       string
+	timestamp  time.Time
+	window     time.Duration
+	containers []containerUsage
+}
+
+type containerUsage struct {
+	name  string
+	usage map[corev1.ResourceName]resource.Quantity
+}
+
+// podResourceSamples turns pod usages into per-pod milli-values of res, as upstream's
+// resource metrics client does: summed over containers (or the one named container), a
+// pod lacking the resource in any container in scope (or lacking the container) is left
+// out, and the time is the first item's timestamp. Unlike upstream it refuses duplicates,
+// unnamed pods, negative, huge and stale values instead of passing them on.
+func podResourceSamples(items []podUsage, res corev1.ResourceName, container string, now time.Time, maxAge time.Duration) (PodSamples, time.Time, error) {
+	out := make(PodSamples, len(items))
+	seen := make(map[string]bool, len(items))
+	for _, it := range items {
+		if it.name == "" {
+			return nil, time.Time{}, fmt.Errorf("an item has no pod name")
+		}
+		if seen[it.name] {
+			return nil, time.Time{}, fmt.Errorf("pod %s is listed twice", it.name)
+		}
+		seen[it.name] = true
+		sum, ok, err := podResourceValue(it, res, container)
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("pod %s: %w", it.name, err)
+		}
+		if !ok {
+			continue
+		}
+		if err := checkFresh(it.timestamp, now, maxAge, "the sample of pod "+it.name); err != nil {
+			return nil, time.Time{}, err
+		}
+		if it.window < 0 {
+			return nil, time.Time{}, fmt.Errorf("pod %s: negative window %s", it.name, it.window)
+		}
+		out[it.name] = PodSample{MilliValue: sum, Timestamp: it.timestamp, Window: it.window}
+	}
+	return out, items[0].timestamp, nil
+}
+
+func podResourceValue(it podUsage, res corev1.ResourceName, container string) (int64, bool, error) {
+	if container != "" {
+		for _, c := range it.containers {
+			if c.name != container {
+				continue
+			}
+			q, found := c.usage[res]
+			if !found {
+				return 0, false, nil
+			}
+			v, err := milliValue(q)
+			if err != nil {
+				return 0, false, fmt.Errorf("container %s %s: %w", c.name, res, err)
+			}
+			return v, true, nil
+		}
+		return 0, false, nil
+	}
+	if len(it.containers) == 0 {
+		return 0, false, nil
+	}
+	var sum int64
+	for _, c := range it.containers {
+		q, found := c.usage[res]
+		if !found {
+			return 0, false, nil
+		}
+		v, err := milliValue(q)
+		if err != nil {
+			return 0, false, fmt.Errorf("container %s %s: %w", c.name, res, err)
+		}
+		if sum, err = addMilli(sum, v); err != nil {
+			return 0, false, fmt.Errorf("%s summed over containers: %w", res, err)
+		}
+	}
+	return sum, true, nil
+}
+
+// decodeHeapsterPodMetrics decodes Heapster's metrics/v1alpha1 PodMetricsList.
+func decodeHeapsterPodMetrics(body []byte) ([]podUsage, error) {
+	var list metricsv1alpha1.PodMetricsList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("the answer is not a PodMetricsList (%v); body starts %s", err, bodySnippet(body))
+	}
+	items := make([]podUsage, len(list.Items))
+	for i, m := range list.Items {
+		items[i] = podUsage{name: m.Name, timestamp: m.Timestamp.Time, window: m.Window.Duration}
+		for _, c := range m.Containers {
+			items[i].containers = append(items[i].containers, containerUsage{name: c.Name, usage: c.Usage})
+		}
+	}
+	return items, nil
+}
+
+// Heapster's model API wire types (heapster metrics/api/v1/types). Value is kept as
+// the literal number so that a negative or fractional value is reported as such.
+type modelResultList struct {
+	Items []modelResult `json:"items"`
+}
+
+type modelResult struct {
+	Metrics         []modelPoint `json:"metrics"`
+	LatestTimestamp time.Time    `json:"latestTimestamp"`
+}
+
+type modelPoint struct {
+	Timestamp  time.Time   `json:"timestamp"`
+	Value      json.Number `json:"value"`
+	FloatValue *float64    `json:"floatValue,omitempty"`
+}
+
+// maxRawValue is the largest raw model value whose milli-value is sane. Heapster exports
+// int64 values as uint64, so a negative number arrives as one near 2^64 and is caught here.
+const maxRawValue = uint64(MaxMilliValue / 1000)
+
+func decodeHeapsterModel(body []byte) (modelResultList, error) {
+	var list modelResultList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return modelResultList{}, fmt.Errorf("the answer is not a MetricResultList (%v); body starts %s", err, bodySnippet(body))
+	}
+	return list, nil
+}
+
+func (p modelPoint) raw() (uint64, error) {
+	s := p.Value.String()
+	if s == "" {
+		return 0, nil // absent, as Go's decoder leaves Heapster's uint64 field
+	}
+	if strings.HasPrefix(s, "-") {
+		return 0, fmt.Errorf("negative value %s", s)
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("value %s is not an unsigned integer", s)
+	}
+	if v > maxRawValue {
+		return 0, fmt.Errorf("absurdly large value %d (a negative number exported as unsigned?)", v)
+	}
+	return v, nil
+}
+
+// collapseSamples reduces one pod's series to the mean of its last minute in milli-units,
+// as the Heapster-era client did: the newest point is the first with the greatest
+// timestamp; every point whose timestamp plus window is strictly after the newest one's
+// counts; if the newest point carries floatValue the result is int64(mean(floatValue)*1000)
+// over the counted points that have one, else (sum(value)*1000)/count in integer
+// arithmetic. ok is false for an empty series.
+func collapseSamples(points []modelPoint, window time.Duration) (milli int64, newest time.Time, ok bool, err error) {
+	if len(points) == 0 {
+		return 0, time.Time{}, false, nil
+	}
+	n := 0
+	for i := range points {
+		if points[n].Timestamp.Before(points[i].Timestamp) {
+			n = i
+		}
+	}
+	newest = points[n].Timestamp
+	var intSum, intCount int64
+	var floatSum float64
+	var floatCount int
+	for _, p := range points {
+		if !p.Timestamp.Add(window).After(newest) {
+			continue
+		}
+		v, err := p.raw()
+		if err != nil {
+			return 0, time.Time{}, false, fmt.Errorf("sample at %s: %w", p.Timestamp.UTC().Format(time.RFC3339), err)
+		}
+		if int64(v) > math.MaxInt64/1000-intSum {
+			return 0, time.Time{}, false, fmt.Errorf("the sum of the last minute's samples overflows")
+		}
+		intSum += int64(v)
+		intCount++
+		if p.FloatValue != nil {
+			if *p.FloatValue < 0 {
+				return 0, time.Time{}, false, fmt.Errorf("sample at %s: negative value %g", p.Timestamp.UTC().Format(time.RFC3339), *p.FloatValue)
+			}
+			floatSum += *p.FloatValue
+			floatCount++
+		}
+	}
+	if points[n].FloatValue != nil {
+		milli, err = scaleFloat(floatSum / float64(floatCount))
+		if err != nil {
+			return 0, time.Time{}, false, err
+		}
+		return milli, newest, true, nil
+	}
+	return intSum * 1000 / intCount, newest, true, nil
+}
+
+// heapsterPodsSamples matches model API items to the requested pods by position and
+// collapses each; the time is the oldest of the per-pod newest timestamps (zero if no pod
+// had data). Pods with an empty series are left out, as upstream.
+func heapsterPodsSamples(podNames []string, list modelResultList, now time.Time, maxAge time.Duration) (PodSamples, time.Time, error) {
+	if len(list.Items) != len(podNames) {
+		// Heapster answers every requested pod, with an empty series if it has no data, so
+		// a different count means items cannot be matched to pods.
+		return nil, time.Time{}, fmt.Errorf("requested metrics for %d pods, got metrics for %d", len(podNames), len(list.Items))
+	}
+	out := make(PodSamples, len(podNames))
+	var oldest time.Time
+	found := false
+	for i, item := range list.Items {
+		v, ts, ok, err := collapseSamples(item.Metrics, time.Minute)
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("pod %s: %w", podNames[i], err)
+		}
+		if !ok {
+			continue
+		}
+		if err := checkFresh(ts, now, maxAge, "the newest sample of pod "+podNames[i]); err != nil {
+			return nil, time.Time{}, err
+		}
+		out[podNames[i]] = PodSample{MilliValue: v, Timestamp: ts, Window: time.Minute}
+		if !found || ts.Before(oldest) {
+			oldest, found = ts, true
+		}
+	}
+	return out, oldest, nil
+}

@@ -1,0 +1,279 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/utils/clock"
+	cmv1beta2 "k8s.io/metrics/pkg/apis/custom_metrics/v1beta2"
+	emv1beta1 "k8s.io/metrics/pkg/apis/external_metrics/v1beta1"
+	metricsclientset "k8s.io/metrics/pkg/client/clientset/versioned"
+	customclient "k8s.io/metrics/pkg/client/custom_metrics"
+	externalclient "k8s.io/metrics/pkg/client/external_metrics"
+)
+
+// defaultCustomWindow is the window of a custom metric value without windowSeconds, as upstream.
+const defaultCustomWindow = time.Minute
+
+// APIClients are the clients of the metrics APIs. Custom is built from the version getter
+// the metrics client hands it (customclient.NewForConfig in production, a fake in tests).
+type APIClients struct {
+	Discovery discovery.DiscoveryInterface
+	Resource  metricsclientset.Interface
+	Custom    func(customclient.AvailableAPIsGetter) customclient.CustomMetricsClient
+	External  externalclient.ExternalMetricsClient
+	Clock     clock.PassiveClock
+	// MaxAge refuses samples older than this; 0 disables the check.
+	MaxAge time.Duration
+}
+
+// apiClient reads metrics.k8s.io, custom.metrics.k8s.io and external.metrics.k8s.io as
+// the v1.37 controller does.
+type apiClient struct {
+	resource         metricsclientset.Interface
+	custom           customclient.CustomMetricsClient
+	external         externalclient.ExternalMetricsClient
+	resourceVersions *versionResolver
+	customVersions   *versionResolver
+	externalVersions *versionResolver
+	clock            clock.PassiveClock
+	maxAge           time.Duration
+}
+
+var _ Client = (*apiClient)(nil)
+
+// NewAPIClient returns a Client reading the metrics APIs. served is what discovery showed
+// (group -> versions), used as the first choice of versions; nil means "ask on first use".
+func NewAPIClient(c APIClients, served map[string][]string) (Client, error) {
+	if c.Discovery == nil || c.Resource == nil || c.Custom == nil || c.External == nil || c.Clock == nil {
+		return nil, errors.New("metrics API client: discovery, resource, custom and external clients and a clock are required")
+	}
+	known := func(group string, prefs []string) string { v, _ := pickVersion(served, group, prefs); return v }
+	a := &apiClient{
+		resource:         c.Resource,
+		external:         c.External,
+		resourceVersions: newVersionResolver(c.Discovery, resourceMetricsGroup, resourceMetricsVersions, known(resourceMetricsGroup, resourceMetricsVersions)),
+		customVersions:   newVersionResolver(c.Discovery, customMetricsGroup, customMetricsVersions, known(customMetricsGroup, customMetricsVersions)),
+		externalVersions: newVersionResolver(c.Discovery, externalMetricsGroup, externalMetricsVersions, known(externalMetricsGroup, externalMetricsVersions)),
+		clock:            c.Clock,
+		maxAge:           c.MaxAge,
+	}
+	a.custom = c.Custom(a.customVersions)
+	return a, nil
+}
+
+func (a *apiClient) Source() string {
+	part := func(group string, r *versionResolver) string {
+		if v := r.current(); v != "" {
+			return group + "/" + v
+		}
+		return group + " (not served)"
+	}
+	return strings.Join([]string{
+		part(resourceMetricsGroup, a.resourceVersions),
+		part(customMetricsGroup, a.customVersions),
+		part(externalMetricsGroup, a.externalVersions),
+	}, ", ")
+}
+
+func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, container string) (PodSamples, time.Time, error) {
+	const what = "unable to fetch metrics from resource metrics API"
+	if selector == nil {
+		selector = labels.Everything()
+	}
+	v, err := a.resourceVersions.version(ctx)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("%s: %w; install metrics-server, or pass --metrics-source=heapster", what, err)
+	}
+	gv := resourceMetricsGroup + "/" + v
+	opts := metav1.ListOptions{LabelSelector: selector.String()}
+	var items []podUsage
+	switch v {
+	case "v1":
+		list, err := a.resource.MetricsV1().PodMetricses(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, time.Time{}, a.apiError(what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
+		}
+		for _, m := range list.Items {
+			it := podUsage{name: m.Name, timestamp: m.Timestamp.Time, window: m.Window.Duration}
+			for _, c := range m.Containers {
+				it.containers = append(it.containers, containerUsage{name: c.Name, usage: c.Usage})
+			}
+			items = append(items, it)
+		}
+	default:
+		list, err := a.resource.MetricsV1beta1().PodMetricses(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, time.Time{}, a.apiError(what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
+		}
+		for _, m := range list.Items {
+			it := podUsage{name: m.Name, timestamp: m.Timestamp.Time, window: m.Window.Duration}
+			for _, c := range m.Containers {
+				it.containers = append(it.containers, containerUsage{name: c.Name, usage: c.Usage})
+			}
+			items = append(items, it)
+		}
+	}
+	if len(items) == 0 {
+		return nil, time.Time{}, fmt.Errorf("no metrics returned from resource metrics API (%s) for pods in %s matching %q; metrics-server may not have scraped them yet", gv, namespace, selector.String())
+	}
+	samples, ts, err := podResourceSamples(items, res, container, a.clock.Now(), a.maxAge)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("resource metrics API (%s): %s usage: %w", gv, res, err)
+	}
+	return samples, ts, nil
+}
+
+func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (PodSamples, time.Time, error) {
+	const what = "unable to fetch metrics from custom metrics API"
+	selector, metricSelector = orEverything(selector), orEverything(metricSelector)
+	v, err := a.customVersions.version(ctx)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("%s: %w; install a custom metrics adapter (for example prometheus-adapter) to use Pods metrics", what, err)
+	}
+	gv := customMetricsGroup + "/" + v
+	list, err := callCtx(ctx, func() (*cmv1beta2.MetricValueList, error) {
+		return a.custom.NamespacedMetrics(namespace).GetForObjects(schema.GroupKind{Kind: "Pod"}, selector, metricName, metricSelector)
+	})
+	if err != nil {
+		return nil, time.Time{}, a.apiError(what, gv, "get pods."+customMetricsGroup+" (metric "+metricName+")", namespace, a.customVersions, err)
+	}
+	if len(list.Items) == 0 {
+		return nil, time.Time{}, fmt.Errorf("no metrics returned from custom metrics API (%s) for metric %s of pods in %s matching %q", gv, metricName, namespace, selector.String())
+	}
+	now := a.clock.Now()
+	out := make(PodSamples, len(list.Items))
+	for _, m := range list.Items {
+		name := m.DescribedObject.Name
+		s, err := a.customSample(m, "pod "+name, now)
+		if err == nil && name == "" {
+			err = errors.New("an item names no pod")
+		}
+		if _, dup := out[name]; err == nil && dup {
+			err = fmt.Errorf("pod %s is listed twice", name)
+		}
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("custom metrics API (%s): metric %s: %w", gv, metricName, err)
+		}
+		out[name] = s
+	}
+	return out, list.Items[0].Timestamp.Time, nil
+}
+
+func (a *apiClient) ObjectMetric(ctx context.Context, namespace, metricName string, object autoscalingv2.CrossVersionObjectReference, metricSelector labels.Selector) (int64, time.Time, error) {
+	const what = "unable to fetch metrics from custom metrics API"
+	metricSelector = orEverything(metricSelector)
+	gv, err := schema.ParseGroupVersion(object.APIVersion)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("%s: object %s/%s has a malformed apiVersion %q: %w", what, object.Kind, object.Name, object.APIVersion, err)
+	}
+	gk := schema.GroupKind{Group: gv.Group, Kind: object.Kind}
+	v, err := a.customVersions.version(ctx)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("%s: %w; install a custom metrics adapter (for example prometheus-adapter) to use Object metrics", what, err)
+	}
+	apiGV := customMetricsGroup + "/" + v
+	value, err := callCtx(ctx, func() (*cmv1beta2.MetricValue, error) {
+		if gk.Kind == "Namespace" && gk.Group == "" {
+			// As upstream: the namespace metric is the HPA's own namespace, whatever name the
+			// reference gives, so an HPA cannot read another namespace's metric.
+			return a.custom.RootScopedMetrics().GetForObject(gk, namespace, metricName, metricSelector)
+		}
+		return a.custom.NamespacedMetrics(namespace).GetForObject(gk, object.Name, metricName, metricSelector)
+	})
+	if err != nil {
+		return 0, time.Time{}, a.apiError(what, apiGV, fmt.Sprintf("get %s %s (metric %s)", object.Kind, object.Name, metricName), namespace, a.customVersions, err)
+	}
+	s, err := a.customSample(*value, object.Kind+" "+object.Name, a.clock.Now())
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("custom metrics API (%s): metric %s: %w", apiGV, metricName, err)
+	}
+	return s.MilliValue, s.Timestamp, nil
+}
+
+func (a *apiClient) ExternalMetric(ctx context.Context, namespace, metricName string, selector labels.Selector) ([]int64, time.Time, error) {
+	const what = "unable to fetch metrics from external metrics API"
+	selector = orEverything(selector)
+	v, err := a.externalVersions.version(ctx)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("%s: %w; install an external metrics adapter (for example KEDA) to use External metrics", what, err)
+	}
+	gv := externalMetricsGroup + "/" + v
+	list, err := callCtx(ctx, func() (*emv1beta1.ExternalMetricValueList, error) {
+		return a.external.NamespacedMetrics(namespace).List(metricName, selector)
+	})
+	if err != nil {
+		return nil, time.Time{}, a.apiError(what, gv, "list "+metricName+"."+externalMetricsGroup, namespace, a.externalVersions, err)
+	}
+	if len(list.Items) == 0 {
+		return nil, time.Time{}, fmt.Errorf("no metrics returned from external metrics API (%s) for metric %s matching %q in %s", gv, metricName, selector.String(), namespace)
+	}
+	now := a.clock.Now()
+	out := make([]int64, 0, len(list.Items))
+	for i, m := range list.Items {
+		v, err := milliValue(m.Value)
+		if err == nil {
+			err = checkFresh(m.Timestamp.Time, now, a.maxAge, fmt.Sprintf("value %d", i))
+		}
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("external metrics API (%s): metric %s: %w", gv, metricName, err)
+		}
+		out = append(out, v)
+	}
+	return out, list.Items[0].Timestamp.Time, nil
+}
+
+func (a *apiClient) customSample(m cmv1beta2.MetricValue, what string, now time.Time) (PodSample, error) {
+	v, err := milliValue(m.Value)
+	if err != nil {
+		return PodSample{}, fmt.Errorf("%s: %w", what, err)
+	}
+	window := defaultCustomWindow
+	if m.WindowSeconds != nil {
+		if *m.WindowSeconds < 0 {
+			return PodSample{}, fmt.Errorf("%s: negative windowSeconds %d", what, *m.WindowSeconds)
+		}
+		window = time.Duration(*m.WindowSeconds) * time.Second
+	}
+	if err := checkFresh(m.Timestamp.Time, now, a.maxAge, "the value of "+what); err != nil {
+		return PodSample{}, err
+	}
+	return PodSample{MilliValue: v, Timestamp: m.Timestamp.Time, Window: window}, nil
+}
+
+// apiError explains a failed metrics API request and forgets the resolved version when
+// the API seems gone, so the next call asks discovery again.
+func (a *apiClient) apiError(what, gv, verb, namespace string, r *versionResolver, err error) error {
+	group, _, _ := strings.Cut(gv, "/")
+	switch {
+	case isTimeout(err):
+		return fmt.Errorf("%s (%s): no answer in time: %w; check the APIService (kubectl get apiservices) and the server behind it, or raise --request-timeout", what, gv, err)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%s (%s): forbidden: %w; you need RBAC permission to %s in %s", what, gv, err, verb, namespace)
+	case apierrors.IsNotFound(err):
+		r.Invalidate()
+		return fmt.Errorf("%s (%s): %w; the metric or object may not exist, or %s is no longer served (kubectl get apiservices)", what, gv, err, group)
+	case apierrors.IsServiceUnavailable(err):
+		r.Invalidate()
+		return fmt.Errorf("%s (%s): unavailable: %w; the server behind the APIService is not ready (kubectl get apiservices)", what, gv, err)
+	default:
+		return fmt.Errorf("%s (%s): %w", what, gv, err)
+	}
+}
+
+func orEverything(s labels.Selector) labels.Selector {
+	if s == nil {
+		return labels.Everything()
+	}
+	return s
+}
