@@ -19,10 +19,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/utils/clock"
 	metricsclientset "k8s.io/metrics/pkg/client/clientset/versioned"
 	customclient "k8s.io/metrics/pkg/client/custom_metrics"
 	externalclient "k8s.io/metrics/pkg/client/external_metrics"
+	"k8s.io/utils/clock"
 )
 
 // Values of --metrics-source.
