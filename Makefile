@@ -50,7 +50,7 @@ bench-parity:
 # ---- krew: dist, manifest, install round-trip (owner: krew) ----
 DIST ?= $(CURDIR)/dist
 
-.PHONY: dist krew-manifest test-krew
+.PHONY: dist krew-manifest krew-index test-krew
 
 ## dist: reproducible release archives of every platform and checksums.txt in $(DIST)
 dist:
@@ -59,6 +59,10 @@ dist:
 ## krew-manifest: $(DIST)/hpa.yaml for VERSION=vX.Y.Z from krew/hpa.yaml, validated by krew
 krew-manifest: dist
 	GO="$(GO)" VERSION="$(VERSION)" DIST="$(DIST)" hack/krew-manifest.sh
+
+## krew-index: krew/index/plugins/hpa.yaml for VERSION (the project's own krew index, see krew/index)
+krew-index: krew-manifest
+	mkdir -p krew/index/plugins && cp "$(DIST)/hpa.yaml" krew/index/plugins/hpa.yaml
 
 ## test-krew: make dist + krew-manifest into a temp dir, krew install of every platform, offline
 test-krew:

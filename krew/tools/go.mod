@@ -9,7 +9,10 @@ tool (
 	sigs.k8s.io/krew/cmd/validate-krew-manifest
 )
 
-require github.com/google/go-cmp v0.7.0
+require (
+	github.com/google/go-cmp v0.7.0
+	sigs.k8s.io/yaml v1.2.0
+)
 
 require (
 	github.com/fatih/color v1.12.0 // indirect
@@ -36,5 +39,4 @@ require (
 	k8s.io/klog/v2 v2.8.0 // indirect
 	sigs.k8s.io/krew v0.4.3 // indirect
 	sigs.k8s.io/structured-merge-diff/v4 v4.1.2 // indirect
-	sigs.k8s.io/yaml v1.2.0 // indirect
 )

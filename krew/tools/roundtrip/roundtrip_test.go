@@ -1,0 +1,599 @@
+// Package roundtrip checks a release the way users receive it: `make dist` and
+// `make krew-manifest` run for a test version into a temporary directory, krew's own
+// validate-krew-manifest accepts the manifest, and krew v0.4.3 installs every platform's archive
+// (offline, through --archive, or from a local clone of the custom index served by a 127.0.0.1
+// server), after which the real kubectl runs the installed plugin.
+package roundtrip
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+)
+
+// version is the release the test builds; the Makefile's ldflags put it into the binaries.
+const version = "v0.1.0-roundtrip"
+
+type platform struct{ os, arch string }
+
+func (p platform) String() string { return p.os + "/" + p.arch }
+
+func (p platform) archive() string {
+	ext := "tar.gz"
+	if p.os == "windows" {
+		ext = "zip"
+	}
+	return fmt.Sprintf("kubectl-hpa_%s_%s_%s.%s", version, p.os, p.arch, ext)
+}
+
+func (p platform) bin() string {
+	if p.os == "windows" {
+		return "kubectl-hpa.exe"
+	}
+	return "kubectl-hpa"
+}
+
+// platforms are those a release supports; the manifest must offer each and only these.
+var platforms = []platform{
+	{"linux", "amd64"}, {"linux", "arm64"},
+	{"darwin", "amd64"}, {"darwin", "arm64"},
+	{"windows", "amd64"}, {"windows", "arm64"},
+}
+
+// release is what TestMain built once for every test.
+type release struct {
+	root     string // repository root
+	tools    string // krew, validate-krew-manifest (and the dist tools)
+	dist     string // archives, checksums.txt, hpa.yaml
+	manifest string // dist/hpa.yaml
+	commit   string // short commit the binaries report
+	mtime    time.Time
+}
+
+var rel release
+
+func TestMain(m *testing.M) {
+	code, err := setup(m)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "roundtrip setup: %v\n", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// setup builds the krew tools first, then the release through the Makefile, runs the tests and
+// removes what it built.
+func setup(m *testing.M) (int, error) {
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		return 0, err
+	}
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil || !bytes.HasPrefix(gomod, []byte("module github.com/kubectl-hpa/kubectl-hpa\n")) {
+		return 0, fmt.Errorf("%s is not the kubectl-hpa repository root (go.mod: %v)", root, err)
+	}
+	work, err := os.MkdirTemp("", "krew-roundtrip-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(work)
+	rel = release{root: root, tools: filepath.Join(work, "tools"), dist: filepath.Join(work, "dist")}
+	rel.manifest = filepath.Join(rel.dist, "hpa.yaml")
+
+	start := time.Now()
+	if out, err := command(root, nil, filepath.Join(root, "hack", "krew-tools.sh"), rel.tools).CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("building krew tools: %w\n%s", err, out)
+	}
+	fmt.Fprintf(os.Stderr, "roundtrip: krew tools built in %s\n", time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	if out, err := makeTargets(rel.dist, version, "dist", "krew-manifest"); err != nil {
+		return 0, fmt.Errorf("make dist krew-manifest: %w\n%s", err, out)
+	}
+	fmt.Fprintf(os.Stderr, "roundtrip: make dist krew-manifest in %s\n", time.Since(start).Round(time.Millisecond))
+
+	commit, err := command(root, nil, "git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return 0, fmt.Errorf("reading the commit: %w", err)
+	}
+	rel.commit = strings.TrimSpace(string(commit))
+	ct, err := command(root, nil, "git", "log", "-1", "--format=%ct").Output()
+	if err != nil {
+		return 0, fmt.Errorf("reading the commit time: %w", err)
+	}
+	secs, err := strconv.ParseInt(strings.TrimSpace(string(ct)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parsing the commit time %q: %w", ct, err)
+	}
+	rel.mtime = time.Unix(secs, 0).UTC()
+	return m.Run(), nil
+}
+
+// makeTargets runs the repository's Makefile for version into dist, isolated from any make that
+// runs this test (its MAKEFLAGS would carry its own variable overrides).
+func makeTargets(dist, version string, targets ...string) ([]byte, error) {
+	args := append([]string{"--no-print-directory", "VERSION=" + version, "DIST=" + dist}, targets...)
+	cmd := command(rel.root, nil, "make", args...)
+	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool {
+		return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=")
+	})
+	return cmd.CombinedOutput()
+}
+
+// command prepares name in dir with the test's environment plus env.
+func command(dir string, env []string, name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+// krewEnv isolates krew and kubectl: their own KREW_ROOT and a kubeconfig that does not exist, so
+// nothing reads the user's plugins or talks to a cluster, and no upgrade check goes online.
+func krewEnv(krewRoot string, p platform) []string {
+	return []string{
+		"KREW_ROOT=" + krewRoot,
+		"KREW_OS=" + p.os,
+		"KREW_ARCH=" + p.arch,
+		"KREW_NO_UPGRADE_CHECK=1",
+		"KUBECONFIG=" + filepath.Join(krewRoot, "no-kubeconfig"),
+		"PATH=" + filepath.Join(krewRoot, "bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
+	}
+}
+
+// krew runs the krew binary (not through kubectl: the test checks the plugin, not krew's own
+// installation) and returns its combined output.
+func krew(t *testing.T, krewRoot string, p platform, args ...string) ([]byte, error) {
+	t.Helper()
+	return command(krewRoot, krewEnv(krewRoot, p), filepath.Join(rel.tools, "krew"), args...).CombinedOutput()
+}
+
+// plugin holds the manifest fields the test checks beyond krew's validation (which already parses
+// the whole manifest with krew's own types).
+type plugin struct {
+	Metadata struct{ Name string }
+	Spec     struct {
+		Version, Homepage, ShortDescription, Description, Caveats string
+		Platforms                                                 []struct {
+			Selector struct{ MatchLabels map[string]string }
+			URI      string
+			Sha256   string
+		}
+	}
+}
+
+func readManifest(t *testing.T, path string) plugin {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p plugin
+	if err := yaml.Unmarshal(b, &p); err != nil {
+		t.Fatalf("parsing %s: %v", path, err)
+	}
+	return p
+}
+
+func checksums(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(rel.dist, "checksums.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sums := map[string]string{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		sum, name, ok := strings.Cut(s.Text(), "  ")
+		if !ok {
+			t.Fatalf("checksums.txt line %q is not \"<sha256>  <file>\"", s.Text())
+		}
+		sums[name] = sum
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return sums
+}
+
+func sha256File(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+type entry struct {
+	Name    string
+	Mode    int64
+	ModTime time.Time
+}
+
+func listArchive(t *testing.T, path string) []entry {
+	t.Helper()
+	var got []entry
+	if strings.HasSuffix(path, ".zip") {
+		zr, err := zip.OpenReader(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		for _, f := range zr.File {
+			got = append(got, entry{Name: f.Name, Mode: int64(f.Mode().Perm()), ModTime: f.Modified.UTC()})
+		}
+		return got
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return got
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, entry{Name: h.Name, Mode: h.Mode, ModTime: h.ModTime.UTC()})
+	}
+}
+
+func TestDistHasOneArchivePerPlatformWithBinaryLicenseAndCompletion(t *testing.T) {
+	sums := checksums(t)
+	var wantNames []string
+	for _, p := range platforms {
+		wantNames = append(wantNames, p.archive())
+		t.Run(p.String(), func(t *testing.T) {
+			path := filepath.Join(rel.dist, p.archive())
+			if got := sha256File(t, path); got != sums[p.archive()] {
+				t.Errorf("sha256 of %s = %s; checksums.txt says %q", p.archive(), got, sums[p.archive()])
+			}
+			want := []entry{
+				{Name: "LICENSE", Mode: 0o644, ModTime: rel.mtime},
+				{Name: p.bin(), Mode: 0o755, ModTime: rel.mtime},
+				{Name: "kubectl_complete-hpa", Mode: 0o755, ModTime: rel.mtime},
+			}
+			if diff := cmp.Diff(want, listArchive(t, path)); diff != "" {
+				t.Errorf("entries of %s (-want +got):\n%s", p.archive(), diff)
+			}
+		})
+	}
+	var gotNames []string
+	for name := range sums {
+		gotNames = append(gotNames, name)
+	}
+	slices.Sort(gotNames)
+	slices.Sort(wantNames)
+	if diff := cmp.Diff(wantNames, gotNames); diff != "" {
+		t.Errorf("files in checksums.txt (-want +got):\n%s", diff)
+	}
+}
+
+func TestManifestPassesKrewValidationAndNamesTheLocalArchives(t *testing.T) {
+	out, err := command(rel.dist, nil, filepath.Join(rel.tools, "validate-krew-manifest"), "-manifest", rel.manifest, "-skip-install").CombinedOutput()
+	if err != nil {
+		t.Fatalf("validate-krew-manifest rejected %s: %v\n%s", rel.manifest, err, out)
+	}
+
+	p := readManifest(t, rel.manifest)
+	if p.Metadata.Name != "hpa" || p.Spec.Version != version {
+		t.Errorf("manifest names plugin %q version %q; want hpa %s", p.Metadata.Name, p.Spec.Version, version)
+	}
+	if n := len(p.Spec.ShortDescription); n > 50 {
+		t.Errorf("shortDescription has %d characters; krew-index allows 50", n)
+	}
+	if p.Spec.Homepage == "" || p.Spec.Description == "" {
+		t.Errorf("manifest lacks a homepage (%q) or a description (%q)", p.Spec.Homepage, p.Spec.Description)
+	}
+	for _, need := range []string{"horizontalpodautoscalers", "pods", "scale subresource", "events", "leases", "services/proxy", "metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io"} {
+		if !strings.Contains(p.Spec.Caveats, need) {
+			t.Errorf("caveats do not name %q", need)
+		}
+	}
+
+	sums := checksums(t)
+	got := map[string]string{}
+	for _, pl := range p.Spec.Platforms {
+		got[pl.Selector.MatchLabels["os"]+"/"+pl.Selector.MatchLabels["arch"]] = pl.URI + " " + pl.Sha256
+	}
+	want := map[string]string{}
+	for _, pl := range platforms {
+		want[pl.String()] = "https://github.com/kubectl-hpa/kubectl-hpa/releases/download/" + version + "/" + pl.archive() + " " + sums[pl.archive()]
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("platforms' uri and sha256 (-want +got):\n%s", diff)
+	}
+}
+
+// installed checks what krew put under krewRoot for p: the LICENSE and the completion script in the
+// plugin's install directory and the plugin's command on krew's PATH.
+func installed(t *testing.T, krewRoot string, p platform) {
+	t.Helper()
+	dir := filepath.Join(krewRoot, "store", "hpa", version)
+	for _, name := range []string{"LICENSE", "kubectl_complete-hpa", p.bin()} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s not installed: %v", name, err)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, "kubectl_complete-hpa")); err == nil && st.Mode().Perm()&0o111 == 0 {
+		t.Errorf("kubectl_complete-hpa installed with mode %v; want executable", st.Mode())
+	}
+	if _, err := os.Stat(filepath.Join(krewRoot, "bin", p.bin())); err != nil {
+		t.Errorf("plugin command not linked into krew's bin: %v", err)
+	}
+}
+
+func TestKrewInstallsEveryPlatformFromTheLocalArchive(t *testing.T) {
+	host := platform{runtime.GOOS, runtime.GOARCH}
+	for _, p := range platforms {
+		t.Run(p.String(), func(t *testing.T) {
+			krewRoot := t.TempDir()
+			out, err := krew(t, krewRoot, p, "install", "--manifest="+rel.manifest, "--archive="+filepath.Join(rel.dist, p.archive()))
+			if err != nil {
+				t.Fatalf("krew install: %v\n%s", err, out)
+			}
+			installed(t, krewRoot, p)
+			if p == host {
+				// kubectl finds the host's binary through krew's bin directory on PATH.
+				kubectl(t, krewRoot, p, []string{"hpa", "version"}, "kubectl-hpa "+version+" (commit "+rel.commit+",")
+			}
+		})
+	}
+}
+
+// kubectl runs the kubectl found on the test's PATH in p's krew environment and requires want in
+// its output.
+func kubectl(t *testing.T, krewRoot string, p platform, args []string, want string) {
+	t.Helper()
+	path, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("kubectl is needed on PATH to run the installed plugin: %v", err)
+	}
+	out, err := command(krewRoot, krewEnv(krewRoot, p), path, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	if !strings.Contains(string(out), want) {
+		t.Errorf("kubectl %s printed:\n%s\nwant it to contain %q", strings.Join(args, " "), out, want)
+	}
+}
+
+// mutate writes a copy of the release manifest changed by edit; the file keeps the name hpa.yaml
+// that krew's validator requires.
+func mutate(t *testing.T, edit func(string) string) string {
+	t.Helper()
+	b, err := os.ReadFile(rel.manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := edit(string(b))
+	if changed == string(b) {
+		t.Fatal("the edit did not change the manifest")
+	}
+	path := filepath.Join(t.TempDir(), "hpa.yaml")
+	if err := os.WriteFile(path, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// platformBlock is the manifest text of p's entry in spec.platforms.
+func platformBlock(t *testing.T, manifest string, p platform) string {
+	t.Helper()
+	start := strings.Index(manifest, "  - selector:\n      matchLabels:\n        os: "+p.os+"\n        arch: "+p.arch+"\n")
+	if start < 0 {
+		t.Fatalf("manifest has no platform %s", p)
+	}
+	end := strings.Index(manifest[start+1:], "  - selector:")
+	if end < 0 {
+		return manifest[start:]
+	}
+	return manifest[start : start+1+end]
+}
+
+func TestBadReleasesFailWithKrewsMessage(t *testing.T) {
+	linux := platform{"linux", "amd64"}
+	darwinARM := platform{"darwin", "arm64"}
+	sums := checksums(t)
+	for _, tc := range []struct {
+		name string
+		// check runs krew against a broken release and returns its output and error.
+		check func(t *testing.T) ([]byte, error)
+		want  string
+	}{
+		{
+			name: "wrong sha256",
+			check: func(t *testing.T) ([]byte, error) {
+				wrong := strings.Repeat("0", 64)
+				m := mutate(t, func(s string) string { return strings.Replace(s, sums[linux.archive()], wrong, 1) })
+				return krew(t, t.TempDir(), linux, "install", "--manifest="+m, "--archive="+filepath.Join(rel.dist, linux.archive()))
+			},
+			want: "checksum does not match, want: " + strings.Repeat("0", 64) + ", got " + sums[linux.archive()],
+		},
+		{
+			name: "missing platform",
+			check: func(t *testing.T) ([]byte, error) {
+				m := mutate(t, func(s string) string { return strings.Replace(s, platformBlock(t, s, darwinARM), "", 1) })
+				return krew(t, t.TempDir(), darwinARM, "install", "--manifest="+m, "--archive="+filepath.Join(rel.dist, darwinARM.archive()))
+			},
+			want: `plugin "hpa" does not offer installation for this platform`,
+		},
+		{
+			name: "version without leading v, in the manifest",
+			check: func(t *testing.T) ([]byte, error) {
+				m := mutate(t, func(s string) string {
+					return strings.Replace(s, "version: "+version+"\n", "version: "+strings.TrimPrefix(version, "v")+"\n", 1)
+				})
+				return command(rel.dist, nil, filepath.Join(rel.tools, "validate-krew-manifest"), "-manifest", m, "-skip-install").CombinedOutput()
+			},
+			want: `version string "` + strings.TrimPrefix(version, "v") + `" not starting with 'v'`,
+		},
+		{
+			name: "version without leading v, given to make krew-manifest",
+			check: func(t *testing.T) ([]byte, error) {
+				return makeTargets(t.TempDir(), "0.1.0", "krew-manifest")
+			},
+			want: `version string "0.1.0" not starting with 'v'`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := tc.check(t)
+			if err == nil {
+				t.Fatalf("krew accepted the bad release:\n%s", out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Errorf("krew failed without the expected message %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}
+
+// readmeBlock returns the sh code block of krew/README.md that contains marker.
+func readmeBlock(t *testing.T, marker string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(rel.root, "krew", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(string(b), "```")
+	for i := 1; i < len(parts); i += 2 {
+		if code, ok := strings.CutPrefix(parts[i], "sh\n"); ok && strings.Contains(code, marker) {
+			return code
+		}
+	}
+	t.Fatalf("krew/README.md has no sh block containing %q", marker)
+	return ""
+}
+
+// sh runs script with krew reachable as `kubectl krew` (kubectl runs kubectl-krew from PATH) in
+// krewRoot's environment, and returns its combined output.
+func sh(t *testing.T, krewRoot string, p platform, script string) string {
+	t.Helper()
+	pluginDir := t.TempDir()
+	if err := os.Symlink(filepath.Join(rel.tools, "krew"), filepath.Join(pluginDir, "kubectl-krew")); err != nil {
+		t.Fatal(err)
+	}
+	env := append(krewEnv(krewRoot, p), "PATH="+filepath.Join(krewRoot, "bin")+string(os.PathListSeparator)+pluginDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := command(krewRoot, env, "sh", "-eu", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("README commands failed: %v\n%s\n%s", err, script, out)
+	}
+	return string(out)
+}
+
+// indexRepo makes a git repository of krew/index as committed plus manifest as plugins/hpa.yaml,
+// the layout krew clones.
+func indexRepo(t *testing.T, manifest []byte) string {
+	t.Helper()
+	repo := filepath.Join(t.TempDir(), "krew-index")
+	if err := os.CopyFS(repo, os.DirFS(filepath.Join(rel.root, "krew", "index"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(repo, "plugins"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "plugins", "hpa.yaml"), manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "."},
+		{"-c", "user.name=roundtrip", "-c", "user.email=roundtrip@example.invalid", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "index"},
+	} {
+		if out, err := command(repo, nil, "git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	return repo
+}
+
+// TestReadmeInstructionsWork runs krew/README.md's install, completion and uninstall commands
+// through kubectl and krew, with the project's index cloned from a local repository and the
+// release served from 127.0.0.1 instead of GitHub.
+func TestReadmeInstructionsWork(t *testing.T) {
+	const releases = "https://github.com/kubectl-hpa/kubectl-hpa/releases/download/"
+	release, err := os.ReadFile(rel.manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseURL := "http://" + ln.Addr().String()
+	served := []byte(strings.ReplaceAll(string(release), releases, baseURL+"/"))
+	if bytes.Equal(served, release) {
+		t.Fatalf("manifest names no archive under %s", releases)
+	}
+	srv := httptest.NewUnstartedServer(http.StripPrefix("/"+version+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "hpa.yaml" {
+			_, _ = w.Write(served)
+			return
+		}
+		http.FileServer(http.Dir(rel.dist)).ServeHTTP(w, r)
+	})))
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
+	host := platform{runtime.GOOS, runtime.GOARCH}
+
+	t.Run("own index, completion, uninstall", func(t *testing.T) {
+		krewRoot := t.TempDir()
+		install := strings.ReplaceAll(readmeBlock(t, "krew index add"), "https://github.com/kubectl-hpa/krew-index.git", indexRepo(t, served))
+		if out := sh(t, krewRoot, host, install); !strings.Contains(out, "kubectl-hpa "+version+" ") {
+			t.Errorf("install commands printed:\n%s\nwant the version %s from kubectl hpa version", out, version)
+		}
+		installed(t, krewRoot, host)
+
+		sh(t, krewRoot, host, readmeBlock(t, "kubectl_complete-hpa"))
+		kubectl(t, krewRoot, host, []string{"__complete", "hpa", "vers"}, "version")
+
+		sh(t, krewRoot, host, readmeBlock(t, "krew uninstall"))
+		for _, name := range []string{host.bin(), "kubectl_complete-hpa"} {
+			if _, err := os.Lstat(filepath.Join(krewRoot, "bin", name)); !os.IsNotExist(err) {
+				t.Errorf("%s still on krew's PATH after uninstall (stat: %v)", name, err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(krewRoot, "index", "kubectl-hpa")); !os.IsNotExist(err) {
+			t.Errorf("index kubectl-hpa still present after uninstall (stat: %v)", err)
+		}
+	})
+
+	t.Run("manifest url", func(t *testing.T) {
+		krewRoot := t.TempDir()
+		script := strings.ReplaceAll(readmeBlock(t, "--manifest-url"), releases+"vX.Y.Z/", baseURL+"/"+version+"/")
+		sh(t, krewRoot, host, script)
+		installed(t, krewRoot, host)
+	})
+}
