@@ -93,7 +93,7 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 	}
 	v, err := a.resourceVersions.version(ctx)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("%s: %w; install metrics-server, or pass --metrics-source=heapster", what, err)
+		return nil, time.Time{}, versionError(what, err, "install metrics-server, or pass --metrics-source=heapster")
 	}
 	gv := resourceMetricsGroup + "/" + v
 	opts := metav1.ListOptions{LabelSelector: selector.String()}
@@ -139,7 +139,7 @@ func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string
 	selector, metricSelector = orEverything(selector), orEverything(metricSelector)
 	v, err := a.customVersions.version(ctx)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("%s: %w; install a custom metrics adapter (for example prometheus-adapter) to use Pods metrics", what, err)
+		return nil, time.Time{}, versionError(what, err, "install a custom metrics adapter (for example prometheus-adapter) to use Pods metrics")
 	}
 	gv := customMetricsGroup + "/" + v
 	list, err := callCtx(ctx, func() (*cmv1beta2.MetricValueList, error) {
@@ -180,7 +180,7 @@ func (a *apiClient) ObjectMetric(ctx context.Context, namespace, metricName stri
 	gk := schema.GroupKind{Group: gv.Group, Kind: object.Kind}
 	v, err := a.customVersions.version(ctx)
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("%s: %w; install a custom metrics adapter (for example prometheus-adapter) to use Object metrics", what, err)
+		return 0, time.Time{}, versionError(what, err, "install a custom metrics adapter (for example prometheus-adapter) to use Object metrics")
 	}
 	apiGV := customMetricsGroup + "/" + v
 	value, err := callCtx(ctx, func() (*cmv1beta2.MetricValue, error) {
@@ -206,7 +206,7 @@ func (a *apiClient) ExternalMetric(ctx context.Context, namespace, metricName st
 	selector = orEverything(selector)
 	v, err := a.externalVersions.version(ctx)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("%s: %w; install an external metrics adapter (for example KEDA) to use External metrics", what, err)
+		return nil, time.Time{}, versionError(what, err, "install an external metrics adapter (for example KEDA) to use External metrics")
 	}
 	gv := externalMetricsGroup + "/" + v
 	list, err := callCtx(ctx, func() (*emv1beta1.ExternalMetricValueList, error) {
@@ -249,6 +249,19 @@ func (a *apiClient) customSample(m cmv1beta2.MetricValue, what string, now time.
 		return PodSample{}, err
 	}
 	return PodSample{MilliValue: v, Timestamp: m.Timestamp.Time, Window: window}, nil
+}
+
+// versionError explains why no version of a metrics API could be chosen; hint says
+// what to install when the cluster does not serve it.
+func versionError(what string, err error, hint string) error {
+	switch {
+	case errors.Is(err, errNotServed):
+		return fmt.Errorf("%s: %w; %s", what, err, hint)
+	case isTimeout(err):
+		return fmt.Errorf("%s: no answer in time: %w", what, err)
+	default:
+		return fmt.Errorf("%s: %w", what, err)
+	}
 }
 
 // apiError explains a failed metrics API request and forgets the resolved version when
