@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	core "k8s.io/client-go/testing"
-	clocktesting "k8s.io/utils/clock/testing"
 	cmv1beta2 "k8s.io/metrics/pkg/apis/custom_metrics/v1beta2"
 	emv1beta1 "k8s.io/metrics/pkg/apis/external_metrics/v1beta1"
 	metricsv1 "k8s.io/metrics/pkg/apis/metrics/v1"
@@ -28,6 +27,7 @@ import (
 	customclient "k8s.io/metrics/pkg/client/custom_metrics"
 	customfake "k8s.io/metrics/pkg/client/custom_metrics/fake"
 	externalfake "k8s.io/metrics/pkg/client/external_metrics/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 var apiNow = time.Date(2026, time.January, 2, 3, 4, 5, 0, time.UTC)
