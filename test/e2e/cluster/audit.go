@@ -1,0 +1,192 @@
+package cluster
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// auditPolicy records every request at Metadata level: who, what verb, which object, which user
+// agent, and the response code; no bodies. The RequestReceived stage is kept because it is written
+// before the request is served, so once a client has its answer the request is in the log.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+- level: Metadata
+`
+
+// AuditRequest is one API request as the audit log recorded it (all stages merged).
+type AuditRequest struct {
+	AuditID     string
+	Verb        string
+	RequestURI  string
+	User        string
+	Groups      []string
+	UserAgent   string
+	Resource    string
+	Subresource string
+	Namespace   string
+	Name        string
+	APIGroup    string
+	Code        int
+	Received    time.Time
+}
+
+// IsWrite reports whether the request asked the API server to change state.
+func (r AuditRequest) IsWrite() bool {
+	switch r.Verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
+}
+
+// String is a compact one-line form for test failure messages.
+func (r AuditRequest) String() string {
+	return fmt.Sprintf("%s %s (%s, %q) -> %d", r.Verb, r.RequestURI, r.User, r.UserAgent, r.Code)
+}
+
+// AuditMark is a position in the audit log; requests after it belong to what happened since.
+type AuditMark int64
+
+// auditEvent is the subset of audit.k8s.io/v1 Event the tests read.
+type auditEvent struct {
+	AuditID    string `json:"auditID"`
+	Stage      string `json:"stage"`
+	RequestURI string `json:"requestURI"`
+	Verb       string `json:"verb"`
+	User       struct {
+		Username string   `json:"username"`
+		Groups   []string `json:"groups"`
+	} `json:"user"`
+	UserAgent string `json:"userAgent"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+		APIGroup    string `json:"apiGroup"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+}
+
+// parseAudit reads JSON-lines audit events from r and merges the stages of each request,
+// in the order the requests were first seen.
+func parseAudit(r io.Reader) ([]AuditRequest, error) {
+	byID := map[string]*AuditRequest{}
+	var order []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(strings.TrimSpace(string(line))) == 0 {
+			continue
+		}
+		var ev auditEvent
+		if err := json.Unmarshal(line, &ev); err != nil {
+			// The API server may be writing the last line right now; a torn line is not an error.
+			continue
+		}
+		req, ok := byID[ev.AuditID]
+		if !ok {
+			req = &AuditRequest{AuditID: ev.AuditID}
+			byID[ev.AuditID] = req
+			order = append(order, ev.AuditID)
+		}
+		req.Verb, req.RequestURI, req.UserAgent = ev.Verb, ev.RequestURI, ev.UserAgent
+		req.User, req.Groups = ev.User.Username, ev.User.Groups
+		req.Received = ev.RequestReceivedTimestamp
+		if o := ev.ObjectRef; o != nil {
+			req.Resource, req.Subresource, req.Namespace, req.Name, req.APIGroup = o.Resource, o.Subresource, o.Namespace, o.Name, o.APIGroup
+		}
+		if ev.ResponseStatus != nil {
+			req.Code = ev.ResponseStatus.Code
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading audit log: %w", err)
+	}
+	out := make([]AuditRequest, 0, len(order))
+	for _, id := range order {
+		out = append(out, *byID[id])
+	}
+	return out, nil
+}
+
+// AuditFilter selects requests; zero fields match everything.
+type AuditFilter struct {
+	User            string
+	UserAgentPrefix string
+	Namespace       string
+	WritesOnly      bool
+}
+
+func (f AuditFilter) match(r AuditRequest) bool {
+	return (f.User == "" || r.User == f.User) &&
+		(f.UserAgentPrefix == "" || strings.HasPrefix(r.UserAgent, f.UserAgentPrefix)) &&
+		(f.Namespace == "" || r.Namespace == f.Namespace) &&
+		(!f.WritesOnly || r.IsWrite())
+}
+
+// auditLog reads the audit log file of one cluster.
+type auditLog struct{ path string }
+
+func (a auditLog) mark() (AuditMark, error) {
+	st, err := os.Stat(a.path)
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("audit log: %w", err)
+	}
+	return AuditMark(st.Size()), nil
+}
+
+func (a auditLog) since(m AuditMark, f AuditFilter) ([]AuditRequest, error) {
+	file, err := os.Open(a.path)
+	if err != nil {
+		return nil, fmt.Errorf("opening audit log: %w", err)
+	}
+	defer file.Close()
+	if _, err := file.Seek(int64(m), io.SeekStart); err != nil {
+		return nil, fmt.Errorf("seeking audit log: %w", err)
+	}
+	all, err := parseAudit(file)
+	if err != nil {
+		return nil, err
+	}
+	var out []AuditRequest
+	for _, r := range all {
+		if f.match(r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// CountByUserAgent groups requests by user agent, for reports and failure messages.
+func CountByUserAgent(reqs []AuditRequest) map[string]int {
+	out := map[string]int{}
+	for _, r := range reqs {
+		out[r.UserAgent]++
+	}
+	return out
+}
+
+// SummarizeAudit renders requests one per line, sorted, for a readable failure message.
+func SummarizeAudit(reqs []AuditRequest) string {
+	lines := make([]string, 0, len(reqs))
+	for _, r := range reqs {
+		lines = append(lines, "  "+r.String())
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
