@@ -184,9 +184,12 @@ func New(opts Options, deps Deps) (*Controller, error) {
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = opts.HPASelector }))
 	// Pods change often and are many: no resync, and only the fields decisions read.
 	c.podFactory = informers.NewSharedInformerFactoryWithOptions(deps.Kube, 0,
-		informers.WithNamespace(opts.Namespace), informers.WithTransform(StripPod))
+		informers.WithNamespace(opts.Namespace), informers.WithTransform(NewPodStripper().Transform))
 	hpaInformer := c.hpaFactory.Autoscaling().V2().HorizontalPodAutoscalers()
 	podInformer := c.podFactory.Core().V1().Pods()
+	if err := podInformer.Informer().AddIndexers(cache.Indexers{labelPairIndex: podLabelPairs}); err != nil {
+		return nil, fmt.Errorf("adding the pod label index: %w", err)
+	}
 	c.hpaLister = hpaInformer.Lister()
 	c.synced = []cache.InformerSynced{hpaInformer.Informer().HasSynced, podInformer.Informer().HasSynced}
 
@@ -201,7 +204,7 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	}
 	c.snap = &Snapshotter{
 		Scales:   deps.Scales,
-		Pods:     ListerPods{Lister: podInformer.Lister()},
+		Pods:     IndexedPods{Indexer: podInformer.Informer().GetIndexer()},
 		Metrics:  deps.Metrics,
 		Config:   opts.Config,
 		Overlaps: c.tracker,

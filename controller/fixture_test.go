@@ -168,7 +168,9 @@ func testMapper() apimeta.RESTMapper {
 // fakeMetrics serves cpu samples per pod name.
 type fakeMetrics struct {
 	cpu metrics.PodSamples
-	err error
+	// bySelector, when set, answers per pod selector instead of cpu (large fixtures).
+	bySelector map[string]metrics.PodSamples
+	err        error
 }
 
 func (m *fakeMetrics) PodResource(_ context.Context, _ string, res corev1.ResourceName, sel labels.Selector, _ string) (metrics.PodSamples, time.Time, error) {
@@ -177,6 +179,9 @@ func (m *fakeMetrics) PodResource(_ context.Context, _ string, res corev1.Resour
 	}
 	if res != corev1.ResourceCPU {
 		return nil, time.Time{}, fmt.Errorf("no %s metrics in this fixture", res)
+	}
+	if m.bySelector != nil {
+		return maps(m.bySelector[sel.String()]), t0.Add(-10 * time.Second), nil
 	}
 	return maps(m.cpu), t0.Add(-10 * time.Second), nil
 }
@@ -264,8 +269,9 @@ func newFixture(t testing.TB, opts Options, hpas []*autoscalingv2.HorizontalPodA
 		c.enqueue(h)
 	}
 	podIndexer := c.podFactory.Core().V1().Pods().Informer().GetIndexer()
+	stripper := NewPodStripper()
 	for _, p := range pods {
-		stripped, _ := StripPod(p.DeepCopy())
+		stripped, _ := stripper.Transform(p.DeepCopy())
 		if err := podIndexer.Add(stripped); err != nil {
 			t.Fatal(err)
 		}
@@ -311,7 +317,7 @@ func (f *fixture) events() []string {
 }
 
 // storedHPA reads the HPA as the API server holds it.
-func (f *fixture) storedHPA(t *testing.T, name string) *autoscalingv2.HorizontalPodAutoscaler {
+func (f *fixture) storedHPA(t testing.TB, name string) *autoscalingv2.HorizontalPodAutoscaler {
 	t.Helper()
 	h, err := f.kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {

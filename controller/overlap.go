@@ -17,14 +17,25 @@ import (
 // upstream's selector store does: an HPA is registered with a match-nothing selector when
 // it is first seen and gets its real selector on its first reconcile, so overlaps are only
 // found between HPAs that have reconciled at least once.
+//
+// Selectors that pin a label to one value are indexed by that pair, so finding the HPAs
+// that select a set of pods looks at the HPAs sharing a label with them rather than at
+// every HPA of the namespace.
 type SelectorTracker struct {
-	mu  sync.RWMutex
-	sel map[string]map[string]labels.Selector // namespace -> name -> selector
+	mu sync.RWMutex
+	ns map[string]*nsSelectors
+}
+
+type nsSelectors struct {
+	sel    map[string]labels.Selector     // name -> selector
+	pinned map[string]string              // name -> "key=value" it is indexed under
+	byPair map[string]map[string]struct{} // "key=value" -> names
+	scan   map[string]struct{}            // names whose selector pins nothing: checked always
 }
 
 // NewSelectorTracker returns an empty tracker.
 func NewSelectorTracker() *SelectorTracker {
-	return &SelectorTracker{sel: map[string]map[string]labels.Selector{}}
+	return &SelectorTracker{ns: map[string]*nsSelectors{}}
 }
 
 // Register adds namespace/name with a match-nothing selector unless it is known already,
@@ -32,15 +43,16 @@ func NewSelectorTracker() *SelectorTracker {
 func (t *SelectorTracker) Register(namespace, name string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ns := t.sel[namespace]
-	if ns == nil {
-		ns = map[string]labels.Selector{}
-		t.sel[namespace] = ns
+	n := t.ns[namespace]
+	if n == nil {
+		n = &nsSelectors{sel: map[string]labels.Selector{}, pinned: map[string]string{},
+			byPair: map[string]map[string]struct{}{}, scan: map[string]struct{}{}}
+		t.ns[namespace] = n
 	}
-	if _, ok := ns[name]; ok {
+	if _, ok := n.sel[name]; ok {
 		return false
 	}
-	ns[name] = labels.Nothing()
+	n.sel[name] = labels.Nothing()
 	return true
 }
 
@@ -48,10 +60,40 @@ func (t *SelectorTracker) Register(namespace, name string) bool {
 func (t *SelectorTracker) Forget(namespace, name string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.sel[namespace], name)
-	if len(t.sel[namespace]) == 0 {
-		delete(t.sel, namespace)
+	n := t.ns[namespace]
+	if n == nil {
+		return
 	}
+	n.unindex(name)
+	delete(n.sel, name)
+	if len(n.sel) == 0 {
+		delete(t.ns, namespace)
+	}
+}
+
+func (n *nsSelectors) unindex(name string) {
+	if key, ok := n.pinned[name]; ok {
+		delete(n.byPair[key], name)
+		if len(n.byPair[key]) == 0 {
+			delete(n.byPair, key)
+		}
+		delete(n.pinned, name)
+	}
+	delete(n.scan, name)
+}
+
+func (n *nsSelectors) put(name string, sel labels.Selector) {
+	n.unindex(name)
+	n.sel[name] = sel
+	if key, ok := equalityKey(sel); ok {
+		if n.byPair[key] == nil {
+			n.byPair[key] = map[string]struct{}{}
+		}
+		n.byPair[key][name] = struct{}{}
+		n.pinned[name] = key
+		return
+	}
+	n.scan[name] = struct{}{}
 }
 
 // OtherHPAs implements OverlapFinder: it records hpa's selector (only if hpa is still
@@ -59,19 +101,30 @@ func (t *SelectorTracker) Forget(namespace, name string) {
 // at least one of pods.
 func (t *SelectorTracker) OtherHPAs(_ context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, selector labels.Selector, pods []*corev1.Pod) ([]string, error) {
 	t.mu.Lock()
-	ns := t.sel[hpa.Namespace]
-	if _, ok := ns[hpa.Name]; !ok {
-		t.mu.Unlock()
+	defer t.mu.Unlock()
+	n := t.ns[hpa.Namespace]
+	if n == nil {
 		return nil, fmt.Errorf("HPA %s/%s was deleted during reconciliation", hpa.Namespace, hpa.Name)
 	}
-	ns[hpa.Name] = selector
-	t.mu.Unlock()
+	if _, ok := n.sel[hpa.Name]; !ok {
+		return nil, fmt.Errorf("HPA %s/%s was deleted during reconciliation", hpa.Namespace, hpa.Name)
+	}
+	n.put(hpa.Name, selector)
 
-	t.mu.RLock()
-	defer t.mu.RUnlock()
+	candidates := map[string]struct{}{}
+	for name := range n.scan {
+		candidates[name] = struct{}{}
+	}
+	for _, p := range pods {
+		for k, v := range p.Labels {
+			for name := range n.byPair[k+"="+v] {
+				candidates[name] = struct{}{}
+			}
+		}
+	}
 	var others []string
-	for name, sel := range t.sel[hpa.Namespace] {
-		if name != hpa.Name && anyMatches(sel, pods) {
+	for name := range candidates {
+		if name != hpa.Name && anyMatches(n.sel[name], pods) {
 			others = append(others, hpa.Namespace+"/"+name)
 		}
 	}

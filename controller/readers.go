@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/scale"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
@@ -132,4 +134,68 @@ func (l LivePods) Pods(ctx context.Context, namespace string, selector labels.Se
 		out[i] = &list.Items[i]
 	}
 	return out, nil
+}
+
+// labelPairIndex indexes pods by "namespace/key=value" for each of their labels, so a
+// selector with an equality requirement reads only the pods that can match.
+const labelPairIndex = "labelPair"
+
+func podLabelPairs(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	out := make([]string, 0, len(pod.Labels))
+	for k, v := range pod.Labels {
+		out = append(out, pod.Namespace+"/"+k+"="+v)
+	}
+	return out, nil
+}
+
+// IndexedPods reads pods from an informer indexer that has the label-pair index: a selector
+// with an equality (or single-value set) requirement costs the pods carrying that label,
+// not every pod of the namespace, which matters with many HPAs in one namespace.
+type IndexedPods struct {
+	Indexer cache.Indexer
+}
+
+// Pods implements PodReader.
+func (p IndexedPods) Pods(_ context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	if key, ok := equalityKey(selector); ok {
+		objs, err := p.Indexer.ByIndex(labelPairIndex, namespace+"/"+key)
+		if err != nil {
+			return nil, fmt.Errorf("reading the pod cache: %w", err)
+		}
+		for _, o := range objs {
+			if pod, ok := o.(*corev1.Pod); ok && selector.Matches(labels.Set(pod.Labels)) {
+				out = append(out, pod)
+			}
+		}
+		return out, nil
+	}
+	err := cache.ListAllByNamespace(p.Indexer, namespace, selector, func(o any) {
+		if pod, ok := o.(*corev1.Pod); ok {
+			out = append(out, pod)
+		}
+	})
+	return out, err
+}
+
+// equalityKey returns "key=value" of the selector's first requirement that pins a label to
+// one value.
+func equalityKey(selector labels.Selector) (string, bool) {
+	reqs, selectable := selector.Requirements()
+	if !selectable {
+		return "", false
+	}
+	for _, r := range reqs {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			if vals := r.ValuesUnsorted(); len(vals) == 1 {
+				return r.Key() + "=" + vals[0], true
+			}
+		}
+	}
+	return "", false
 }

@@ -1,34 +1,58 @@
 package controller
 
 import (
+	"slices"
+	"strings"
+	"sync"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 )
 
-// StripPod is an informer transform that keeps only what the decision core and the
-// selector tracker read from a pod: identity and labels, deletion timestamp, phase, start
-// time, the Ready condition, and container/init container names, requests and restart
-// policy (plus pod-level requests). Everything else (managed fields, annotations, images,
-// env, volumes, statuses of containers, ...) is dropped, which is most of a pod's size.
-// Objects that are not pods (tombstones) pass through unchanged.
-func StripPod(obj any) (any, error) {
+// internLimit bounds the intern tables; when one fills up it starts over, which only
+// costs sharing (pods keep the maps they already point to).
+const internLimit = 4096
+
+// PodStripper is an informer transform that keeps only what the decision core and the
+// selector tracker read from a pod: name, namespace, labels, resource version, deletion
+// timestamp, phase, start time, the Ready condition, and container/init container names,
+// requests and restart policy (plus pod-level requests). Everything else (managed fields,
+// annotations, images, env, volumes, container statuses, ...) is dropped.
+//
+// Pods of one ReplicaSet carry equal label and request maps; the stripper shares one
+// read-only copy of each, which is a large part of what a stripped pod still weighs.
+// Cached objects are never mutated (listers hand out shared pointers), so sharing is safe.
+type PodStripper struct {
+	mu       sync.Mutex
+	labels   map[string]map[string]string
+	requests map[string]corev1.ResourceList
+}
+
+// NewPodStripper returns a stripper with empty intern tables.
+func NewPodStripper() *PodStripper {
+	return &PodStripper{labels: map[string]map[string]string{}, requests: map[string]corev1.ResourceList{}}
+}
+
+// Transform implements cache.TransformFunc. Objects that are not pods (tombstones) pass
+// through unchanged.
+func (s *PodStripper) Transform(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	out := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              pod.Name,
 			Namespace:         pod.Namespace,
-			UID:               pod.UID,
 			ResourceVersion:   pod.ResourceVersion,
-			Labels:            pod.Labels,
+			Labels:            s.internLabels(pod.Labels),
 			DeletionTimestamp: pod.DeletionTimestamp,
 		},
 		Spec: corev1.PodSpec{
-			Containers:     stripContainers(pod.Spec.Containers),
-			InitContainers: stripContainers(pod.Spec.InitContainers),
+			Containers:     s.stripContainers(pod.Spec.Containers),
+			InitContainers: s.stripContainers(pod.Spec.InitContainers),
 		},
 		Status: corev1.PodStatus{
 			Phase:     pod.Status.Phase,
@@ -36,7 +60,7 @@ func StripPod(obj any) (any, error) {
 		},
 	}
 	if pod.Spec.Resources != nil && len(pod.Spec.Resources.Requests) > 0 {
-		out.Spec.Resources = &corev1.ResourceRequirements{Requests: pod.Spec.Resources.Requests}
+		out.Spec.Resources = &corev1.ResourceRequirements{Requests: s.internRequests(pod.Spec.Resources.Requests)}
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -47,7 +71,7 @@ func StripPod(obj any) (any, error) {
 	return out, nil
 }
 
-func stripContainers(in []corev1.Container) []corev1.Container {
+func (s *PodStripper) stripContainers(in []corev1.Container) []corev1.Container {
 	if len(in) == 0 {
 		return nil
 	}
@@ -55,10 +79,60 @@ func stripContainers(in []corev1.Container) []corev1.Container {
 	for i, c := range in {
 		out[i] = corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy}
 		if len(c.Resources.Requests) > 0 {
-			out[i].Resources.Requests = c.Resources.Requests
+			out[i].Resources.Requests = s.internRequests(c.Resources.Requests)
 		}
 	}
 	return out
 }
 
-var _ cache.TransformFunc = StripPod
+func (s *PodStripper) internLabels(in map[string]string) map[string]string {
+	if len(in) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(in))
+	for k := range in {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.WriteString(in[k])
+		b.WriteByte(0)
+	}
+	key := b.String()
+	if m, ok := s.labels[key]; ok {
+		return m
+	}
+	if len(s.labels) >= internLimit {
+		clear(s.labels)
+	}
+	s.labels[key] = in
+	return in
+}
+
+func (s *PodStripper) internRequests(in corev1.ResourceList) corev1.ResourceList {
+	keys := make([]corev1.ResourceName, 0, len(in))
+	for k := range in {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		q := in[k]
+		b.WriteString(string(k))
+		b.WriteByte(0)
+		b.WriteString(q.String())
+		b.WriteByte(0)
+	}
+	key := b.String()
+	if m, ok := s.requests[key]; ok {
+		return m
+	}
+	if len(s.requests) >= internLimit {
+		clear(s.requests)
+	}
+	s.requests[key] = in
+	return in
+}

@@ -1,0 +1,118 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+)
+
+func TestIndexedPodsMatchesAFullScan(t *testing.T) {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
+		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, labelPairIndex: podLabelPairs})
+	pods := []*corev1.Pod{newPod("a-1", "a"), newPod("a-2", "a"), newPod("b-1", "b"), newPod("c-1", "c")}
+	pods[1].Labels["tier"] = "web"
+	elsewhere := newPod("a-9", "a")
+	elsewhere.Namespace = "other"
+	for _, p := range append(pods, elsewhere) {
+		if err := idx.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sel := range []string{"app=a", "app==a", "app in (a)", "app in (a,b)", "app=a,tier=web", "tier", "!tier", "app!=a", "app=zzz", ""} {
+		t.Run(sel, func(t *testing.T) {
+			s, err := labels.Parse(sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := IndexedPods{Indexer: idx}.Pods(context.Background(), ns, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, p := range pods {
+				if s.Matches(labels.Set(p.Labels)) {
+					want = append(want, p.Name)
+				}
+			}
+			if diff := cmp.Diff(want, names(got), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+				t.Errorf("pods (-full scan +indexed):\n%s", diff)
+			}
+		})
+	}
+}
+
+func names(pods []*corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func TestSelectorTracker(t *testing.T) {
+	mustParse := func(s string) labels.Selector {
+		sel, err := labels.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sel
+	}
+	tr := NewSelectorTracker()
+	for _, n := range []string{"a", "b", "c", "d"} {
+		tr.Register(ns, n)
+	}
+	podsA := []*corev1.Pod{newPod("a-1", "a")}
+	ctx := context.Background()
+	// b registered but never reconciled: match-nothing, so a sees no overlap yet.
+	if got, _ := tr.OtherHPAs(ctx, newHPA("a"), mustParse("app=a"), podsA); len(got) != 0 {
+		t.Errorf("before others reconcile: %q, want none", got)
+	}
+	if got, _ := tr.OtherHPAs(ctx, newHPA("b"), mustParse("app in (a,b)"), podsA); !cmp.Equal(got, []string{"default/a"}) {
+		t.Errorf("b over a's pods: %q, want [default/a]", got)
+	}
+	if got, _ := tr.OtherHPAs(ctx, newHPA("c"), mustParse("app"), podsA); !cmp.Equal(got, []string{"default/a", "default/b"}) {
+		t.Errorf("c with an existence selector: %q, want [default/a default/b]", got)
+	}
+	// d moves away from a's pods: re-putting its selector unindexes the old one.
+	tr.OtherHPAs(ctx, newHPA("d"), mustParse("app=a"), podsA)
+	tr.OtherHPAs(ctx, newHPA("d"), mustParse("app=zzz"), []*corev1.Pod{newPod("z-1", "zzz")})
+	tr.Forget(ns, "b")
+	tr.Forget(ns, "c")
+	if got, _ := tr.OtherHPAs(ctx, newHPA("a"), mustParse("app=a"), podsA); len(got) != 0 {
+		t.Errorf("after b and c are gone and d moved: %q, want none", got)
+	}
+	if _, err := tr.OtherHPAs(ctx, newHPA("b"), mustParse("app=a"), podsA); err == nil {
+		t.Error("a forgotten HPA recorded its selector, want the deleted-during-reconciliation error")
+	}
+}
+
+func TestPodStripperKeepsWhatDecisionsRead(t *testing.T) {
+	full := realisticPod(1)
+	full.Spec.InitContainers = []corev1.Container{{Name: "sidecar", RestartPolicy: ptrTo(corev1.ContainerRestartPolicyAlways),
+		Resources: full.Spec.Containers[0].Resources, Image: "x"}}
+	full.Spec.Resources = &corev1.ResourceRequirements{Requests: full.Spec.Containers[0].Resources.Requests}
+	obj, err := NewPodStripper().Transform(full.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := obj.(*corev1.Pod)
+	want := &corev1.Pod{}
+	want.Name, want.Namespace, want.ResourceVersion, want.Labels = full.Name, full.Namespace, full.ResourceVersion, full.Labels
+	want.Spec.Containers = []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: full.Spec.Containers[0].Resources.Requests}}}
+	want.Spec.InitContainers = []corev1.Container{{Name: "sidecar", RestartPolicy: full.Spec.InitContainers[0].RestartPolicy,
+		Resources: corev1.ResourceRequirements{Requests: full.Spec.Containers[0].Resources.Requests}}}
+	want.Spec.Resources = &corev1.ResourceRequirements{Requests: full.Spec.Containers[0].Resources.Requests}
+	want.Status.Phase, want.Status.StartTime = full.Status.Phase, full.Status.StartTime
+	want.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: full.Status.Conditions[2].LastTransitionTime}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stripped pod (-want +got):\n%s", diff)
+	}
+	if s, _ := NewPodStripper().Transform("tombstone"); s != "tombstone" {
+		t.Errorf("non-pod object changed: %v", s)
+	}
+}
