@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -70,15 +73,18 @@ type ExplainOptions struct {
 	Clock clock.WithTicker
 
 	// newClients builds the clients from ConfigFlags; tests replace it with fakes.
-	newClients func(o *ExplainOptions) (*explainClients, error)
+	newClients func(ctx context.Context, o *ExplainOptions) (*explainClients, error)
 	// newKube builds the client shell completion lists HPAs with.
 	newKube func() (kubernetes.Interface, string, error)
+
+	// Metrics selects the metrics source (--metrics-source, --heapster-*).
+	Metrics *metrics.Options
 
 	clients *explainClients
 	printer printers.ResourcePrinter
 	whatIf  []whatIf
 	// newMetrics builds the metrics client for the live clients.
-	newMetrics func(cfg *rest.Config, kube kubernetes.Interface) (metrics.Client, error)
+	newMetrics func(ctx context.Context, o *ExplainOptions, cfg *rest.Config) (metrics.Client, metrics.Selection, error)
 }
 
 // explainClients are the API clients explain reads through.
@@ -90,6 +96,11 @@ type explainClients struct {
 	Discovery discovery.DiscoveryInterface
 	// Dynamic reads VerticalPodAutoscalers (only when discovery shows the API).
 	Dynamic dynamic.Interface
+	// MetricsSelection says which metrics source was chosen and why.
+	MetricsSelection metrics.Selection
+	// MetricsErr is why no metrics source could be chosen; Metrics then fails every read
+	// with it, so the explanation still shows everything else.
+	MetricsErr error
 }
 
 // NewExplainOptions returns options with kube-controller-manager's defaults.
@@ -103,7 +114,8 @@ func NewExplainOptions(configFlags *genericclioptions.ConfigFlags, streams gener
 		Clock:       clock.RealClock{},
 		newClients:  clientsFromFlags,
 		newKube:     kubeFromFlags(configFlags),
-		newMetrics:  pendingMetrics,
+		newMetrics:  metricsFromOptions,
+		Metrics:     metrics.NewOptions(),
 	}
 }
 
@@ -138,6 +150,7 @@ func newCmdExplain(o *ExplainOptions) *cobra.Command {
 	fs.StringArrayVar(&o.SetTargets, "set-target", nil, "What-if: use this target for a metric, e.g. cpu=60% or requests_per_second=100 (metric by short name or index; repeatable)")
 	fs.StringArrayVar(&o.Assumes, "assume", nil, "What-if: use this current value for a metric instead of the fetched one, e.g. cpu=90% or memory=300Mi per pod (repeatable)")
 	AddControllerConfigFlags(fs, &o.Config)
+	o.Metrics.AddFlags(fs)
 	withUsageExitCodes(cmd)
 	return cmd
 }
@@ -159,8 +172,11 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 	} else {
 		o.printer = output.TextPrinter{}
 	}
+	if err := o.Metrics.Validate(); err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
 	if o.clients == nil {
-		c, err := o.newClients(o)
+		c, err := o.newClients(cmd.Context(), o)
 		if err != nil {
 			return err
 		}
@@ -251,7 +267,7 @@ func (o *ExplainOptions) textOutput() bool {
 
 // clientsFromFlags builds live clients from the kubeconfig flags, with the cached discovery
 // client and REST mapper kubectl uses so discovery costs nothing after the first run.
-func clientsFromFlags(o *ExplainOptions) (*explainClients, error) {
+func clientsFromFlags(ctx context.Context, o *ExplainOptions) (*explainClients, error) {
 	cfg, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil {
 		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("loading the kubeconfig: %w", err)}
@@ -278,21 +294,41 @@ func clientsFromFlags(o *ExplainOptions) (*explainClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the dynamic client: %w", err)
 	}
-	mc, err := o.newMetrics(warnOnce, kube)
-	if err != nil {
-		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("configuring the metrics source: %w", err)}
-	}
-	return &explainClients{
+	c := &explainClients{
 		Kube:      kube,
 		Scales:    &controller.ScaleClient{Scales: sg, Mapper: mapper},
 		Pods:      controller.LivePods{Client: kube},
-		Metrics:   mc,
 		Discovery: dc,
 		Dynamic:   dyn,
-	}, nil
+	}
+	c.Metrics, c.MetricsSelection, c.MetricsErr = o.newMetrics(ctx, o, warnOnce)
+	if c.MetricsErr != nil {
+		c.Metrics = unavailableMetrics{err: c.MetricsErr}
+	}
+	return c, nil
 }
 
-// pendingMetrics is replaced by the metrics package's constructor once it lands.
-func pendingMetrics(*rest.Config, kubernetes.Interface) (metrics.Client, error) {
-	return nil, errors.New("no metrics client available in this build")
+func metricsFromOptions(ctx context.Context, o *ExplainOptions, cfg *rest.Config) (metrics.Client, metrics.Selection, error) {
+	return o.Metrics.NewClient(ctx, cfg, o.Clock)
 }
+
+// unavailableMetrics answers every read with why no metrics source could be chosen.
+type unavailableMetrics struct{ err error }
+
+func (u unavailableMetrics) PodResource(context.Context, string, corev1.ResourceName, labels.Selector, string) (metrics.PodSamples, time.Time, error) {
+	return nil, time.Time{}, u.err
+}
+
+func (u unavailableMetrics) PodsMetric(context.Context, string, string, labels.Selector, labels.Selector) (metrics.PodSamples, time.Time, error) {
+	return nil, time.Time{}, u.err
+}
+
+func (u unavailableMetrics) ObjectMetric(context.Context, string, string, autoscalingv2.CrossVersionObjectReference, labels.Selector) (int64, time.Time, error) {
+	return 0, time.Time{}, u.err
+}
+
+func (u unavailableMetrics) ExternalMetric(context.Context, string, string, labels.Selector) ([]int64, time.Time, error) {
+	return nil, time.Time{}, u.err
+}
+
+func (u unavailableMetrics) Source() string { return "none: " + u.err.Error() }

@@ -98,7 +98,7 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 		Decision:      d,
 		Cluster:       hpa,
 		RescaleEvents: events,
-		MetricsSource: c.Metrics.Source(),
+		MetricsSource: metricsSource(c),
 		HistorySource: "reconstructed",
 		HistoryNote:   historyNote,
 		FreshDesired:  freshDesired,
@@ -194,7 +194,14 @@ func (o *ExplainOptions) decisionExitError(hpa *autoscalingv2.HorizontalPodAutos
 		if apierrors.IsForbidden(m.Err) {
 			return apiExitError(fmt.Sprintf("reading metric %s for %s/%s", output.ShortName(spec), ref.Kind, ref.Name), m.Err)
 		}
-		if api := requiredAPI(spec.Type); api != "" && len(served) > 0 && !served[api] {
+		if err := o.clients.MetricsErr; err != nil {
+			if apierrors.IsForbidden(err) {
+				return apiExitError("choosing the metrics source", err)
+			}
+			return &ExitError{Code: ExitMetricsUnavailable, Err: fmt.Errorf("no metrics source for metric %s: %w", output.ShortName(spec), err)}
+		}
+		heapster := o.clients.MetricsSelection.Source == metrics.SourceHeapster
+		if api := requiredAPI(spec.Type, heapster); api != "" && len(served) > 0 && !served[api] {
 			return &ExitError{Code: ExitMetricsUnavailable, Err: fmt.Errorf("%s is not served by this cluster, so metric %s cannot be read: %s", api, output.ShortName(spec), metricsAPIHint(api))}
 		}
 	}
@@ -473,8 +480,12 @@ func (p *prefetcher) ExternalMetric(ctx context.Context, namespace, metricName s
 // Source implements metrics.Client.
 func (p *prefetcher) Source() string { return p.c.Metrics.Source() }
 
-// requiredAPI is the metrics API group a metric type is read from.
-func requiredAPI(t autoscalingv2.MetricSourceType) string {
+// requiredAPI is the metrics API group a metric type is read from; Heapster serves
+// resource and pods metrics itself.
+func requiredAPI(t autoscalingv2.MetricSourceType, heapster bool) string {
+	if heapster && (isResourceMetric(t) || t == autoscalingv2.PodsMetricSourceType) {
+		return ""
+	}
 	switch t {
 	case autoscalingv2.ResourceMetricSourceType, autoscalingv2.ContainerResourceMetricSourceType:
 		return "metrics.k8s.io"
@@ -484,4 +495,12 @@ func requiredAPI(t autoscalingv2.MetricSourceType) string {
 		return "external.metrics.k8s.io"
 	}
 	return ""
+}
+
+// metricsSource says where numbers came from and why that source was chosen.
+func metricsSource(c *explainClients) string {
+	if sel := c.MetricsSelection; sel.Detail != "" {
+		return sel.String()
+	}
+	return c.Metrics.Source()
 }

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -213,8 +212,8 @@ current-context: other
 	configFlags.AddFlags(root.PersistentFlags())
 	o := NewExplainOptions(configFlags, streams)
 	o.Clock = clocktesting.NewFakeClock(now)
-	o.newMetrics = func(*rest.Config, kubernetes.Interface) (metrics.Client, error) {
-		return &barrierMetrics{b: b, samples: f.m.resource[corev1.ResourceCPU]}, nil
+	o.newMetrics = func(context.Context, *ExplainOptions, *rest.Config) (metrics.Client, metrics.Selection, error) {
+		return &barrierMetrics{b: b, samples: f.m.resource[corev1.ResourceCPU]}, metrics.Selection{}, nil
 	}
 	root.AddCommand(newCmdExplain(o))
 	// The context flag picks the namespace "shop" from the kubeconfig: no -n.

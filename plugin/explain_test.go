@@ -37,7 +37,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
@@ -60,6 +62,8 @@ type fixture struct {
 	m      *fakeMetrics
 	// kubeReactor, when set, runs before the tracker (RBAC failures and such).
 	kubeReactor clienttesting.ReactionFunc
+	// metricsErr, when set, is why no metrics source could be chosen.
+	metricsErr error
 }
 
 func newFixture() *fixture {
@@ -243,16 +247,18 @@ func (f *fixture) build() (*explainClients, *clients) {
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{vpaGVR: "VerticalPodAutoscalerList"}, dynObjs...)
 
-	return &explainClients{
-			Kube:      kube,
-			Scales:    &controller.ScaleClient{Scales: sc, Mapper: mapper},
-			Pods:      controller.LivePods{Client: kube},
-			Metrics:   f.m,
-			Discovery: kube.Discovery(),
-			Dynamic:   dyn,
-		}, &clients{
-			kube: kube, scale: sc, dynamic: dyn, m: f.m,
-		}
+	ec := &explainClients{
+		Kube:      kube,
+		Scales:    &controller.ScaleClient{Scales: sc, Mapper: mapper},
+		Pods:      controller.LivePods{Client: kube},
+		Metrics:   f.m,
+		Discovery: kube.Discovery(),
+		Dynamic:   dyn,
+	}
+	if f.metricsErr != nil {
+		ec.Metrics, ec.MetricsErr = unavailableMetrics{err: f.metricsErr}, f.metricsErr
+	}
+	return ec, &clients{kube: kube, scale: sc, dynamic: dyn, m: f.m}
 }
 
 func vpa(name, kind, target, mode string) *unstructured.Unstructured {
@@ -293,7 +299,7 @@ func runExplain(t *testing.T, ctx context.Context, clk *clocktesting.FakeClock, 
 		clk = clocktesting.NewFakeClock(now)
 	}
 	o.Clock = clk
-	o.newClients = func(*ExplainOptions) (*explainClients, error) { return ec, nil }
+	o.newClients = func(context.Context, *ExplainOptions) (*explainClients, error) { return ec, nil }
 	root.AddCommand(newCmdExplain(o))
 	root.SetArgs(append([]string{"explain", "--kubeconfig", kubeconfig(t)}, args...))
 	root.SetOut(&out)
@@ -574,6 +580,13 @@ func TestExplainFailsWithDistinctCodesAndOneLine(t *testing.T) {
 			f.m.err = errors.New("the server could not find the requested resource")
 			return f
 		}, []string{"web", "-n", "shop"}, ExitMetricsUnavailable, `metrics.k8s.io is not served by this cluster, so metric cpu cannot be read: install metrics-server or pass --metrics-source=heapster`},
+		{"no metrics source at all", func() *fixture {
+			f := newFixture()
+			f.served = nil
+			f.metricsErr = errors.New("no metrics source: the cluster serves none of metrics.k8s.io, custom.metrics.k8s.io, external.metrics.k8s.io; install metrics-server")
+			return f
+		}, []string{"web", "-n", "shop"}, ExitMetricsUnavailable, `no metrics source for metric cpu: no metrics source: the cluster serves none of`},
+		{"bad metrics source flag", newFixture, []string{"web", "-n", "shop", "--metrics-source", "carrier-pigeon"}, ExitUsage, `unknown --metrics-source "carrier-pigeon"`},
 		{"bad what-if value", newFixture, []string{"web", "-n", "shop", "--set-target", "cpu=lots"}, ExitUsage, `is neither a percentage nor a quantity`},
 		{"what-if names an unknown metric", newFixture, []string{"web", "-n", "shop", "--assume", "memory=1Gi"}, ExitUsage, `metric "memory" is not in spec.metrics of this HPA (it has: 0=cpu)`},
 		{"missing name", newFixture, []string{"-n", "shop"}, ExitUsage, `accepts 1 arg(s), received 0`},
@@ -639,4 +652,26 @@ func hpaGets(c *clients) int {
 		}
 	}
 	return n
+}
+
+// The prefetcher only changes when reads go out: gathering through it must give the same
+// decision as gathering through the plain Snapshotter, as "kubectl hpa run" does.
+func TestExplainPrefetchGivesTheSnapshotterDecision(t *testing.T) {
+	for name, s := range scenarios() {
+		t.Run(name, func(t *testing.T) {
+			f := s.fx()
+			ec, _ := f.build()
+			ctx := context.Background()
+			cfg := replicas.DefaultConfig()
+			plain := (&controller.Snapshotter{Scales: ec.Scales, Pods: ec.Pods, Metrics: ec.Metrics, Config: cfg}).Input(ctx, f.hpa, replicas.History{}, now)
+			pf := newPrefetcher(ec, cfg, f.hpa)
+			prefetched := (&controller.Snapshotter{Scales: pf, Pods: pf, Metrics: pf, Config: cfg}).Input(ctx, f.hpa, replicas.History{}, now)
+			pf.wait()
+			want := output.Build(output.Facts{Input: plain, Decision: replicas.Decide(plain)})
+			got := output.Build(output.Facts{Input: prefetched, Decision: replicas.Decide(prefetched)})
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("decision differs (-plain +prefetched):\n%s", diff)
+			}
+		})
+	}
 }
