@@ -120,7 +120,7 @@ func TestGroupPodsMatchesUpstream(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &calc{pods: tc.pods, now: now, cpuInit: testCPUInit, delay: testReadinessDelay}
 			pts := make([]PodTreatment, len(tc.pods))
-			g := c.group(tc.samples, tc.res, pts)
+			g := c.group(tc.samples, tc.res, pts, requestSpec{})
 			got := want{Ready: g.ready}
 			for _, pt := range pts {
 				switch pt.Class {
@@ -244,6 +244,33 @@ func TestPodRequestMatchesUpstream(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Errorf("request = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBuildQuantityMatchesUpstream(t *testing.T) {
+	cases := []struct {
+		name   string
+		res    corev1.ResourceName
+		milli  int64
+		want   resource.Quantity
+		format resource.Format
+	}{
+		// horizontal_test.go:7295 TestBuildQuantity: memory is binary, everything else decimal.
+		{"memory 1000m is one byte", corev1.ResourceMemory, 1000, resource.MustParse("1"), resource.BinarySI},
+		{"memory 1000000m is 1000 bytes", corev1.ResourceMemory, 1000000, resource.MustParse("1000"), resource.BinarySI},
+		{"cpu 100m", corev1.ResourceCPU, 100, resource.MustParse("100m"), resource.DecimalSI},
+		{"cpu 500m", corev1.ResourceCPU, 500, resource.MustParse("500m"), resource.DecimalSI},
+		{"cpu 1m", corev1.ResourceCPU, 1, resource.MustParse("1m"), resource.DecimalSI},
+		{"custom 200m", "custom", 200, resource.MustParse("200m"), resource.DecimalSI},
+		{"custom 300m", "custom", 300, resource.MustParse("300m"), resource.DecimalSI},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := buildQuantity(tc.res, tc.milli)
+			if got.Cmp(tc.want) != 0 || got.Format != tc.format {
+				t.Errorf("got %s (%s), want %s (%s)", got.String(), got.Format, tc.want.String(), tc.format)
 			}
 		})
 	}
