@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/monitor"
@@ -64,9 +65,11 @@ type RunOptions struct {
 	MetricsBindAddress string
 	Controller         controller.Options
 
-	namespace string
+	// Metrics are the metrics source flags.
+	Metrics *metrics.Options
+
 	// newMetrics builds the metrics client; replaced in tests.
-	newMetrics func(cfg *rest.Config, kube kubernetes.Interface) (metrics.Client, error)
+	newMetrics func(ctx context.Context, o *RunOptions, cfg *rest.Config) (metrics.Client, metrics.Selection, error)
 	// isTerminal reports whether Out is a terminal; replaced in tests.
 	isTerminal func() bool
 }
@@ -81,7 +84,10 @@ func NewRunOptions(configFlags *genericclioptions.ConfigFlags, streams genericio
 		LeaderElect: true,
 		LeaseName:   "kubectl-hpa",
 		Controller:  controller.DefaultOptions(),
-		newMetrics:  pendingMetrics,
+		Metrics:     metrics.NewOptions(),
+		newMetrics: func(ctx context.Context, o *RunOptions, cfg *rest.Config) (metrics.Client, metrics.Selection, error) {
+			return o.Metrics.NewClient(ctx, cfg, clock.RealClock{})
+		},
 		isTerminal: func() bool {
 			f, ok := streams.Out.(*os.File)
 			return ok && term.IsTerminal(int(f.Fd()))
@@ -121,6 +127,7 @@ func NewCmdRun(configFlags *genericclioptions.ConfigFlags, streams genericioopti
 	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "Name of the Lease")
 	fs.StringVar(&o.LeaseNamespace, "leader-elect-lease-namespace", o.LeaseNamespace, "Namespace of the Lease (default: the namespace watched, or the kubeconfig's with -A)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address serving Prometheus /metrics and /healthz, e.g. 127.0.0.1:8080 (off when empty)")
+	o.Metrics.AddFlags(fs)
 	fs.StringVarP(&o.Output, "output", "o", o.Output, `Output format: "" (a live table on a terminal, one line per decision otherwise) or "json" (one object per decision)`)
 	withUsageExitCodes(cmd)
 	return cmd
@@ -132,7 +139,6 @@ func (o *RunOptions) Complete() error {
 	if err != nil {
 		return usageErrorf("resolving the namespace: %w", err)
 	}
-	o.namespace = ns
 	o.Controller.Namespace = ns
 	if o.AllNamespaces {
 		o.Controller.Namespace = metav1.NamespaceAll
@@ -164,6 +170,9 @@ func (o *RunOptions) Validate() error {
 	if _, err := labels.Parse(o.Selector); err != nil {
 		return usageErrorf("--selector %q: %w", o.Selector, err)
 	}
+	if err := o.Metrics.Validate(); err != nil {
+		return usageErrorf("%w", err)
+	}
 	if o.writes() && o.LeaderElect && (o.LeaseName == "" || o.LeaseNamespace == "") {
 		return usageErrorf("--leader-elect needs --leader-elect-lease-name and --leader-elect-lease-namespace")
 	}
@@ -190,10 +199,11 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mc, err := o.newMetrics(cfg, kube)
+	mc, sel, err := o.newMetrics(ctx, o, cfg)
 	if err != nil {
-		return &ExitError{Code: ExitMetricsUnavailable, Err: fmt.Errorf("setting up the metrics client: %w", err)}
+		return &ExitError{Code: ExitMetricsUnavailable, Err: fmt.Errorf("choosing a metrics source: %w", err)}
 	}
+	logger.Info("Metrics source chosen", "source", sel.Source, "detail", sel.Detail, "reason", sel.Reason)
 
 	mon := monitor.New()
 	r := newRunRenderer(o, mc.Source())
