@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -103,6 +104,10 @@ func apiExitError(doing string, err error) *ExitError {
 		return &ExitError{Code: ExitForbidden, Err: fmt.Errorf("%s: %w (ask your cluster admin for get/list on horizontalpodautoscalers, pods, events, the target's scale subresource and the metrics APIs)", doing, err)}
 	case apierrors.IsUnauthorized(err):
 		return &ExitError{Code: ExitUnauthorized, Err: fmt.Errorf("%s: %w (check your kubeconfig credentials, --context and --user)", doing, err)}
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %w (is the API server reachable? check the kubeconfig, --context or --server)", doing, err)}
 	}
 	return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %w", doing, err)}
 }

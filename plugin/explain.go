@@ -105,9 +105,12 @@ type explainClients struct {
 
 // NewExplainOptions returns options with kube-controller-manager's defaults.
 func NewExplainOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *ExplainOptions {
+	printFlags := genericclioptions.NewPrintFlags("")
+	// An Explanation is not an API object with ObjectMeta: -o name has nothing to print.
+	printFlags.NamePrintFlags = nil
 	return &ExplainOptions{
 		ConfigFlags: configFlags,
-		PrintFlags:  genericclioptions.NewPrintFlags(""),
+		PrintFlags:  printFlags,
 		IOStreams:   streams,
 		SyncPeriod:  15 * time.Second,
 		Config:      replicas.DefaultConfig(),

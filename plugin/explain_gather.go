@@ -28,22 +28,19 @@ import (
 
 var vpaGVR = schema.GroupVersionResource{Group: "autoscaling.k8s.io", Version: "v1", Resource: "verticalpodautoscalers"}
 
-// explain reads the cluster (three round trips: the HPA with its events and VPAs; the
-// scale; the pods with every metric), decides through the core and builds the Explanation.
+// explain reads the cluster (three round trips: the HPA with its events; the scale with
+// the VPAs; the pods with every metric), decides through the core and builds the Explanation.
 // A non-nil error with a non-nil Explanation means: print it, then exit with the error's code.
 func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, error) {
 	c := o.clients
 	logger := klog.FromContext(ctx)
 	now := o.Clock.Now()
-	served := servedGroupVersions(c.Discovery)
 
-	// Round trip 1: the HPA, the events about it and, if the API is served, the VPAs.
+	// Round trip 1: the HPA and the events about it.
 	var (
 		hpa               *autoscalingv2.HorizontalPodAutoscaler
 		hpaErr, eventsErr error
 		events            []corev1.Event
-		vpas              *unstructured.UnstructuredList
-		vpaErr            error
 		wg                sync.WaitGroup
 	)
 	wg.Go(func() {
@@ -52,14 +49,22 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 	wg.Go(func() {
 		events, eventsErr = rescaleEvents(ctx, c, o.Namespace, o.Name)
 	})
+	wg.Wait()
+	if hpaErr != nil {
+		return nil, o.hpaError(ctx, hpaErr)
+	}
+
+	// Discovery only after the HPA was read: an unreachable cluster then fails with the
+	// one line of the HPA read. The VPAs go out beside the scale (round trip 2).
+	served := servedGroupVersions(c.Discovery)
+	var (
+		vpas   *unstructured.UnstructuredList
+		vpaErr error
+	)
 	if served[vpaGVR.GroupVersion().String()] && c.Dynamic != nil {
 		wg.Go(func() {
 			vpas, vpaErr = c.Dynamic.Resource(vpaGVR).Namespace(o.Namespace).List(ctx, metav1.ListOptions{})
 		})
-	}
-	wg.Wait()
-	if hpaErr != nil {
-		return nil, o.hpaError(ctx, hpaErr)
 	}
 
 	coreHPA, whatIfs, err := applySetTargets(hpa, o.whatIf)
@@ -74,6 +79,7 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 	snap := controller.Snapshotter{Scales: pf, Pods: pf, Metrics: pf, Config: o.Config}
 	in := snap.Input(ctx, coreHPA, history, now)
 	pf.wait()
+	wg.Wait()
 	var before []replicas.MetricResult
 	if slices.ContainsFunc(o.whatIf, func(w whatIf) bool { return w.flag == "assume" }) {
 		before = replicas.Decide(in).Metrics
