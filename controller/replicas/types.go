@@ -64,7 +64,9 @@ type Input struct {
 	// Scale is the target's scale subresource; nil when ScaleErr is set.
 	Scale *Scale
 	// ScaleErr is why the scale could not be read (bad apiVersion, no REST mapping, GET failed).
-	// The decision is then AbleToScale=False/FailedGetScale, as upstream.
+	// The decision is then AbleToScale=False/FailedGetScale, as upstream. Wrap the error in a
+	// *ScaleError to say which step failed (the reconcile error's wording depends on it); a bare
+	// error counts as a failed GET.
 	ScaleErr error
 	// Pods are the pods in the HPA's namespace that match Scale.Selector. Only the fields the
 	// decision reads need to be set (name, phase, deletionTimestamp, Ready condition, startTime,
