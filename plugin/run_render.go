@@ -68,7 +68,10 @@ func (r *runRenderer) report(rep controller.Report) {
 			r.rows[rep.Key] = row
 		}
 		row.last = rep
-		row.trace = append(row.trace, rep.Decision.DesiredReplicas)
+		// A target whose scale could not be read has no replica count to plot.
+		if rep.Decision.Phase != replicas.PhaseScaleFailed {
+			row.trace = append(row.trace, rep.Decision.DesiredReplicas)
+		}
 		if len(row.trace) > runTraceLen {
 			row.trace = row.trace[len(row.trace)-runTraceLen:]
 		}
@@ -141,8 +144,8 @@ func runExplanationOf(rep controller.Report, metricsSource string) *output.Expla
 func runDecisionLine(rep controller.Report) string {
 	d := rep.Decision
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s %d->%d %s %s", rep.Input.Now.UTC().Format(time.RFC3339), rep.Key,
-		d.CurrentReplicas, d.DesiredReplicas, runMetricsSummary(rep), runActionOf(rep))
+	fmt.Fprintf(&b, "%s %s %s %s %s", rep.Input.Now.UTC().Format(time.RFC3339), rep.Key,
+		runReplicas(d, "->"), runMetricsSummary(rep), runActionOf(rep))
 	if rep.Err != nil {
 		fmt.Fprintf(&b, " error=%q", rep.Err.Error())
 	}
@@ -222,10 +225,18 @@ func (r *runRenderer) writeTable(w io.Writer, now time.Time) {
 		if rep.Err != nil {
 			last += " [error]"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d -> %d\t%s\t%s\t%s\t%s\n", k, runTargetOf(rep.Input.HPA), d.CurrentReplicas, d.DesiredReplicas,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k, runTargetOf(rep.Input.HPA), runReplicas(d, " -> "),
 			runMetricsSummary(rep), last, now.Sub(rep.Input.Now).Round(time.Second), runSparkline(row.trace))
 	}
 	_ = tw.Flush()
+}
+
+// runReplicas is "current<arrow>desired", or "?" when the target's scale was not read.
+func runReplicas(d replicas.Decision, arrow string) string {
+	if d.Phase == replicas.PhaseScaleFailed {
+		return "?" + arrow + "?"
+	}
+	return fmt.Sprintf("%d%s%d", d.CurrentReplicas, arrow, d.DesiredReplicas)
 }
 
 func runTargetOf(hpa *autoscalingv2.HorizontalPodAutoscaler) string {

@@ -1,0 +1,174 @@
+package plugin
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+)
+
+var runNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func runTestHPA(name, target string) *autoscalingv2.HorizontalPodAutoscaler {
+	minR, util := int32(1), int32(50)
+	return &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Generation: 1},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: target},
+			MinReplicas:    &minR, MaxReplicas: 10,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: &util}}}},
+		},
+	}
+}
+
+func runTestPod(name string) *corev1.Pod {
+	start := metav1.NewTime(runNow.Add(-10 * time.Minute))
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &start,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: start}}},
+	}
+}
+
+// runTestReports are a scale-up written in dry-run, a hold, and a target that is missing.
+func runTestReports() []controller.Report {
+	sample := func(milli int64) replicas.Sample {
+		return replicas.Sample{MilliValue: milli, Timestamp: runNow.Add(-10 * time.Second), Window: 30 * time.Second}
+	}
+	pods := []*corev1.Pod{runTestPod("web-1"), runTestPod("web-2")}
+	mk := func(key string, in replicas.Input, dry string, err error) controller.Report {
+		d := replicas.Decide(in)
+		out := replicas.Apply(in, d, nil)
+		if err == nil {
+			err = out.Err
+		}
+		return controller.Report{Key: key, Input: in, Decision: d, Outcome: out, DryRunReason: dry, Err: err}
+	}
+	base := func(hpa *autoscalingv2.HorizontalPodAutoscaler, milli int64) replicas.Input {
+		return replicas.Input{HPA: hpa, Scale: &replicas.Scale{SpecReplicas: 2, StatusReplicas: 2, Selector: "app=web"}, Pods: pods,
+			Metrics: []replicas.MetricData{{PodSamples: map[string]replicas.Sample{"web-1": sample(milli), "web-2": sample(milli)}, Timestamp: runNow, Source: "metrics.k8s.io/v1beta1"}},
+			Now:     runNow, Config: replicas.DefaultConfig()}
+	}
+	missing := replicas.Input{HPA: runTestHPA("gone", "gone"), Now: runNow, Config: replicas.DefaultConfig(),
+		ScaleErr: &replicas.ScaleError{Stage: replicas.ScaleErrorGet, Err: errors.New(`deployments.apps "gone" not found`)}}
+	return []controller.Report{
+		mk("shop/web", base(runTestHPA("web", "web"), 100), "--dry-run=client", nil),
+		mk("shop/calm", base(runTestHPA("calm", "web"), 50), "", nil),
+		mk("shop/gone", missing, "", nil),
+	}
+}
+
+func runCheckGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run with -update to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", name, diff)
+	}
+}
+
+func TestRunRendering(t *testing.T) {
+	cases := []struct {
+		name   string
+		output string
+		tty    bool
+		golden string
+	}{
+		{"not a terminal: one line per decision", "", false, "run-lines.golden"},
+		{"-o json: one Explanation per decision", "json", false, "run-json.golden"},
+		{"-o json wins over a terminal", "json", true, "run-json.golden"},
+		{"terminal: a table of the last decisions", "", true, "run-table.golden"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			o := NewRunOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{Out: &out})
+			o.Output = tc.output
+			o.isTerminal = func() bool { return tc.tty }
+			r := newRunRenderer(o, "metrics.k8s.io/v1beta1")
+			for _, rep := range runTestReports() {
+				r.report(rep)
+			}
+			// A second decision for the same HPA extends its trace.
+			r.report(runTestReports()[0])
+			if r.mode == "table" {
+				r.writeTable(&out, runNow.Add(5*time.Second))
+			}
+			runCheckGolden(t, tc.golden, out.Bytes())
+		})
+	}
+}
+
+func TestRunValidate(t *testing.T) {
+	cases := []struct {
+		name    string
+		mod     func(*RunOptions)
+		wantErr bool
+	}{
+		{"defaults are valid", func(*RunOptions) {}, false},
+		{"dry-run server is valid", func(o *RunOptions) { o.DryRun = "server" }, false},
+		{"unknown dry-run", func(o *RunOptions) { o.DryRun = "maybe" }, true},
+		{"unknown output", func(o *RunOptions) { o.Output = "yaml" }, true},
+		{"no workers", func(o *RunOptions) { o.Workers = 0 }, true},
+		{"non-positive sync period", func(o *RunOptions) { o.Controller.SyncPeriod = 0 }, true},
+		{"bad selector", func(o *RunOptions) { o.Selector = "a in (" }, true},
+		{"leader election without a lease namespace", func(o *RunOptions) { o.LeaseNamespace = "" }, true},
+		{"no lease needed when writing nothing", func(o *RunOptions) { o.LeaseNamespace = ""; o.DryRun = "client" }, false},
+		{"bad metrics source", func(o *RunOptions) { o.Metrics.Source = "carrier-pigeon" }, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewRunOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{})
+			o.LeaseNamespace = "shop"
+			tc.mod(o)
+			err := o.Validate()
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Validate() = %v, want error: %v", err, tc.wantErr)
+			}
+			if err != nil && exitCode(err) != ExitUsage {
+				t.Errorf("exit code = %d, want %d", exitCode(err), ExitUsage)
+			}
+		})
+	}
+}
+
+func TestRunSparkline(t *testing.T) {
+	cases := []struct {
+		in   []int32
+		want string
+	}{
+		{nil, ""},
+		{[]int32{0, 0}, "▁▁"},
+		{[]int32{1, 2, 4, 8}, "▁▂▄█"},
+		{[]int32{5, 5, 5}, "███"},
+	}
+	for _, tc := range cases {
+		if got := runSparkline(tc.in); got != tc.want {
+			t.Errorf("runSparkline(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
