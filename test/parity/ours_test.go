@@ -19,7 +19,7 @@ import (
 func (s *scenario) input(now time.Time, pods []*corev1.Pod) replicas.Input {
 	minReplicas := int32(1)
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: namespace, Generation: 1},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: s.ns, Generation: 1},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 			MinReplicas:    &minReplicas,
@@ -44,6 +44,18 @@ func (s *scenario) input(now time.Time, pods []*corev1.Pod) replicas.Input {
 		}
 	}
 
+	return replicas.Input{
+		HPA:     hpa,
+		Scale:   &replicas.Scale{SpecReplicas: s.specReplicas, StatusReplicas: s.statusReplicas, Selector: podLabelKey + "=" + podLabelValue},
+		Pods:    pods,
+		Metrics: []replicas.MetricData{s.metricData(now)},
+		Now:     now,
+		Config:  s.config(),
+	}
+}
+
+// metricData is what the metrics layer would hand the core for the scenario's metric.
+func (s *scenario) metricData(now time.Time) replicas.MetricData {
 	data := replicas.MetricData{Timestamp: s.metricTimestamp.time(now), Source: "parity scenario"}
 	switch {
 	case s.fetchFails:
@@ -58,21 +70,17 @@ func (s *scenario) input(now time.Time, pods []*corev1.Pod) replicas.Input {
 	default:
 		data.Values = append([]int64(nil), s.externalValues...)
 	}
+	return data
+}
 
+// config is the controller configuration the scenario runs under.
+func (s *scenario) config() replicas.Config {
 	cfg := replicas.DefaultConfig()
 	cfg.Tolerance = s.clusterTolerance
 	cfg.CPUInitializationPeriod = s.cpuInitializationPeriod
 	cfg.InitialReadinessDelay = s.initialReadinessDelay
 	cfg.PodLevelResources = s.podLevelResources
-
-	return replicas.Input{
-		HPA:     hpa,
-		Scale:   &replicas.Scale{SpecReplicas: s.specReplicas, StatusReplicas: s.statusReplicas, Selector: podLabelKey + "=" + podLabelValue},
-		Pods:    pods,
-		Metrics: []replicas.MetricData{data},
-		Now:     now,
-		Config:  cfg,
-	}
+	return cfg
 }
 
 // runOurs decides the scenario with our core and extracts the one metric's proposal.

@@ -53,13 +53,13 @@ func (k metricKind) container() bool {
 
 // Fixed names used by every scenario.
 const (
-	namespace         = "parity"
-	podLabelKey       = "app"
-	podLabelValue     = "web"
-	podsMetricName    = "qps"
-	objectMetricName  = "requests-per-second"
-	externalMetricNme = "queue_depth"
-	fetchErrorText    = "the server could not find the requested resource (get pods.metrics.k8s.io)"
+	namespace          = "parity"
+	podLabelKey        = "app"
+	podLabelValue      = "web"
+	podsMetricName     = "qps"
+	objectMetricName   = "requests-per-second"
+	externalMetricName = "queue_depth"
+	fetchErrorText     = "the server could not find the requested resource (get pods.metrics.k8s.io)"
 )
 
 var objectRef = autoscalingv2.CrossVersionObjectReference{APIVersion: "v1", Kind: "Service", Name: "frontend"}
@@ -117,6 +117,9 @@ type sampleCase struct {
 type scenario struct {
 	seed uint64
 	kind metricKind
+	ns   string
+	// metricName names Pods, Object and External metrics.
+	metricName string
 
 	resource          corev1.ResourceName
 	container         string
@@ -177,13 +180,13 @@ func (s *scenario) metricSpec() autoscalingv2.MetricSpec {
 			ContainerResource: &autoscalingv2.ContainerResourceMetricSource{Name: s.resource, Container: s.container, Target: target}}
 	case kindPodsAverageValue:
 		return autoscalingv2.MetricSpec{Type: autoscalingv2.PodsMetricSourceType,
-			Pods: &autoscalingv2.PodsMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: podsMetricName}, Target: target}}
+			Pods: &autoscalingv2.PodsMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: s.metricName}, Target: target}}
 	case kindObjectValue, kindObjectAverageValue:
 		return autoscalingv2.MetricSpec{Type: autoscalingv2.ObjectMetricSourceType,
-			Object: &autoscalingv2.ObjectMetricSource{DescribedObject: objectRef, Metric: autoscalingv2.MetricIdentifier{Name: objectMetricName}, Target: target}}
+			Object: &autoscalingv2.ObjectMetricSource{DescribedObject: objectRef, Metric: autoscalingv2.MetricIdentifier{Name: s.metricName}, Target: target}}
 	default:
 		return autoscalingv2.MetricSpec{Type: autoscalingv2.ExternalMetricSourceType,
-			External: &autoscalingv2.ExternalMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: externalMetricNme, Selector: s.externalSelector()}, Target: target}}
+			External: &autoscalingv2.ExternalMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: s.metricName, Selector: s.externalSelector()}, Target: target}}
 	}
 }
 
@@ -226,7 +229,7 @@ func (s *scenario) buildPods(now time.Time) []*corev1.Pod {
 	pods := make([]*corev1.Pod, 0, len(s.pods))
 	for _, pc := range s.pods {
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: pc.name, Namespace: namespace, Labels: map[string]string{podLabelKey: podLabelValue}},
+			ObjectMeta: metav1.ObjectMeta{Name: pc.name, Namespace: s.ns, Labels: map[string]string{podLabelKey: podLabelValue}},
 			Status:     corev1.PodStatus{Phase: pc.phase},
 		}
 		if pc.deleting {
@@ -359,7 +362,17 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 // gen draws scenarios. Probabilities favour the edges upstream's code branches on: readiness
 // around the CPU initialization period and the readiness delay, missing requests and samples,
 // ratios at the tolerance bounds, direction flips after rebalancing.
-type gen struct{ r *rand.Rand }
+type gen struct {
+	r *rand.Rand
+	// reconcile draws scenarios for a whole controller run: controller-wide settings at their
+	// defaults, start times at least reconcileMargin away from the end of the CPU initialization
+	// period (the controller reconciles a while after the scenario's time is taken), and no pod
+	// without a request (upstream's informer lists pods in random order, so which pod an error
+	// names would be random).
+	reconcile bool
+}
+
+const reconcileMargin = 60 // seconds
 
 func newScenario(seed uint64) *scenario {
 	g := gen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
@@ -373,9 +386,17 @@ func (g gen) between(lo, hi int64) int64 { return lo + g.r.Int64N(hi-lo+1) }
 func pick[T any](g gen, xs ...T) T { return xs[g.r.IntN(len(xs))] }
 
 func (g gen) scenario(seed uint64) *scenario {
-	s := &scenario{seed: seed, kind: metricKind(g.r.IntN(int(numKinds)))}
+	s := &scenario{seed: seed, kind: metricKind(g.r.IntN(int(numKinds))), ns: namespace}
 	if g.chance(0.2) {
 		s.kind = kindResourceUtilization // the metric nearly every HPA has
+	}
+	switch s.kind {
+	case kindPodsAverageValue:
+		s.metricName = podsMetricName
+	case kindObjectValue, kindObjectAverageValue:
+		s.metricName = objectMetricName
+	case kindExternalValue, kindExternalAverageValue:
+		s.metricName = externalMetricName
 	}
 
 	s.clusterTolerance = 0.1
@@ -395,6 +416,11 @@ func (g gen) scenario(seed uint64) *scenario {
 		s.cpuInitializationPeriod, s.initialReadinessDelay = 2*time.Minute, 10*time.Second // upstream unit-test values
 	}
 	s.podLevelResources = !g.chance(0.15)
+	if g.reconcile {
+		s.clusterTolerance = 0.1
+		s.cpuInitializationPeriod, s.initialReadinessDelay = 5*time.Minute, 30*time.Second
+		s.podLevelResources = true
+	}
 	s.fetchFails = g.chance(0.03)
 	s.metricTimestamp = at(-g.between(0, 60))
 
@@ -414,6 +440,9 @@ func (g gen) scenario(seed uint64) *scenario {
 	missingRequest := 0.0
 	if g.chance(0.15) {
 		missingRequest = pick(g, 0.02, 0.1, 0.4)
+	}
+	if g.reconcile {
+		missingRequest = 0
 	}
 	for i := range nPods {
 		s.pods = append(s.pods, g.pod(s, i, layout, missingRequest))
@@ -483,6 +512,15 @@ func (g gen) containerLayout() layout {
 }
 
 func (g gen) containerName(l layout) string {
+	if g.reconcile {
+		names := slices.Clone(l.containers)
+		for _, name := range l.inits {
+			if strings.HasSuffix(name, "-sidecar") {
+				names = append(names, name)
+			}
+		}
+		return pick(g, names...)
+	}
 	switch {
 	case g.chance(0.04):
 		return "not-there"
@@ -526,9 +564,13 @@ func (g gen) pod(s *scenario, i int, l layout, missingRequest float64) podCase {
 	var start int64
 	switch x := g.r.Float64(); {
 	case x < 0.3:
-		start = -initPeriod - g.between(1, 3600) // long past its initialization
+		start = -initPeriod - g.between(reconcileMargin, 3600) // long past its initialization
+	case x < 0.55 && g.reconcile:
+		start = -initPeriod + pick(g, int64(-1), 1)*(reconcileMargin+g.between(0, 5))
 	case x < 0.55:
 		start = -initPeriod + g.between(-2, 2) // at the end of the initialization period
+	case x < 0.85 && g.reconcile:
+		start = -g.between(0, initPeriod-reconcileMargin)
 	case x < 0.85:
 		start = -g.between(0, initPeriod) // initializing
 	default:

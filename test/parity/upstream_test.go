@@ -179,7 +179,7 @@ func runUpstream(s *scenario, now time.Time, lister corelisters.PodLister) (resu
 	case kindResourceUtilization, kindContainerUtilization:
 		var util int32
 		var raw int64
-		replicas, util, raw, _, calcErr = calc.GetResourceReplicas(ctx, s.specReplicas, s.targetUtilization, s.resource, tol, namespace, selector, s.container)
+		replicas, util, raw, _, calcErr = calc.GetResourceReplicas(ctx, s.specReplicas, s.targetUtilization, s.resource, tol, s.ns, selector, s.container)
 		if calcErr != nil {
 			if s.kind == kindContainerUtilization {
 				return fail("FailedGetContainerResourceMetric", "failed to get %s container metric value: failed to get %s utilization: %v", s.container, s.resource, calcErr)
@@ -189,7 +189,7 @@ func runUpstream(s *scenario, now time.Time, lister corelisters.PodLister) (resu
 		status = resourceStatus(s, autoscalingv2.MetricValueStatus{AverageUtilization: &util, AverageValue: ptr(quantity(s.resource, raw))})
 	case kindResourceAverageValue, kindContainerAverageValue:
 		var raw int64
-		replicas, raw, _, calcErr = calc.GetRawResourceReplicas(ctx, s.specReplicas, s.target, s.resource, tol, namespace, selector, s.container)
+		replicas, raw, _, calcErr = calc.GetRawResourceReplicas(ctx, s.specReplicas, s.target, s.resource, tol, s.ns, selector, s.container)
 		if calcErr != nil {
 			if s.kind == kindContainerAverageValue {
 				return fail("FailedGetContainerResourceMetric", "failed to get %s container metric value: failed to get %s usage: %v", s.container, s.resource, calcErr)
@@ -199,7 +199,7 @@ func runUpstream(s *scenario, now time.Time, lister corelisters.PodLister) (resu
 		status = resourceStatus(s, autoscalingv2.MetricValueStatus{AverageValue: ptr(quantity(s.resource, raw))})
 	case kindPodsAverageValue:
 		var usage int64
-		replicas, usage, _, calcErr = calc.GetMetricReplicas(s.specReplicas, s.target, podsMetricName, tol, namespace, selector, labels.Everything())
+		replicas, usage, _, calcErr = calc.GetMetricReplicas(s.specReplicas, s.target, s.metricName, tol, s.ns, selector, labels.Everything())
 		if calcErr != nil {
 			return fail("FailedGetPodsMetric", "failed to get pods metric value: %v", calcErr)
 		}
@@ -212,15 +212,15 @@ func runUpstream(s *scenario, now time.Time, lister corelisters.PodLister) (resu
 		current := autoscalingv2.MetricValueStatus{}
 		ref := objectRef
 		if s.kind == kindObjectValue {
-			replicas, usage, _, calcErr = calc.GetObjectMetricReplicas(s.specReplicas, s.target, objectMetricName, tol, namespace, &ref, selector, labels.Everything())
+			replicas, usage, _, calcErr = calc.GetObjectMetricReplicas(s.specReplicas, s.target, s.metricName, tol, s.ns, &ref, selector, labels.Everything())
 			if calcErr != nil {
 				return fail("FailedGetObjectMetric", "failed to get object metric value: %v", calcErr)
 			}
 			current.Value = resource.NewMilliQuantity(usage, resource.DecimalSI)
 		} else {
-			replicas, usage, _, calcErr = calc.GetObjectPerPodMetricReplicas(s.statusReplicas, s.target, objectMetricName, tol, namespace, &ref, labels.Everything())
+			replicas, usage, _, calcErr = calc.GetObjectPerPodMetricReplicas(s.statusReplicas, s.target, s.metricName, tol, s.ns, &ref, labels.Everything())
 			if calcErr != nil {
-				return fail("FailedGetObjectMetric", "failed to get object metric value: failed to get %s object metric: %v", objectMetricName, calcErr)
+				return fail("FailedGetObjectMetric", "failed to get object metric value: failed to get %s object metric: %v", s.metricName, calcErr)
 			}
 			current.AverageValue = resource.NewMilliQuantity(usage, resource.DecimalSI)
 		}
@@ -231,15 +231,15 @@ func runUpstream(s *scenario, now time.Time, lister corelisters.PodLister) (resu
 		var usage int64
 		current := autoscalingv2.MetricValueStatus{}
 		if s.kind == kindExternalValue {
-			replicas, usage, _, calcErr = calc.GetExternalMetricReplicas(s.specReplicas, s.target, externalMetricNme, tol, namespace, s.externalSelector(), selector)
+			replicas, usage, _, calcErr = calc.GetExternalMetricReplicas(s.specReplicas, s.target, s.metricName, tol, s.ns, s.externalSelector(), selector)
 			if calcErr != nil {
-				return fail("FailedGetExternalMetric", "failed to get %s external metric value: failed to get external metric %s: %v", externalMetricNme, externalMetricNme, calcErr)
+				return fail("FailedGetExternalMetric", "failed to get %s external metric value: failed to get external metric %s: %v", s.metricName, s.metricName, calcErr)
 			}
 			current.Value = resource.NewMilliQuantity(usage, resource.DecimalSI)
 		} else {
-			replicas, usage, _, calcErr = calc.GetExternalPerPodMetricReplicas(s.statusReplicas, s.target, externalMetricNme, tol, namespace, s.externalSelector())
+			replicas, usage, _, calcErr = calc.GetExternalPerPodMetricReplicas(s.statusReplicas, s.target, s.metricName, tol, s.ns, s.externalSelector())
 			if calcErr != nil {
-				return fail("FailedGetExternalMetric", "failed to get %s external metric value: failed to get %s external metric: %v", externalMetricNme, externalMetricNme, calcErr)
+				return fail("FailedGetExternalMetric", "failed to get %s external metric value: failed to get %s external metric: %v", s.metricName, s.metricName, calcErr)
 			}
 			current.AverageValue = resource.NewMilliQuantity(usage, resource.DecimalSI)
 		}
