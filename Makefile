@@ -44,6 +44,17 @@ bench-parity:
 	cd test/parity && $(GO) test -run '^$$' -bench BenchmarkUpstream -benchmem ./...
 
 # ---- metrics: fuzzing (owner: metrics) ----
+# Each decoder fuzz target of metrics/ runs for FUZZTIME; the seed corpus is committed in
+# metrics/testdata/fuzz, and a failing input is written there too, to be committed with the fix.
+FUZZTIME ?= 10s
+
+.PHONY: test-fuzz-metrics
+
+test-fuzz-metrics:
+	@for target in $$($(GO) test -list '^Fuzz' ./metrics | grep '^Fuzz'); do \
+		echo "fuzz $$target for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) -parallel 2 ./metrics || exit 1; \
+	done
 
 # ---- real cluster: e2e and demo (owner: cluster) ----
 

@@ -409,6 +409,8 @@ func scenarios() map[string]struct {
 			}}
 			f.setPods(4, "500m", "710m")
 			f.addPod("web-new", "500m", "900m", false, 20*time.Second, "def")
+			f.addPod("web-crashed", "500m", "", true, time.Hour, "abc")
+			f.pods[len(f.pods)-1].Status.Phase = corev1.PodFailed
 			f.scale.Status.Replicas = 5
 			f.rescaleEvent(4, 30*time.Minute)
 			f.served = append(f.served, "autoscaling.k8s.io/v1")
@@ -428,8 +430,11 @@ func scenarios() map[string]struct {
 		}},
 		"scale-down-held-by-reconstructed-history": {fx: func() *fixture {
 			f := newFixture()
-			f.hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{}
-			f.setPods(6, "500m", "150m")
+			tolerance := resource.MustParse("0.05")
+			f.hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{Tolerance: &tolerance}}
+			f.setPods(5, "500m", "150m")
+			f.addPod("web-nometric", "500m", "", true, time.Hour, "abc")
+			f.scale.Spec.Replicas, f.scale.Status.Replicas = 6, 6
 			f.rescaleEvent(4, 4*time.Minute)
 			f.rescaleEvent(6, 2*time.Minute)
 			f.hpa.Status.CurrentReplicas, f.hpa.Status.DesiredReplicas = 6, 6
