@@ -158,8 +158,8 @@ func newCmdExplain(o *ExplainOptions) *cobra.Command {
 	return cmd
 }
 
-// Complete fills the name, namespace, printer and clients.
-func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
+// Complete fills the name, namespace and printer.
+func (o *ExplainOptions) Complete(_ *cobra.Command, args []string) error {
 	o.Name = args[0]
 	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
@@ -177,13 +177,6 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 	}
 	if err := o.Metrics.Validate(); err != nil {
 		return &ExitError{Code: ExitUsage, Err: err}
-	}
-	if o.clients == nil {
-		c, err := o.newClients(cmd.Context(), o)
-		if err != nil {
-			return err
-		}
-		o.clients = c
 	}
 	return nil
 }
@@ -211,6 +204,15 @@ func (o *ExplainOptions) Validate() error {
 func (o *ExplainOptions) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("hpa", klog.KRef(o.Namespace, o.Name))
 	ctx = klog.NewContext(ctx, logger)
+	// Clients are built here, after validation, because choosing the metrics source asks
+	// the cluster.
+	if o.clients == nil {
+		c, err := o.newClients(ctx, o)
+		if err != nil {
+			return o.fail(err)
+		}
+		o.clients = c
+	}
 	if !o.Watch {
 		e, err := o.explain(ctx)
 		return o.print(e, err)
