@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -147,6 +148,10 @@ type Controller struct {
 	history map[string]replicas.History
 	// running is set once caches synced and workers started.
 	running atomic.Bool
+	// written is the resource version of our last status write per HPA key, until the
+	// informer has caught up with it (upstream's StaleControllerConsistencyHPA guard).
+	written  map[string]string
+	hpaStore cache.Store
 }
 
 // New wires informers, the queue and the snapshotter. Nothing runs until Run.
@@ -172,6 +177,7 @@ func New(opts Options, deps Deps) (*Controller, error) {
 		recorder: deps.Recorder,
 		tracker:  NewSelectorTracker(),
 		history:  map[string]replicas.History{},
+		written:  map[string]string{},
 	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
@@ -191,6 +197,7 @@ func New(opts Options, deps Deps) (*Controller, error) {
 		return nil, fmt.Errorf("adding the pod label index: %w", err)
 	}
 	c.hpaLister = hpaInformer.Lister()
+	c.hpaStore = hpaInformer.Informer().GetStore()
 	c.synced = []cache.InformerSynced{hpaInformer.Informer().HasSynced, podInformer.Informer().HasSynced}
 
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig[string](fixedInterval{opts.SyncPeriod},
@@ -307,6 +314,9 @@ func (c *Controller) delete(obj any) {
 		return
 	}
 	c.queue.Forget(key)
+	c.mu.Lock()
+	delete(c.written, key)
+	c.mu.Unlock()
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	c.tracker.Forget(ns, name)
 	c.monitor.HPADeleted()
@@ -335,6 +345,9 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (bool, error)
 	if err != nil {
 		return true, err
 	}
+	if err := c.ensureCaughtUp(key); err != nil {
+		return false, err
+	}
 	shared, err := c.hpaLister.HorizontalPodAutoscalers(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.mu.Lock()
@@ -350,6 +363,27 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (bool, error)
 		c.sink(rep)
 	}
 	return false, rep.Err
+}
+
+// ensureCaughtUp refuses to reconcile from an HPA cache older than our own last status
+// write, so a decision never reads the status it just replaced.
+func (c *Controller) ensureCaughtUp(key string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wrote, ok := c.written[key]
+	if !ok {
+		return nil
+	}
+	read := c.hpaStore.LastStoreSyncResourceVersion()
+	if read == "" {
+		return nil
+	}
+	if cmp, err := resourceversion.CompareResourceVersion(wrote, read); err == nil && cmp > 0 {
+		c.monitor.ObserveStaleSyncSkip("autoscaling", "horizontalpodautoscalers")
+		return fmt.Errorf("read version: %s is not as new as written version: %s for group resource horizontalpodautoscalers.autoscaling", read, wrote)
+	}
+	delete(c.written, key)
+	return nil
 }
 
 // reconcile is gather -> decide -> apply for one HPA (a private copy).
@@ -383,7 +417,13 @@ func (c *Controller) reconcile(ctx context.Context, hpa *autoscalingv2.Horizonta
 	c.record(hpa, out.Events, events)
 	if out.StatusChanged && write {
 		err := c.writeGuarded(ctx, func(wctx context.Context) error {
-			return c.updateStatus(wctx, hpa, out.Status, dryRun)
+			rv, err := c.updateStatus(wctx, hpa, out.Status, dryRun)
+			if err == nil && dryRun == nil {
+				c.mu.Lock()
+				c.written[key] = rv
+				c.mu.Unlock()
+			}
+			return err
 		})
 		if err != nil {
 			c.record(hpa, []replicas.Event{{Type: corev1.EventTypeWarning, Reason: "FailedUpdateStatus", Message: err.Error()}}, events)
@@ -471,12 +511,18 @@ func (c *Controller) writeGuarded(ctx context.Context, write func(context.Contex
 
 // updateStatus writes status onto the HPA, re-reading it and retrying on conflicts so
 // concurrent spec and metadata changes are kept.
-func (c *Controller) updateStatus(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, status autoscalingv2.HorizontalPodAutoscalerStatus, dryRun []string) error {
+// It returns the resource version written.
+func (c *Controller) updateStatus(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, status autoscalingv2.HorizontalPodAutoscalerStatus, dryRun []string) (string, error) {
 	obj := hpa.DeepCopy()
 	obj.Status = status
 	client := c.kube.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		_, err := client.UpdateStatus(ctx, obj, metav1.UpdateOptions{DryRun: dryRun, FieldManager: c.opts.FieldManager})
+	var rv string
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		updated, err := client.UpdateStatus(ctx, obj, metav1.UpdateOptions{DryRun: dryRun, FieldManager: c.opts.FieldManager})
+		if err == nil {
+			rv = updated.ResourceVersion
+			return nil
+		}
 		if !apierrors.IsConflict(err) {
 			return err
 		}
@@ -488,6 +534,7 @@ func (c *Controller) updateStatus(ctx context.Context, hpa *autoscalingv2.Horizo
 		obj = fresh
 		return err
 	})
+	return rv, err
 }
 
 func (c *Controller) record(hpa *autoscalingv2.HorizontalPodAutoscaler, events []replicas.Event, enabled bool) {

@@ -329,3 +329,34 @@ func gathered(t *testing.T, m *monitor.Monitor, name string) float64 {
 	}
 	return sum
 }
+
+func TestReconcileWaitsForTheCacheToSeeOurStatusWrite(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2},
+		&fakeMetrics{cpu: cpuAt(50, "web-1", "web-2")})
+	if err := f.sync(t, "web"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.c.written["default/web"]; !ok {
+		t.Fatal("the status write's resource version was not recorded")
+	}
+	// The fake clientset does not bump resource versions; a real server would have.
+	const written = "7"
+	f.c.written["default/web"] = written
+	store := f.c.hpaFactory.Autoscaling().V2().HorizontalPodAutoscalers().Informer().GetStore().(interface{ Bookmark(string) })
+	store.Bookmark("5") // the cache has not seen our write yet
+	f.kube.ClearActions()
+	if err := f.sync(t, "web"); err == nil || !strings.Contains(err.Error(), "is not as new as written version") {
+		t.Fatalf("reconcile from a stale cache: err = %v, want the consistency error", err)
+	}
+	if len(f.reports) != 1 {
+		t.Errorf("a stale reconcile produced a report")
+	}
+	if got := series(t, f.c.Monitor(), "horizontal_pod_autoscaler_controller_stale_sync_skips_total",
+		map[string]string{"group": "autoscaling", "resource": "horizontalpodautoscalers"}); got != 1 {
+		t.Errorf("stale_sync_skips_total = %v, want 1", got)
+	}
+	store.Bookmark(written)
+	if err := f.sync(t, "web"); err != nil {
+		t.Fatalf("reconcile once the cache caught up: %v", err)
+	}
+}

@@ -22,6 +22,9 @@ type LeaseConfig struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod default to kube-controller-manager's
 	// 15s, 10s and 2s.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// ReleaseTimeout bounds the wait for releasing the Lease on stop (default 1s); an
+	// unreleased Lease simply expires after LeaseDuration.
+	ReleaseTimeout time.Duration
 }
 
 // ErrLostLease is returned by RunWithLease when the Lease was lost while running.
@@ -39,6 +42,9 @@ func RunWithLease(ctx context.Context, kube kubernetes.Interface, cfg LeaseConfi
 	}
 	if cfg.RetryPeriod == 0 {
 		cfg.RetryPeriod = 2 * time.Second
+	}
+	if cfg.ReleaseTimeout == 0 {
+		cfg.ReleaseTimeout = time.Second
 	}
 	logger := klog.FromContext(ctx)
 	lock := &resourcelock.LeaseLock{
@@ -92,11 +98,28 @@ func RunWithLease(ctx context.Context, kube kubernetes.Interface, cfg LeaseConfi
 		}
 	})
 	defer stopWaiting()
-	le.Run(electCtx)
-	if !started.Load() {
-		return nil
+	electorDone := make(chan struct{})
+	go func() {
+		defer close(electorDone)
+		le.Run(electCtx)
+	}()
+	select {
+	case <-electorDone:
+		// Stopped before acquiring, or the Lease was lost.
+		if !started.Load() {
+			return nil
+		}
+		<-runDone
+	case <-runDone:
+		// run returned and cancelled the elector, which now releases the Lease.
+		t := time.NewTimer(cfg.ReleaseTimeout)
+		defer t.Stop()
+		select {
+		case <-electorDone:
+		case <-t.C:
+			logger.Info("Releasing the lease is taking too long; it expires on its own", "lease", klog.KRef(cfg.Namespace, cfg.Name), "after", cfg.LeaseDuration)
+		}
 	}
-	<-runDone
 	if runErr != nil {
 		return runErr
 	}

@@ -113,6 +113,12 @@ func (m *Monitor) DeleteDesiredReplicas(namespace, name string) {
 	m.desiredReplicas.DeleteLabelValues(namespace, name)
 }
 
+// ObserveStaleSyncSkip counts a reconcile skipped because the cache was older than our
+// last write.
+func (m *Monitor) ObserveStaleSyncSkip(group, resource string) {
+	m.staleSyncSkips.WithLabelValues(group, resource).Inc()
+}
+
 // WorkqueueProvider returns the provider to give the controller's work queue; the series
 // carry the upstream names (workqueue_depth, ...) with label name.
 func (m *Monitor) WorkqueueProvider() workqueue.MetricsProvider { return m.workqueue }
