@@ -34,6 +34,8 @@ import (
 type ScaleClient struct {
 	Scales scale.ScalesGetter
 	Mapper apimeta.RESTMapper
+	// FieldManager names the writer of scale updates in managedFields.
+	FieldManager string
 }
 
 // NewScaleClient builds a ScaleClient from a REST config with a discovery-backed mapper
@@ -48,7 +50,7 @@ func NewScaleClient(cfg *rest.Config) (*ScaleClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the scale client: %w", err)
 	}
-	return &ScaleClient{Scales: sg, Mapper: mapper}, nil
+	return &ScaleClient{Scales: sg, Mapper: mapper, FieldManager: DefaultFieldManager}, nil
 }
 
 // Scale implements ScaleReader. Errors are *replicas.ScaleError carrying upstream's own
@@ -97,7 +99,7 @@ func (c *ScaleClient) SetReplicas(ctx context.Context, namespace string, ref aut
 	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		s.Spec.Replicas = desired
-		_, err := c.Scales.Scales(namespace).Update(ctx, gr, s, metav1.UpdateOptions{DryRun: dryRun})
+		_, err := c.Scales.Scales(namespace).Update(ctx, gr, s, metav1.UpdateOptions{DryRun: dryRun, FieldManager: c.FieldManager})
 		if err == nil {
 			return nil
 		}
