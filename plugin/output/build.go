@@ -90,6 +90,10 @@ func Build(f Facts) *Explanation {
 	e.Arithmetic = arithmeticOf(d, e.Metrics, in.Now)
 	e.Decision = decisionOf(d)
 	e.Verdict = verdictOf(d, e)
+	if f.FreshDesired != nil && *f.FreshDesired != d.DesiredReplicas {
+		// The history is a reconstruction; say in the same sentence what none would give.
+		e.Verdict.Sentence += fmt.Sprintf(" (a controller started now, with no history, would decide %d)", *f.FreshDesired)
+	}
 	e.History = historyOf(f)
 	if f.Cluster != nil {
 		e.Cluster = clusterOf(f.Cluster, f.RescaleEvents, d)
@@ -461,7 +465,11 @@ func verdictOf(d replicas.Decision, e *Explanation) *Verdict {
 	}
 	switch d.Phase {
 	case replicas.PhaseScaleFailed:
-		return &Verdict{Constraint: ConstraintScaleUnavailable, Sentence: "would not scale: the target's scale could not be read: " + errText(d.Err, e.Target.Error)}
+		msg := e.Target.Error
+		if msg == "" {
+			msg = errText(d.Err, "unknown error")
+		}
+		return &Verdict{Constraint: ConstraintScaleUnavailable, Sentence: "would not scale: the target's scale could not be read: " + msg}
 	case replicas.PhaseDisabled:
 		return &Verdict{Constraint: ConstraintScalingDisabled, Sentence: "would not scale: the target has 0 replicas and this HPA may not scale it from zero"}
 	case replicas.PhaseClampedToRange:
@@ -477,7 +485,12 @@ func verdictOf(d replicas.Decision, e *Explanation) *Verdict {
 				return &Verdict{Constraint: ConstraintSelector, Sentence: "would not scale: " + c.Message}
 			}
 		}
-		return &Verdict{Constraint: ConstraintMetricsUnavailable, Sentence: "would not scale: no usable metric: " + errText(d.Err, "")}
+		for _, m := range e.Metrics {
+			if m.Error != "" {
+				return &Verdict{Constraint: ConstraintMetricsUnavailable, Sentence: fmt.Sprintf("would not scale: metric %s failed: %s", m.Short, m.Error)}
+			}
+		}
+		return &Verdict{Constraint: ConstraintMetricsUnavailable, Sentence: "would not scale: no usable metric: " + errText(d.Err, "unknown error")}
 	}
 
 	why := ""
