@@ -684,3 +684,22 @@ func TestExplainPrefetchGivesTheSnapshotterDecision(t *testing.T) {
 		})
 	}
 }
+
+func TestExplainPrintsThroughCLIRuntimePrinters(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-o", "jsonpath={.decision.desiredReplicas} {.verdict.constraint}"}, "4 Tolerance"},
+		{[]string{"-o", "go-template={{.kind}}/{{.metadata.name}}"}, "Explanation/web"},
+		{[]string{"-o", "kyaml"}, "kind: \"Explanation\""},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r := newFixture().run(t, append([]string{"web", "-n", "shop"}, tt.args...)...)
+			if r.code != 0 || !strings.Contains(r.stdout, tt.want) {
+				t.Errorf("exit %d, stdout %q, want it to contain %q; stderr %s", r.code, r.stdout, tt.want, r.stderr)
+			}
+		})
+	}
+}
