@@ -246,8 +246,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	c.hpaFactory.Start(ctx.Done())
 	c.podFactory.Start(ctx.Done())
-	defer c.podFactory.Shutdown()
-	defer c.hpaFactory.Shutdown()
+	defer c.stopInformers(ctx)
 	defer c.queue.ShutDown()
 
 	logger.Info("Waiting for caches to sync", "namespace", c.opts.Namespace)
@@ -272,6 +271,27 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	c.queue.ShutDown()
 	wg.Wait()
 	return nil
+}
+
+// informerStopGrace bounds the wait for informers to stop: a reflector backing off after a
+// failed watch sleeps without looking at its stop channel (up to 30s), and a person
+// pressing Ctrl-C should not wait for that.
+const informerStopGrace = 300 * time.Millisecond
+
+func (c *Controller) stopInformers(ctx context.Context) {
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		c.podFactory.Shutdown()
+		c.hpaFactory.Shutdown()
+	}()
+	t := time.NewTimer(informerStopGrace)
+	defer t.Stop()
+	select {
+	case <-stopped:
+	case <-t.C:
+		klog.FromContext(ctx).V(2).Info("Informers are still backing off; not waiting for them to stop")
+	}
 }
 
 // fixedInterval is upstream's HPA rate limiter: every requeue waits exactly the sync

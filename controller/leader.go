@@ -22,7 +22,7 @@ type LeaseConfig struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod default to kube-controller-manager's
 	// 15s, 10s and 2s.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// ReleaseTimeout bounds the wait for releasing the Lease on stop (default 1s); an
+	// ReleaseTimeout bounds the wait for releasing the Lease on stop (default 500ms); an
 	// unreleased Lease simply expires after LeaseDuration.
 	ReleaseTimeout time.Duration
 }
@@ -44,7 +44,7 @@ func RunWithLease(ctx context.Context, kube kubernetes.Interface, cfg LeaseConfi
 		cfg.RetryPeriod = 2 * time.Second
 	}
 	if cfg.ReleaseTimeout == 0 {
-		cfg.ReleaseTimeout = time.Second
+		cfg.ReleaseTimeout = 500 * time.Millisecond
 	}
 	logger := klog.FromContext(ctx)
 	lock := &resourcelock.LeaseLock{
