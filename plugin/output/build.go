@@ -87,7 +87,10 @@ func Build(f Facts) *Explanation {
 		e.Metrics = append(e.Metrics, metricOf(i, spec, res, i == chosen, podByName, in.Now))
 	}
 
-	e.Arithmetic = arithmeticOf(d, e.Metrics, in.Now)
+	if d.Phase != replicas.PhaseScaleFailed {
+		// Without a scale there is no current count and nothing to compute.
+		e.Arithmetic = arithmeticOf(d, e.Metrics, in.Now)
+	}
 	e.Decision = decisionOf(d)
 	e.Verdict = verdictOf(d, e)
 	if f.FreshDesired != nil && *f.FreshDesired != d.DesiredReplicas {
