@@ -16,7 +16,9 @@ mtime=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct)}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$root/hack/krew-tools.sh" "$work/tools"
+# KREW_TOOLS names a directory where hack/krew-tools.sh already built the tools.
+tools=${KREW_TOOLS:-$work/tools}
+[ -n "${KREW_TOOLS:-}" ] || "$root/hack/krew-tools.sh" "$tools"
 
 mkdir -p "$dist"
 # Only what this script and krew-manifest.sh write: DIST may be shared with other files.
@@ -28,7 +30,7 @@ for platform in $platforms; do
   mkdir -p "$work/$os-$arch"
   (cd "$root" && env GOFLAGS= CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" GOAMD64=v1 GOARM64=v8.0 \
     "$go" build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$work/$os-$arch/$bin" ./cmd/kubectl-hpa)
-  "$work/tools/krew-archive" -o "$dist/kubectl-hpa_${version}_${os}_${arch}.$ext" -mtime "$mtime" \
+  "$tools/krew-archive" -o "$dist/kubectl-hpa_${version}_${os}_${arch}.$ext" -mtime "$mtime" \
     "$work/$os-$arch/$bin" "$root/LICENSE" "$root/kubectl_complete-hpa"
 done
 

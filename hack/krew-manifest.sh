@@ -10,8 +10,10 @@ dist=${DIST:-$root/dist}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$root/hack/krew-tools.sh" "$work/tools"
+# KREW_TOOLS names a directory where hack/krew-tools.sh already built the tools.
+tools=${KREW_TOOLS:-$work/tools}
+[ -n "${KREW_TOOLS:-}" ] || "$root/hack/krew-tools.sh" "$tools"
 
-"$work/tools/krew-render" -template "$root/krew/hpa.yaml" -tag "$version" -dist "$dist" -o "$dist/hpa.yaml"
-"$work/tools/validate-krew-manifest" -manifest "$dist/hpa.yaml" -skip-install
+"$tools/krew-render" -template "$root/krew/hpa.yaml" -tag "$version" -dist "$dist" -o "$dist/hpa.yaml"
+"$tools/validate-krew-manifest" -manifest "$dist/hpa.yaml" -skip-install
 echo "krew-manifest: $dist/hpa.yaml"

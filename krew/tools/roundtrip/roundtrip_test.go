@@ -129,11 +129,11 @@ func setup(m *testing.M) (int, error) {
 	return m.Run(), nil
 }
 
-// makeTargets runs the repository's Makefile for version into dist, isolated from any make that
-// runs this test (its MAKEFLAGS would carry its own variable overrides).
+// makeTargets runs the repository's Makefile for version into dist with the tools built already,
+// isolated from any make that runs this test (its MAKEFLAGS would carry its own variable overrides).
 func makeTargets(dist, version string, targets ...string) ([]byte, error) {
 	args := append([]string{"--no-print-directory", "VERSION=" + version, "DIST=" + dist}, targets...)
-	cmd := command(rel.root, nil, "make", args...)
+	cmd := command(rel.root, []string{"KREW_TOOLS=" + rel.tools}, "make", args...)
 	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool {
 		return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=")
 	})
