@@ -447,6 +447,16 @@ func scenarios() map[string]struct {
 			f.hpa.Status.CurrentReplicas, f.hpa.Status.DesiredReplicas = 6, 6
 			return f
 		}},
+		"clamped-above-max": {fx: func() *fixture {
+			f := newFixture()
+			f.setPods(12, "500m", "400m")
+			return f
+		}},
+		"disabled-at-zero-replicas": {fx: func() *fixture {
+			f := newFixture()
+			f.setPods(0, "500m", "400m")
+			return f
+		}},
 		"what-if": {fx: newFixture, args: []string{"--set-target", "cpu=50%", "--assume", "cpu=90%"}},
 		"metrics-api-absent": {fx: func() *fixture {
 			f := newFixture()
