@@ -1,8 +1,15 @@
-// Package parity holds differential tests: random scenarios are decided both by upstream's
-// HPA replica calculator (k8s.io/kubernetes v1.37.2) and by kubectl-hpa's decision core, and
-// every result must agree. It lives in its own module so that k8s.io/kubernetes never becomes
-// a dependency of product code.
+// Package parity holds differential tests against upstream Kubernetes v1.37.2, in their own
+// module so that k8s.io/kubernetes never becomes a dependency of product code:
 //
-// Run with `make test-parity`; replay one scenario with `go test -run TestCalculatorParity -seed=N`
-// (or PARITY_SEED=N) from this directory.
+//   - TestCalculatorParity decides 10,000 random single-metric scenarios with upstream's
+//     ReplicaCalculator and with our core's Decide, and requires the same replica count, metric
+//     status and error;
+//   - TestReconcileParity runs upstream's HorizontalController with fake clients over 500 random
+//     HPAs for three rounds each, and requires our Decide and Apply to write the same scale and
+//     status (conditions included);
+//   - BenchmarkUpstreamResourceReplicas measures upstream's calculator on BenchmarkDecide's workload.
+//
+// Run with `make test-parity`. Every failure prints the seed of each disagreeing case and a dump;
+// replay one with `go test -run TestCalculatorParity -seed=N` (or TestReconcileParity; PARITY_SEED=N
+// works too) from this directory, or a whole run with -master-seed.
 package parity
