@@ -215,6 +215,25 @@ func (c *Cluster) AdminKubeconfig() string { return filepath.Join(c.dir, "admin.
 // requests stand apart from everyone else's in the audit log.
 func (c *Cluster) PluginKubeconfig() string { return filepath.Join(c.dir, "plugin.kubeconfig") }
 
+// KubeconfigFor writes (once) a kubeconfig for another user of the plugin's group, bound to
+// cluster-admin like PluginUser, so that two plugin processes can be told apart in the audit log.
+func (c *Cluster) KubeconfigFor(user string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name := "user-" + strings.NewReplacer(":", "-", "/", "-").Replace(user)
+	path := c.kubeconfig(name)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	kp, err := issueCert(filepath.Join(c.dir, "pki"), name, c.pki.ca, certSpec{
+		commonName: user, orgs: []string{pluginGroup}, usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return "", err
+	}
+	return path, c.writeKubeconfig(name, kp)
+}
+
 // Client is an administrator clientset.
 func (c *Cluster) Client() kubernetes.Interface { return c.client }
 
@@ -300,19 +319,26 @@ func (c *Cluster) writeConfigFiles() error {
 	if err := os.WriteFile(c.auditPolicyFile(), []byte(auditPolicy), 0o644); err != nil {
 		return fmt.Errorf("cluster: writing audit policy: %w", err)
 	}
-	server := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(c.cfg.APIPort))
 	for name, kp := range map[string]*keyPair{
 		"admin": c.pki.admin, "plugin": c.pki.plugin, "kube-controller-manager": c.pki.controllerMgr,
 		"metrics-server": c.pki.metricsServer, "node-standin": c.pki.nodeStandIn,
 	} {
-		cfg := clientcmdapi.NewConfig()
-		cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: c.pki.ca.certPEM}
-		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: kp.certPEM, ClientKeyData: kp.keyPEM}
-		cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: name, Namespace: "default"}
-		cfg.CurrentContext = "e2e"
-		if err := clientcmd.WriteToFile(*cfg, c.kubeconfig(name)); err != nil {
-			return fmt.Errorf("cluster: writing %s kubeconfig: %w", name, err)
+		if err := c.writeKubeconfig(name, kp); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+func (c *Cluster) writeKubeconfig(name string, kp *keyPair) error {
+	cfg := clientcmdapi.NewConfig()
+	server := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(c.cfg.APIPort))
+	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: c.pki.ca.certPEM}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: kp.certPEM, ClientKeyData: kp.keyPEM}
+	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: name, Namespace: "default"}
+	cfg.CurrentContext = "e2e"
+	if err := clientcmd.WriteToFile(*cfg, c.kubeconfig(name)); err != nil {
+		return fmt.Errorf("cluster: writing %s kubeconfig: %w", name, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -14,7 +15,7 @@ func renderResourceMetrics(pods []PodSample, nodeCPUSeconds float64, nodeMemoryB
 	ts := now.UnixMilli()
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# HELP node_cpu_usage_seconds_total Cumulative cpu time consumed by the node in core-seconds\n# TYPE node_cpu_usage_seconds_total counter\n")
-	fmt.Fprintf(&b, "node_cpu_usage_seconds_total %g %d\n", nodeCPUSeconds, ts)
+	fmt.Fprintf(&b, "node_cpu_usage_seconds_total %s %d\n", exact(nodeCPUSeconds), ts)
 	fmt.Fprintf(&b, "# HELP node_memory_working_set_bytes Current working set of the node in bytes\n# TYPE node_memory_working_set_bytes gauge\n")
 	fmt.Fprintf(&b, "node_memory_working_set_bytes %d %d\n", nodeMemoryBytes, ts)
 
@@ -37,7 +38,7 @@ func renderResourceMetrics(pods []PodSample, nodeCPUSeconds float64, nodeMemoryB
 	}
 	fmt.Fprintf(&b, "# HELP container_cpu_usage_seconds_total Cumulative cpu time consumed by the container in core-seconds\n# TYPE container_cpu_usage_seconds_total counter\n")
 	for _, s := range all {
-		fmt.Fprintf(&b, "container_cpu_usage_seconds_total{container=%q,namespace=%q,pod=%q} %g %d\n", s.container, s.ns, s.pod, s.cpu, ts)
+		fmt.Fprintf(&b, "container_cpu_usage_seconds_total{container=%q,namespace=%q,pod=%q} %s %d\n", s.container, s.ns, s.pod, exact(s.cpu), ts)
 	}
 	fmt.Fprintf(&b, "# HELP container_memory_working_set_bytes Current working set of the container in bytes\n# TYPE container_memory_working_set_bytes gauge\n")
 	for _, s := range all {
@@ -50,3 +51,7 @@ func renderResourceMetrics(pods []PodSample, nodeCPUSeconds float64, nodeMemoryB
 	fmt.Fprintf(&b, "# HELP scrape_error 1 if there was an error while getting container metrics, 0 otherwise\n# TYPE scrape_error gauge\nscrape_error 0\n")
 	return b.Bytes()
 }
+
+// exact prints a counter without rounding: metrics-server divides differences of counters that
+// grow into the thousands by 10s intervals, so six significant digits would cost whole millicores.
+func exact(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 )
 
@@ -97,4 +98,19 @@ func setUpChild(hostNetns, ip string) error {
 func Isolated() bool {
 	_, ok := os.LookupEnv(hostNetnsEnv)
 	return ok
+}
+
+// HostPID is this process's id as the host sees it (inside the namespace it is 1), for
+// entering the namespace from outside: nsenter --net=/proc/<HostPID>/ns/net. /proc is still the
+// host's mount, so its "self" link names the host pid.
+func HostPID() (int, error) {
+	link, err := os.Readlink("/proc/self")
+	if err != nil {
+		return 0, fmt.Errorf("reading /proc/self: %w", err)
+	}
+	pid, err := strconv.Atoi(link)
+	if err != nil {
+		return 0, fmt.Errorf("parsing /proc/self -> %q: %w", link, err)
+	}
+	return pid, nil
 }

@@ -75,6 +75,16 @@ func (c *Cluster) CreateNamespace(ctx context.Context, prefix string) (string, e
 	return ns.Name, c.ensureServiceAccount(ctx, ns.Name)
 }
 
+// EnsureNamespace creates the namespace name if it does not exist yet (for the demo, whose
+// namespace has a fixed name).
+func (c *Cluster) EnsureNamespace(ctx context.Context, name string) error {
+	_, err := c.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("cluster: creating namespace %s: %w", name, err)
+	}
+	return c.ensureServiceAccount(ctx, name)
+}
+
 // startHeapster serves the Heapster stand-in on the namespace's address and makes it reachable
 // the way Heapster was: a kube-system/heapster Service whose endpoint is a pod's IP, proxied by
 // the API server.
