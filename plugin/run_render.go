@@ -134,7 +134,7 @@ func runExplanationOf(rep controller.Report, metricsSource string) *output.Expla
 		e.Decision.Error = rep.Err.Error()
 	}
 	if rep.DryRunReason != "" {
-		e.Warnings = append(e.Warnings, output.Warning{Reason: "DryRun", Message: "nothing was written: " + rep.DryRunReason})
+		e.Warnings = append(e.Warnings, output.Warning{Reason: "DryRun", Message: "this decision was not applied: " + rep.DryRunReason})
 	}
 	return e
 }
