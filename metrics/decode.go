@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metricsv1alpha1 "k8s.io/metrics/pkg/apis/metrics/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // podUsage is one pod's entry of a PodMetrics list, whichever API served it.
@@ -98,20 +99,69 @@ func podResourceValue(it podUsage, res corev1.ResourceName, container string) (i
 	return sum, true, nil
 }
 
+// Heapster's metrics/v1alpha1 wire types. Usage values stay raw until checked by
+// parseQuantity.
+type heapsterPodMetricsList struct {
+	Items []heapsterPodMetrics `json:"items"`
+}
+
+type heapsterPodMetrics struct {
+	Metadata struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Timestamp  metav1.Time     `json:"timestamp"`
+	Window     metav1.Duration `json:"window"`
+	Containers []struct {
+		Name  string                                  `json:"name"`
+		Usage map[corev1.ResourceName]json.RawMessage `json:"usage"`
+	} `json:"containers"`
+}
+
 // decodeHeapsterPodMetrics decodes Heapster's metrics/v1alpha1 PodMetricsList.
 func decodeHeapsterPodMetrics(body []byte) ([]podUsage, error) {
-	var list metricsv1alpha1.PodMetricsList
+	var list heapsterPodMetricsList
 	if err := json.Unmarshal(body, &list); err != nil {
 		return nil, fmt.Errorf("the answer is not a PodMetricsList (%v); body starts %s", err, bodySnippet(body))
 	}
 	items := make([]podUsage, len(list.Items))
 	for i, m := range list.Items {
-		items[i] = podUsage{name: m.Name, timestamp: m.Timestamp.Time, window: m.Window.Duration}
+		items[i] = podUsage{name: m.Metadata.Name, timestamp: m.Timestamp.Time, window: m.Window.Duration}
 		for _, c := range m.Containers {
-			items[i].containers = append(items[i].containers, containerUsage{name: c.Name, usage: c.Usage})
+			cu := containerUsage{name: c.Name, usage: make(map[corev1.ResourceName]resource.Quantity, len(c.Usage))}
+			for res, raw := range c.Usage {
+				q, err := parseQuantity(raw)
+				if err != nil {
+					return nil, fmt.Errorf("pod %s container %s %s: %w", m.Metadata.Name, c.Name, res, err)
+				}
+				cu.usage[res] = q
+			}
+			items[i].containers = append(items[i].containers, cu)
 		}
 	}
 	return items, nil
+}
+
+// quantityPattern is the quantity grammar with at most a two-digit exponent:
+// resource.ParseQuantity itself spends practically forever on "1e-1000000000".
+var quantityPattern = regexp.MustCompile(`^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,2}|[numkMGTPE]|[KMGTPE]i)?$`)
+
+// parseQuantity parses a JSON quantity (a string, or a bare number as Quantity's own
+// decoder accepts) that is short and has a sane exponent.
+func parseQuantity(raw json.RawMessage) (resource.Quantity, error) {
+	s := string(raw)
+	if strings.HasPrefix(s, `"`) {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return resource.Quantity{}, fmt.Errorf("malformed quantity %s", bodySnippet(raw))
+		}
+	}
+	if len(s) > 64 || !quantityPattern.MatchString(s) {
+		return resource.Quantity{}, fmt.Errorf("malformed or absurd quantity %s", bodySnippet([]byte(s)))
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return resource.Quantity{}, fmt.Errorf("malformed quantity %q: %w", s, err)
+	}
+	return q, nil
 }
 
 // Heapster's model API wire types (heapster metrics/api/v1/types). Value is kept as

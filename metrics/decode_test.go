@@ -128,3 +128,31 @@ func TestPodResourceSamplesRefusesBadItems(t *testing.T) {
 	_, _, err = podResourceSamples(items, "cpu", "", fixedTimestamp, 0)
 	checkErr(t, err, "cpu summed over containers: sum exceeds")
 }
+
+func TestParseQuantityRefusesWhatWouldHang(t *testing.T) {
+	tests := []struct {
+		raw     string
+		want    string
+		wantErr string
+	}{
+		{raw: `"250m"`, want: "250m"},
+		{raw: `"52Mi"`, want: "52Mi"},
+		{raw: `12`, want: "12"},
+		{raw: `"1.5e3"`, want: "1500"},
+		{raw: `"1e-1000000000"`, wantErr: "malformed or absurd quantity"},
+		{raw: `"1e100"`, wantErr: "malformed or absurd quantity"},
+		{raw: `"` + strings.Repeat("9", 65) + `"`, wantErr: "malformed or absurd quantity"},
+		{raw: `"12 cores"`, wantErr: "malformed or absurd quantity"},
+		{raw: `true`, wantErr: "malformed or absurd quantity"},
+		{raw: `"\u0031"`, want: "1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.raw, func(t *testing.T) {
+			q, err := parseQuantity(json.RawMessage(tc.raw))
+			checkErr(t, err, tc.wantErr)
+			if tc.wantErr == "" && q.String() != tc.want {
+				t.Errorf("got %s, want %s", q.String(), tc.want)
+			}
+		})
+	}
+}

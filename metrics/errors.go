@@ -23,16 +23,17 @@ const MaxMilliValue int64 = 1e16
 // while still catching a source that stopped collecting.
 const DefaultMaxAge = 10 * time.Minute
 
-var maxMilliQuantity = resource.NewMilliQuantity(MaxMilliValue, resource.DecimalSI)
-
 // milliValue converts q to milli-units, refusing negative and absurdly large values
-// instead of letting Quantity.MilliValue saturate or wrap.
+// instead of letting Quantity.MilliValue saturate or wrap. The magnitude is checked on
+// the float approximation first: comparing or printing a quantity with a huge exponent
+// exactly takes practically forever.
 func milliValue(q resource.Quantity) (int64, error) {
+	f := q.AsApproximateFloat64()
 	if q.Sign() < 0 {
-		return 0, fmt.Errorf("negative value %s", q.String())
+		return 0, fmt.Errorf("negative value %g", f)
 	}
-	if q.Cmp(*maxMilliQuantity) > 0 {
-		return 0, fmt.Errorf("absurdly large value %s (more than %d milli-units)", q.String(), MaxMilliValue)
+	if f > 2*float64(MaxMilliValue)/1000 || q.Cmp(*resource.NewMilliQuantity(MaxMilliValue, resource.DecimalSI)) > 0 {
+		return 0, fmt.Errorf("absurdly large value %g (more than %d milli-units)", f, MaxMilliValue)
 	}
 	return q.MilliValue(), nil
 }

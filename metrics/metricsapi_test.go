@@ -208,7 +208,7 @@ func TestMetricsAPIErrorsSayWhatToDo(t *testing.T) {
 		{name: "negative usage is refused", served: []string{"metrics.k8s.io/v1beta1"}, list: v1beta1PodMetrics(ts, podCPU{"a", map[string]string{"c": "-1"}}),
 			wantErr: []string{"pod a: container c cpu: negative value -1"}},
 		{name: "huge usage is refused", served: []string{"metrics.k8s.io/v1beta1"}, list: v1beta1PodMetrics(ts, podCPU{"a", map[string]string{"c": "1E"}}),
-			wantErr: []string{"pod a: container c cpu: absurdly large value 1E"}},
+			wantErr: []string{"pod a: container c cpu: absurdly large value 1e+18"}},
 		{name: "duplicate pods are refused", served: []string{"metrics.k8s.io/v1beta1"}, list: v1beta1PodMetrics(ts, podCPU{"a", map[string]string{"c": "1"}}, podCPU{"a", map[string]string{"c": "1"}}),
 			wantErr: []string{"pod a is listed twice"}},
 	}
