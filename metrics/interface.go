@@ -3,6 +3,15 @@
 // (metrics.k8s.io, custom.metrics.k8s.io, external.metrics.k8s.io). It turns wire
 // objects into plain samples in milli-units; it never logs and knows nothing of the
 // decision core.
+//
+// Options (flags --metrics-source, --heapster-*, --metrics-max-age) chooses and builds a
+// Client; Options.NewClient returns it with a Selection saying what was chosen and why.
+//
+// Beyond upstream, every implementation refuses rather than passes on: negative values,
+// values above MaxMilliValue, pods listed twice, and samples older than --metrics-max-age
+// (default DefaultMaxAge, 10m; 0 disables; timestamps in the future are accepted). Such a
+// sample fails the whole request with an error naming the pod, never a silently partial
+// answer. Pods the source simply has no value for are left out, as upstream.
 package metrics
 
 import (
