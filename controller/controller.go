@@ -336,6 +336,7 @@ func (c *Controller) delete(obj any) {
 	c.queue.Forget(key)
 	c.mu.Lock()
 	delete(c.written, key)
+	delete(c.history, key)
 	c.mu.Unlock()
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	c.tracker.Forget(ns, name)
