@@ -125,7 +125,7 @@ func newHPACase(seed uint64, ns string) *hpaCase {
 			m.upTolerance, m.downTolerance = "", ""
 		}
 	} else {
-		c.behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: g.rules(base.upTolerance), ScaleDown: g.rules(base.downTolerance)}
+		c.behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: g.rules(base.upTolerance, true), ScaleDown: g.rules(base.downTolerance, false)}
 	}
 
 	c.rounds = [][]*scenario{c.metrics}
@@ -160,7 +160,7 @@ func (s *scenario) identity() string {
 	}
 }
 
-func (g gen) rules(tolerance string) *autoscalingv2.HPAScalingRules {
+func (g gen) rules(tolerance string, up bool) *autoscalingv2.HPAScalingRules {
 	if tolerance == "" && g.chance(0.3) {
 		return nil
 	}
@@ -178,7 +178,10 @@ func (g gen) rules(tolerance string) *autoscalingv2.HPAScalingRules {
 		for range g.between(1, 3) {
 			p := autoscalingv2.HPAScalingPolicy{Type: autoscalingv2.PodsScalingPolicy, Value: int32(g.between(1, 5)), PeriodSeconds: pick(g, int32(15), 60, 300)}
 			if g.chance(0.5) {
-				p.Type, p.Value = autoscalingv2.PercentScalingPolicy, int32(pick(g, 10, 50, 100, 200, 900))
+				p.Type, p.Value = autoscalingv2.PercentScalingPolicy, int32(pick(g, 10, 25, 50, 100))
+				if up {
+					p.Value = int32(pick(g, 10, 50, 100, 200, 900))
+				}
 			}
 			r.Policies = append(r.Policies, p)
 		}
