@@ -137,7 +137,7 @@ func newHPACase(seed uint64, ns string) *hpaCase {
 				next.samples = g.samples(&next)
 			} else {
 				g.objectOrExternal(&next)
-				next.externalLabels = m.externalLabels // the selector is part of the spec
+				next.metricLabels = m.metricLabels // the selector is part of the spec
 			}
 			round = append(round, &next)
 		}

@@ -141,7 +141,7 @@ type scenario struct {
 	metricTimestamp offset
 	objectValue     int64
 	externalValues  []int64
-	externalLabels  map[string]string // External metric selector; nil means no selector
+	metricLabels    map[string]string // Pods, Object or External metric selector; nil means none
 	fetchFails      bool
 }
 
@@ -180,21 +180,21 @@ func (s *scenario) metricSpec() autoscalingv2.MetricSpec {
 			ContainerResource: &autoscalingv2.ContainerResourceMetricSource{Name: s.resource, Container: s.container, Target: target}}
 	case kindPodsAverageValue:
 		return autoscalingv2.MetricSpec{Type: autoscalingv2.PodsMetricSourceType,
-			Pods: &autoscalingv2.PodsMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: s.metricName}, Target: target}}
+			Pods: &autoscalingv2.PodsMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: s.metricName, Selector: s.metricSelector()}, Target: target}}
 	case kindObjectValue, kindObjectAverageValue:
 		return autoscalingv2.MetricSpec{Type: autoscalingv2.ObjectMetricSourceType,
-			Object: &autoscalingv2.ObjectMetricSource{DescribedObject: objectRef, Metric: autoscalingv2.MetricIdentifier{Name: s.metricName}, Target: target}}
+			Object: &autoscalingv2.ObjectMetricSource{DescribedObject: objectRef, Metric: autoscalingv2.MetricIdentifier{Name: s.metricName, Selector: s.metricSelector()}, Target: target}}
 	default:
 		return autoscalingv2.MetricSpec{Type: autoscalingv2.ExternalMetricSourceType,
-			External: &autoscalingv2.ExternalMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: s.metricName, Selector: s.externalSelector()}, Target: target}}
+			External: &autoscalingv2.ExternalMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: s.metricName, Selector: s.metricSelector()}, Target: target}}
 	}
 }
 
-func (s *scenario) externalSelector() *metav1.LabelSelector {
-	if s.externalLabels == nil {
+func (s *scenario) metricSelector() *metav1.LabelSelector {
+	if s.metricLabels == nil {
 		return nil
 	}
-	return &metav1.LabelSelector{MatchLabels: s.externalLabels}
+	return &metav1.LabelSelector{MatchLabels: s.metricLabels}
 }
 
 func quantity(name corev1.ResourceName, milli int64) resource.Quantity {
@@ -286,9 +286,9 @@ func (s *scenario) String() string {
 	}
 	switch s.kind {
 	case kindObjectValue, kindObjectAverageValue:
-		fmt.Fprintf(&b, "  object value=%dm at %s\n", s.objectValue, s.metricTimestamp)
+		fmt.Fprintf(&b, "  object value=%dm selector=%v at %s\n", s.objectValue, s.metricLabels, s.metricTimestamp)
 	case kindExternalValue, kindExternalAverageValue:
-		fmt.Fprintf(&b, "  external values=%v selector=%v at %s\n", s.externalValues, s.externalLabels, s.metricTimestamp)
+		fmt.Fprintf(&b, "  external values=%v selector=%v at %s\n", s.externalValues, s.metricLabels, s.metricTimestamp)
 	}
 	fmt.Fprintf(&b, "  pods (%d):\n", len(s.pods))
 	for _, p := range s.pods {
@@ -329,7 +329,7 @@ func (s *scenario) String() string {
 		b.WriteString("\n")
 	}
 	if s.kind.podBased() {
-		fmt.Fprintf(&b, "  samples (%d, metric timestamp %s):\n", len(s.samples), s.metricTimestamp)
+		fmt.Fprintf(&b, "  samples (%d, metric timestamp %s, selector %v):\n", len(s.samples), s.metricTimestamp, s.metricLabels)
 		for _, name := range sortedKeys(s.samples) {
 			sm := s.samples[name]
 			fmt.Fprintf(&b, "    %s=%dm at %s window %s\n", name, sm.value, sm.at, sm.window)
@@ -467,6 +467,9 @@ func (g gen) scenario(seed uint64) *scenario {
 	}
 	if s.kind.container() {
 		s.container = g.containerName(layout)
+	}
+	if (s.kind == kindPodsAverageValue || s.kind == kindObjectValue || s.kind == kindObjectAverageValue) && g.chance(0.3) {
+		s.metricLabels = map[string]string{"verb": "GET"}
 	}
 
 	switch {
@@ -737,7 +740,7 @@ func (g gen) objectOrExternal(s *scenario) {
 		return
 	}
 	if g.chance(0.5) {
-		s.externalLabels = map[string]string{"queue": "jobs"}
+		s.metricLabels = map[string]string{"queue": "jobs"}
 	}
 	n := int(g.between(0, 4))
 	if value == math.MaxInt64 {

@@ -166,6 +166,7 @@ func runUpstream(s *scenario, now time.Time, lister corelisters.PodLister) (resu
 	ctx := context.Background()
 	selector := labels.SelectorFromSet(labels.Set{podLabelKey: podLabelValue})
 	spec := s.metricSpec()
+	metricLabelSelector := labels.SelectorFromSet(s.metricLabels)
 
 	var (
 		replicas int32
@@ -199,7 +200,7 @@ func runUpstream(s *scenario, now time.Time, lister corelisters.PodLister) (resu
 		status = resourceStatus(s, autoscalingv2.MetricValueStatus{AverageValue: ptr(quantity(s.resource, raw))})
 	case kindPodsAverageValue:
 		var usage int64
-		replicas, usage, _, calcErr = calc.GetMetricReplicas(s.specReplicas, s.target, s.metricName, tol, s.ns, selector, labels.Everything())
+		replicas, usage, _, calcErr = calc.GetMetricReplicas(s.specReplicas, s.target, s.metricName, tol, s.ns, selector, metricLabelSelector)
 		if calcErr != nil {
 			return fail("FailedGetPodsMetric", "failed to get pods metric value: %v", calcErr)
 		}
@@ -212,13 +213,13 @@ func runUpstream(s *scenario, now time.Time, lister corelisters.PodLister) (resu
 		current := autoscalingv2.MetricValueStatus{}
 		ref := objectRef
 		if s.kind == kindObjectValue {
-			replicas, usage, _, calcErr = calc.GetObjectMetricReplicas(s.specReplicas, s.target, s.metricName, tol, s.ns, &ref, selector, labels.Everything())
+			replicas, usage, _, calcErr = calc.GetObjectMetricReplicas(s.specReplicas, s.target, s.metricName, tol, s.ns, &ref, selector, metricLabelSelector)
 			if calcErr != nil {
 				return fail("FailedGetObjectMetric", "failed to get object metric value: %v", calcErr)
 			}
 			current.Value = resource.NewMilliQuantity(usage, resource.DecimalSI)
 		} else {
-			replicas, usage, _, calcErr = calc.GetObjectPerPodMetricReplicas(s.statusReplicas, s.target, s.metricName, tol, s.ns, &ref, labels.Everything())
+			replicas, usage, _, calcErr = calc.GetObjectPerPodMetricReplicas(s.statusReplicas, s.target, s.metricName, tol, s.ns, &ref, metricLabelSelector)
 			if calcErr != nil {
 				return fail("FailedGetObjectMetric", "failed to get object metric value: failed to get %s object metric: %v", s.metricName, calcErr)
 			}
@@ -231,13 +232,13 @@ func runUpstream(s *scenario, now time.Time, lister corelisters.PodLister) (resu
 		var usage int64
 		current := autoscalingv2.MetricValueStatus{}
 		if s.kind == kindExternalValue {
-			replicas, usage, _, calcErr = calc.GetExternalMetricReplicas(s.specReplicas, s.target, s.metricName, tol, s.ns, s.externalSelector(), selector)
+			replicas, usage, _, calcErr = calc.GetExternalMetricReplicas(s.specReplicas, s.target, s.metricName, tol, s.ns, s.metricSelector(), selector)
 			if calcErr != nil {
 				return fail("FailedGetExternalMetric", "failed to get %s external metric value: failed to get external metric %s: %v", s.metricName, s.metricName, calcErr)
 			}
 			current.Value = resource.NewMilliQuantity(usage, resource.DecimalSI)
 		} else {
-			replicas, usage, _, calcErr = calc.GetExternalPerPodMetricReplicas(s.statusReplicas, s.target, s.metricName, tol, s.ns, s.externalSelector())
+			replicas, usage, _, calcErr = calc.GetExternalPerPodMetricReplicas(s.statusReplicas, s.target, s.metricName, tol, s.ns, s.metricSelector())
 			if calcErr != nil {
 				return fail("FailedGetExternalMetric", "failed to get %s external metric value: failed to get %s external metric: %v", s.metricName, s.metricName, calcErr)
 			}
