@@ -462,9 +462,18 @@ func TestBadReleasesFailWithKrewsMessage(t *testing.T) {
 		{
 			name: "version without leading v, given to make krew-manifest",
 			check: func(t *testing.T) ([]byte, error) {
-				return makeTargets(t.TempDir(), "0.1.0", "krew-manifest")
+				// The release's archives under the names make dist gives them for that version;
+				// -o dist keeps make from rebuilding them.
+				bare := strings.TrimPrefix(version, "v")
+				dist := t.TempDir()
+				for _, p := range platforms {
+					if err := os.Link(filepath.Join(rel.dist, p.archive()), filepath.Join(dist, strings.Replace(p.archive(), version, bare, 1))); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return makeTargets(dist, bare, "-o", "dist", "krew-manifest")
 			},
-			want: `version string "0.1.0" not starting with 'v'`,
+			want: `version string "` + strings.TrimPrefix(version, "v") + `" not starting with 'v'`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
