@@ -93,6 +93,6 @@ func runRoot(t *testing.T, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-	code := Execute(t.Context(), streams, args)
+	code := Execute(t.Context(), streams, args, nil)
 	return result{stdout: out.String(), stderr: errOut.String(), code: code}
 }

@@ -4,6 +4,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	goflag "flag"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -43,9 +44,17 @@ func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 	return cmd
 }
 
-// Execute runs the command line and returns the process exit code.
-func Execute(ctx context.Context, streams genericiooptions.IOStreams, args []string) int {
+// Execute runs the command line and returns the process exit code. logFlags, when not nil,
+// holds klog's flags; -v and --vmodule from it are offered on every command, as kubectl does.
+func Execute(ctx context.Context, streams genericiooptions.IOStreams, args []string, logFlags *goflag.FlagSet) int {
 	cmd := NewRootCmd(streams)
+	if logFlags != nil {
+		for _, name := range []string{"v", "vmodule"} {
+			if f := logFlags.Lookup(name); f != nil {
+				cmd.PersistentFlags().AddGoFlag(f)
+			}
+		}
+	}
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
