@@ -13,6 +13,17 @@ want=(kube-apiserver kube-controller-manager etcd metrics-server)
 missing=()
 for b in "${want[@]}"; do [ -x "$bin/$b" ] || missing+=("$b"); done
 if [ ${#missing[@]} -eq 0 ]; then echo "$bin"; exit 0; fi
+mkdir -p "$(dirname "$bin")"
+# One build at a time per cache key: a second caller (make and a test binary, two CI jobs)
+# waits for the first and then finds the binaries.
+exec 9>"$bin.lock"
+if ! flock -n 9; then
+  echo "build-testbin: another build of $bin is running; waiting for it" >&2
+  flock 9
+fi
+missing=()
+for b in "${want[@]}"; do [ -x "$bin/$b" ] || missing+=("$b"); done
+if [ ${#missing[@]} -eq 0 ]; then echo "$bin"; exit 0; fi
 mkdir -p "$bin.partial"
 command -v go >/dev/null || { echo "build-testbin: go not found on PATH" >&2; exit 1; }
 V=v1.37.2

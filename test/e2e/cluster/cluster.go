@@ -275,9 +275,7 @@ func (c *Cluster) Stop() error {
 	var errs []error
 	c.mu.Lock()
 	for _, p := range []*process{c.metrics, c.kcm} {
-		if p != nil {
-			errs = append(errs, p.stop())
-		}
+		c.stopProcess(p)
 	}
 	c.mu.Unlock()
 	if c.cancel != nil {
@@ -292,15 +290,19 @@ func (c *Cluster) Stop() error {
 	c.mirrorWG.Wait()
 	c.mu.Lock()
 	for _, p := range []*process{c.apiServer, c.etcd} {
-		if p != nil {
-			errs = append(errs, p.stop())
-		}
+		c.stopProcess(p)
 	}
 	c.mu.Unlock()
 	if c.ownDir && os.Getenv(KeepEnv) == "" {
 		errs = append(errs, os.RemoveAll(c.dir))
 	}
 	return errors.Join(errs...)
+}
+
+func (c *Cluster) stopProcess(p *process) {
+	if p != nil && p.stop() {
+		c.cfg.Progress("%s did not exit within %s of SIGTERM and was killed", p.name, stopGrace)
+	}
 }
 
 // KeepEnv, when set, keeps the run directory (logs, audit log) after Stop for inspection.
@@ -453,9 +455,7 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 	c.mu.Lock()
 	old := c.apiServer
 	c.mu.Unlock()
-	if err := old.stop(); err != nil {
-		return err
-	}
+	c.stopProcess(old)
 	c.mu.Lock()
 	c.exited = append(c.exited, old.Pid())
 	c.mu.Unlock()
@@ -494,9 +494,7 @@ func (c *Cluster) RestartControllerManager(ctx context.Context, upstreamHPA bool
 	c.mu.Lock()
 	old := c.kcm
 	c.mu.Unlock()
-	if err := old.stop(); err != nil {
-		return err
-	}
+	c.stopProcess(old)
 	c.mu.Lock()
 	c.exited = append(c.exited, old.Pid())
 	c.mu.Unlock()

@@ -96,20 +96,22 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration, probe fu
 	}
 }
 
-// stop sends SIGTERM, waits up to stopGrace, then SIGKILLs; it returns once the process is reaped.
-func (p *process) stop() error {
+// stop sends SIGTERM, waits up to stopGrace, then SIGKILLs; it returns once the process is
+// reaped, and whether it had to be killed (a clean stop is preferred, a kill is no failure: the
+// API server, for one, may wait on open watches).
+func (p *process) stop() (killed bool) {
 	if p.exited() {
-		return nil
+		return false
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-		return nil
+		return false
 	case <-time.After(stopGrace):
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.done
-	return fmt.Errorf("%s did not exit within %s of SIGTERM and was killed", p.name, stopGrace)
+	return true
 }
 
 // tail returns the last n lines of a file, or a note why it cannot.

@@ -1,0 +1,130 @@
+//go:build e2e
+
+// Package e2e runs kubectl hpa against a real control plane (see package cluster). The tests
+// need root (network and PID namespaces), the binaries of hack/build-testbin.sh and kubectl on
+// PATH; `make test-e2e` provides everything. They are behind the e2e build tag so that
+// `go test ./...` stays a unit-test run.
+package e2e
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
+)
+
+// Environment variables that hand prepared inputs to the test binary (the Makefile sets them;
+// when unset the test binary prepares them itself before entering the namespace).
+const (
+	testbinEnv   = "KUBECTL_HPA_TESTBIN"    // directory printed by hack/build-testbin.sh
+	pluginDirEnv = "KUBECTL_HPA_PLUGIN_DIR" // directory holding the built kubectl-hpa
+)
+
+// shared is the one cluster every test uses, each in its own namespace; starting a control
+// plane costs seconds, so tests share it and stay independent through namespaces.
+var shared *cluster.Cluster
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	if !cluster.Isolated() {
+		// Still in the host namespaces, where the module proxy is reachable: build what is
+		// missing, then re-execute inside a private network namespace.
+		cleanup, err := prepare()
+		defer cleanup()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+			return 1
+		}
+	}
+	code, isParent, err := cluster.RunIsolated(cluster.DefaultIP)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		return 1
+	}
+	if isParent {
+		return code
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	c, err := cluster.Start(ctx, cluster.Config{
+		BinDir:   os.Getenv(testbinEnv),
+		Progress: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "e2e: start "+f+"\n", a...) },
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: starting cluster: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "e2e: cluster ready in %.1fs (run dir %s)\n", time.Since(t0).Seconds(), c.Dir())
+	shared = c
+	code = m.Run()
+	pids := c.Pids()
+	if err := c.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: stopping cluster: %v\n", err)
+		code = 1
+	}
+	if alive := alivePids(pids); len(alive) > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: processes left behind after Stop: %v\n", alive)
+		code = 1
+	}
+	return code
+}
+
+// prepare finds or builds the control-plane binaries and the plugin and records them in the
+// environment the isolated child inherits. The returned cleanup removes what it built.
+func prepare() (func(), error) {
+	cleanup := func() {}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		return cleanup, err
+	}
+	if os.Getenv(testbinEnv) == "" {
+		out, err := exec.Command(filepath.Join(root, "hack", "build-testbin.sh")).Output()
+		if err != nil {
+			return cleanup, fmt.Errorf("hack/build-testbin.sh: %w", err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		os.Setenv(testbinEnv, lines[len(lines)-1])
+	}
+	if os.Getenv(pluginDirEnv) == "" {
+		dir, err := os.MkdirTemp("", "kubectl-hpa-plugin-")
+		if err != nil {
+			return cleanup, err
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-hpa"), "./cmd/kubectl-hpa")
+		build.Dir, build.Stderr = root, os.Stderr
+		if err := build.Run(); err != nil {
+			return cleanup, fmt.Errorf("building kubectl-hpa: %w", err)
+		}
+		os.Setenv(pluginDirEnv, dir)
+	}
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		return cleanup, errors.New("kubectl is not on PATH; the tests drive the plugin through kubectl's plugin discovery")
+	}
+	return cleanup, nil
+}
+
+func alivePids(pids []int) []int {
+	var alive []int
+	for _, p := range pids {
+		if err := syscall.Kill(p, 0); !errors.Is(err, syscall.ESRCH) {
+			alive = append(alive, p)
+		}
+	}
+	return alive
+}

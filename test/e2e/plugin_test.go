@@ -1,0 +1,391 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
+)
+
+// hpaSpec is a valid-by-default HPA "web" on Deployment "web": 1..10 replicas, cpu at 50%.
+type hpaSpec struct {
+	min, max         int32
+	utilization      int32
+	downWindowSecond *int32
+}
+
+func (h hpaSpec) build(ns string) *autoscalingv2.HorizontalPodAutoscaler {
+	if h.min == 0 {
+		h.min = 1
+	}
+	if h.max == 0 {
+		h.max = 10
+	}
+	if h.utilization == 0 {
+		h.utilization = 50
+	}
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			MinReplicas:    &h.min,
+			MaxReplicas:    h.max,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: &h.utilization},
+			}}},
+		},
+	}
+	if h.downWindowSecond != nil {
+		hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{
+			ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: h.downWindowSecond},
+		}
+	}
+	return hpa
+}
+
+func createHPA(t *testing.T, ns string, h hpaSpec) {
+	t.Helper()
+	if _, err := shared.Client().AutoscalingV2().HorizontalPodAutoscalers(ns).Create(context.Background(), h.build(ns), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loadedWorkload creates Deployment web with replicas pods requesting 100m each, gives it a
+// total load, and waits until metrics-server reports every pod at its share.
+func loadedWorkload(t *testing.T, ns string, replicas int32, totalMilli int64) {
+	t.Helper()
+	createDeployment(t, ns, deploymentSpec{replicas: replicas})
+	sel := map[string]string{"app": "web"}
+	shared.Load().Set(cluster.Workload{Namespace: ns, Selector: sel}, cluster.Load{CPUMilli: totalMilli, MemoryBytes: int64(replicas) * 64 << 20})
+	waitPodCPU(t, ns, sel, int(replicas), totalMilli/int64(replicas))
+}
+
+// pluginWrites returns the write requests PluginUser (or user) made since mark.
+func pluginWrites(t *testing.T, mark cluster.AuditMark, user string) []cluster.AuditRequest {
+	t.Helper()
+	reqs, err := shared.AuditSince(mark, cluster.AuditFilter{User: user, WritesOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reqs
+}
+
+func explainJSON(t *testing.T, ns string, extra ...string) output.Explanation {
+	t.Helper()
+	args := append([]string{"hpa", "explain", "web", "-n", ns, "-o", "json"}, extra...)
+	out, err := plugin().Run(context.Background(), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e output.Explanation
+	if err := json.Unmarshal([]byte(out), &e); err != nil {
+		t.Fatalf("decoding explain output: %v\n%s", err, out)
+	}
+	return e
+}
+
+func TestExplainComputesTheDecisionFromLiveMetricsAndWritesNothing(t *testing.T) {
+	t.Parallel()
+	// 2 pods at 90m of 100m requested: 90% against a 50% target, ratio 1.8, so ceil(3.6) = 4
+	// replicas, just inside the scale-up limit of an HPA without behavior (max(2*2, 4)); a
+	// millicore either way (metrics-server's rates) cannot change that.
+	const wantDesired = 4
+	cases := []struct {
+		name   string
+		source string
+	}{
+		{"resource metrics from metrics-server", "metrics-api"},
+		{"resource metrics from Heapster through the service proxy", "heapster"},
+	}
+	ns := namespace(t, "explain")
+	loadedWorkload(t, ns, 2, 180)
+	createHPA(t, ns, hpaSpec{})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.source == "heapster" {
+				// Heapster's samples span a 60s window: like upstream, explain counts a
+				// young pod's CPU only once its readiness is older than that window.
+				waitReadyFor(t, ns, 61*time.Second)
+			}
+			mark, err := shared.AuditMark()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := explainJSON(t, ns, "--metrics-source="+tc.source)
+			if e.Error != nil {
+				t.Fatalf("explain error: %+v", *e.Error)
+			}
+			if e.Decision == nil || e.Decision.DesiredReplicas != wantDesired || e.Decision.CurrentReplicas != 2 {
+				t.Errorf("decision %+v, want 2 -> %d", e.Decision, wantDesired)
+			}
+			if len(e.Metrics) != 1 || e.Metrics[0].Ratio == nil || *e.Metrics[0].Ratio < 1.75 || *e.Metrics[0].Ratio > 1.85 {
+				t.Errorf("metrics %+v, want one with ratio 1.8", e.Metrics)
+			}
+			if w := pluginWrites(t, mark, cluster.PluginUser); len(w) != 0 {
+				t.Errorf("explain wrote %d times:\n%s", len(w), cluster.SummarizeAudit(w))
+			}
+		})
+	}
+	t.Run("text output names the decision", func(t *testing.T) {
+		out, err := plugin().Run(context.Background(), "hpa", "explain", "web", "-n", ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		contains(t, out, "web", fmt.Sprint(wantDesired))
+	})
+}
+
+// runProcess is a `kubectl hpa run` in the background; its output is collected.
+type runProcess struct {
+	out  syncBuffer
+	done chan error
+	stop func() string
+}
+
+func startRun(t *testing.T, k cluster.Kubectl, args ...string) *runProcess {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := k.Command(ctx, append([]string{"hpa", "run"}, args...)...)
+	r := &runProcess{done: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = &r.out, &r.out
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	go func() { r.done <- cmd.Wait() }()
+	var once sync.Once
+	r.stop = func() string {
+		once.Do(func() { cancel(); <-r.done })
+		return r.out.String()
+	}
+	t.Cleanup(func() {
+		out := r.stop()
+		if t.Failed() {
+			t.Logf("kubectl hpa run %s output:\n%s", strings.Join(args, " "), out)
+		}
+	})
+	return r
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitSpecReplicas(t *testing.T, ns string, want int32) {
+	t.Helper()
+	eventually(t, 3*time.Minute, fmt.Sprintf("deployment %s/web is scaled to %d", ns, want), func(ctx context.Context) error {
+		s, err := shared.Client().AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if s.Spec.Replicas != want {
+			return fmt.Errorf("spec.replicas %d", s.Spec.Replicas)
+		}
+		return nil
+	})
+	waitReadyReplicas(t, ns, "web", want)
+}
+
+// waitReadyFor waits until every pod of Deployment web has been ready for at least d.
+func waitReadyFor(t *testing.T, ns string, d time.Duration) {
+	t.Helper()
+	eventually(t, d+30*time.Second, fmt.Sprintf("pods in %s have been ready for %s", ns, d), func(context.Context) error {
+		for _, p := range podsOf(t, ns, map[string]string{"app": "web"}) {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && time.Since(c.LastTransitionTime.Time) < d {
+					return fmt.Errorf("pod %s ready since %s", p.Name, c.LastTransitionTime)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func TestRunScalesUpWhenLoadRisesAndDownAfterStabilization(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "run")
+	createDeployment(t, ns, deploymentSpec{replicas: 1})
+	w := cluster.Workload{Namespace: ns, Selector: map[string]string{"app": "web"}}
+	// 180m over pods requesting 100m at a 50% target: one pod at 180% asks for ceil(3.6) = 4,
+	// and four at 45% stay there (ceil(4 * 0.9) = 4).
+	shared.Load().Set(w, cluster.Load{CPUMilli: 180, MemoryBytes: 64 << 20})
+	createHPA(t, ns, hpaSpec{max: 6})
+	mark, err := shared.AuditMark()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startRun(t, plugin(), "-n", ns, "--sync-period=2s", "--downscale-stabilization=10s", "-o", "json")
+
+	waitSpecReplicas(t, ns, 4)
+	shared.Load().Set(w, cluster.Load{CPUMilli: 40, MemoryBytes: 64 << 20})
+	waitSpecReplicas(t, ns, 1)
+
+	hpa, err := shared.Client().AutoscalingV2().HorizontalPodAutoscalers(ns).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hpa.Status.LastScaleTime == nil || len(hpa.Status.Conditions) == 0 || len(hpa.Status.CurrentMetrics) == 0 {
+		t.Errorf("HPA status lacks lastScaleTime, conditions or currentMetrics: %+v", hpa.Status)
+	}
+	out, err := admin().Run(context.Background(), "describe", "hpa", "web", "-n", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contains(t, out, "SuccessfulRescale", "New size: 4", "New size: 1", "AbleToScale", "ScalingActive")
+
+	writes := pluginWrites(t, mark, cluster.PluginUser)
+	kinds := map[string]bool{}
+	for _, r := range writes {
+		kinds[r.Verb+" "+r.Resource+"/"+r.Subresource] = true
+	}
+	for _, want := range []string{"update deployments/scale", "update horizontalpodautoscalers/status"} {
+		if !kinds[want] {
+			t.Errorf("no %q by the plugin; its writes:\n%s", want, cluster.SummarizeAudit(writes))
+		}
+	}
+}
+
+func TestRunDryRunClientWritesNothing(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "dryrun")
+	loadedWorkload(t, ns, 2, 180)
+	createHPA(t, ns, hpaSpec{})
+	mark, err := shared.AuditMark()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRun(t, plugin(), "-n", ns, "--dry-run=client", "--sync-period=2s", "-o", "json")
+	eventually(t, 60*time.Second, "dry run reports a decision to scale to 4", func(context.Context) error {
+		if out := r.out.String(); !strings.Contains(out, `"desiredReplicas":4`) {
+			return fmt.Errorf("output so far:\n%s", out)
+		}
+		return nil
+	})
+	r.stop()
+	if w := pluginWrites(t, mark, cluster.PluginUser); len(w) != 0 {
+		t.Errorf("--dry-run=client wrote %d times:\n%s", len(w), cluster.SummarizeAudit(w))
+	}
+	s, err := shared.Client().AppsV1().Deployments(ns).GetScale(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Spec.Replicas != 2 {
+		t.Errorf("dry run changed replicas to %d", s.Spec.Replicas)
+	}
+}
+
+func TestSecondRunDoesNotWriteWhileTheFirstHoldsTheLease(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "lease")
+	loadedWorkload(t, ns, 2, 280)
+	createHPA(t, ns, hpaSpec{})
+	startRun(t, plugin(), "-n", ns, "--sync-period=2s", "-o", "json")
+	waitSpecReplicas(t, ns, 6)
+
+	second := "e2e:kubectl-hpa-second"
+	kubeconfig, err := shared.KubeconfigFor(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark, err := shared.AuditMark()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := plugin()
+	k.Kubeconfig = kubeconfig
+	r := startRun(t, k, "-n", ns, "--sync-period=2s", "-o", "json")
+	// Let the second one try for several sync periods and lease retries.
+	eventually(t, 60*time.Second, "the second run has read the lease a few times", func(context.Context) error {
+		reqs, err := shared.AuditSince(mark, cluster.AuditFilter{User: second})
+		if err != nil {
+			return err
+		}
+		leaseReads := 0
+		for _, q := range reqs {
+			if q.Resource == "leases" && !q.IsWrite() {
+				leaseReads++
+			}
+		}
+		if leaseReads < 3 {
+			return fmt.Errorf("%d lease reads so far", leaseReads)
+		}
+		return nil
+	})
+	r.stop()
+	if w := pluginWrites(t, mark, second); len(w) != 0 {
+		t.Errorf("the second run wrote %d times while the first held the lease:\n%s", len(w), cluster.SummarizeAudit(w))
+	}
+}
+
+// TestRunLeavesHPAsOfTheUpstreamControllerAlone is not parallel: while kube-controller-manager
+// runs its HPA controller, every HPA in the cluster is its.
+func TestRunLeavesHPAsOfTheUpstreamControllerAlone(t *testing.T) {
+	ctx := context.Background()
+	if err := shared.RestartControllerManager(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := shared.RestartControllerManager(ctx, false); err != nil {
+			t.Errorf("turning the upstream HPA controller off again: %v", err)
+		}
+	})
+	ns := namespace(t, "upstream")
+	loadedWorkload(t, ns, 2, 280)
+	createHPA(t, ns, hpaSpec{})
+	waitSpecReplicas(t, ns, 6) // upstream's own decision
+	mark, err := shared.AuditMark()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRun(t, plugin(), "-n", ns, "--sync-period=2s", "-o", "json")
+	eventually(t, 60*time.Second, "run reports the HPA as another controller's", func(context.Context) error {
+		reqs, err := shared.AuditSince(mark, cluster.AuditFilter{User: cluster.PluginUser, Namespace: ns})
+		if err != nil {
+			return err
+		}
+		if len(reqs) < 5 || r.out.String() == "" {
+			return fmt.Errorf("%d requests, output %q", len(reqs), r.out.String())
+		}
+		return nil
+	})
+	time.Sleep(5 * time.Second) // a few more sync periods in which a fight would show
+	out := r.stop()
+	var fights []cluster.AuditRequest
+	for _, w := range pluginWrites(t, mark, cluster.PluginUser) {
+		if w.Resource == "horizontalpodautoscalers" || w.Resource == "deployments" {
+			fights = append(fights, w)
+		}
+	}
+	if len(fights) != 0 {
+		t.Errorf("run wrote to an HPA or scale the upstream controller owns:\n%s\noutput:\n%s", cluster.SummarizeAudit(fights), out)
+	}
+}
