@@ -74,7 +74,20 @@ func loadedWorkload(t *testing.T, ns string, replicas int32, totalMilli int64) {
 	waitPodCPU(t, ns, sel, int(replicas), totalMilli/int64(replicas))
 }
 
-// pluginWrites returns the write requests PluginUser (or user) made since mark.
+// pluginAs returns a kubectl authenticated as a user of its own (in the plugin's group), so that
+// tests running side by side can each count only their own plugin's requests.
+func pluginAs(t *testing.T, user string) cluster.Kubectl {
+	t.Helper()
+	kubeconfig, err := shared.KubeconfigFor(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := plugin()
+	k.Kubeconfig = kubeconfig
+	return k
+}
+
+// pluginWrites returns the write requests user made since mark.
 func pluginWrites(t *testing.T, mark cluster.AuditMark, user string) []cluster.AuditRequest {
 	t.Helper()
 	reqs, err := shared.AuditSince(mark, cluster.AuditFilter{User: user, WritesOnly: true})
@@ -84,10 +97,10 @@ func pluginWrites(t *testing.T, mark cluster.AuditMark, user string) []cluster.A
 	return reqs
 }
 
-func explainJSON(t *testing.T, ns string, extra ...string) output.Explanation {
+func explainJSON(t *testing.T, k cluster.Kubectl, ns string, extra ...string) output.Explanation {
 	t.Helper()
 	args := append([]string{"hpa", "explain", "web", "-n", ns, "-o", "json"}, extra...)
-	out, err := plugin().Run(context.Background(), args...)
+	out, err := k.Run(context.Background(), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +125,8 @@ func TestExplainComputesTheDecisionFromLiveMetricsAndWritesNothing(t *testing.T)
 		{"resource metrics from Heapster through the service proxy", "heapster"},
 	}
 	ns := namespace(t, "explain")
+	const user = "e2e:kubectl-hpa-explain"
+	k := pluginAs(t, user)
 	loadedWorkload(t, ns, 2, 180)
 	createHPA(t, ns, hpaSpec{})
 	for _, tc := range cases {
@@ -125,7 +140,7 @@ func TestExplainComputesTheDecisionFromLiveMetricsAndWritesNothing(t *testing.T)
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := explainJSON(t, ns, "--metrics-source="+tc.source)
+			e := explainJSON(t, k, ns, "--metrics-source="+tc.source)
 			if e.Error != nil {
 				t.Fatalf("explain error: %+v", *e.Error)
 			}
@@ -135,13 +150,13 @@ func TestExplainComputesTheDecisionFromLiveMetricsAndWritesNothing(t *testing.T)
 			if len(e.Metrics) != 1 || e.Metrics[0].Ratio == nil || *e.Metrics[0].Ratio < 1.75 || *e.Metrics[0].Ratio > 1.85 {
 				t.Errorf("metrics %+v, want one with ratio 1.8", e.Metrics)
 			}
-			if w := pluginWrites(t, mark, cluster.PluginUser); len(w) != 0 {
+			if w := pluginWrites(t, mark, user); len(w) != 0 {
 				t.Errorf("explain wrote %d times:\n%s", len(w), cluster.SummarizeAudit(w))
 			}
 		})
 	}
 	t.Run("text output names the decision", func(t *testing.T) {
-		out, err := plugin().Run(context.Background(), "hpa", "explain", "web", "-n", ns)
+		out, err := k.Run(context.Background(), "hpa", "explain", "web", "-n", ns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +258,8 @@ func TestRunScalesUpWhenLoadRisesAndDownAfterStabilization(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startRun(t, plugin(), "-n", ns, "--sync-period=2s", "--downscale-stabilization=10s", "-o", "json")
+	const user = "e2e:kubectl-hpa-run"
+	startRun(t, pluginAs(t, user), "-n", ns, "--sync-period=2s", "--downscale-stabilization=10s", "-o", "json")
 
 	waitSpecReplicas(t, ns, 4)
 	shared.Load().Set(w, cluster.Load{CPUMilli: 40, MemoryBytes: 64 << 20})
@@ -262,7 +278,7 @@ func TestRunScalesUpWhenLoadRisesAndDownAfterStabilization(t *testing.T) {
 	}
 	contains(t, out, "SuccessfulRescale", "New size: 4", "New size: 1", "AbleToScale", "ScalingActive")
 
-	writes := pluginWrites(t, mark, cluster.PluginUser)
+	writes := pluginWrites(t, mark, user)
 	kinds := map[string]bool{}
 	for _, r := range writes {
 		kinds[r.Verb+" "+r.Resource+"/"+r.Subresource] = true
@@ -283,7 +299,8 @@ func TestRunDryRunClientWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startRun(t, plugin(), "-n", ns, "--dry-run=client", "--sync-period=2s", "-o", "json")
+	const user = "e2e:kubectl-hpa-dry-run"
+	r := startRun(t, pluginAs(t, user), "-n", ns, "--dry-run=client", "--sync-period=2s", "-o", "json")
 	eventually(t, 60*time.Second, "dry run reports a decision to scale to 4", func(context.Context) error {
 		if out := r.out.String(); !strings.Contains(out, `"desiredReplicas":4`) {
 			return fmt.Errorf("output so far:\n%s", out)
@@ -291,7 +308,7 @@ func TestRunDryRunClientWritesNothing(t *testing.T) {
 		return nil
 	})
 	r.stop()
-	if w := pluginWrites(t, mark, cluster.PluginUser); len(w) != 0 {
+	if w := pluginWrites(t, mark, user); len(w) != 0 {
 		t.Errorf("--dry-run=client wrote %d times:\n%s", len(w), cluster.SummarizeAudit(w))
 	}
 	s, err := shared.Client().AppsV1().Deployments(ns).GetScale(context.Background(), "web", metav1.GetOptions{})
@@ -308,21 +325,15 @@ func TestSecondRunDoesNotWriteWhileTheFirstHoldsTheLease(t *testing.T) {
 	ns := namespace(t, "lease")
 	loadedWorkload(t, ns, 2, 280)
 	createHPA(t, ns, hpaSpec{})
-	startRun(t, plugin(), "-n", ns, "--sync-period=2s", "-o", "json")
+	startRun(t, pluginAs(t, "e2e:kubectl-hpa-first"), "-n", ns, "--sync-period=2s", "-o", "json")
 	waitSpecReplicas(t, ns, 6)
 
-	second := "e2e:kubectl-hpa-second"
-	kubeconfig, err := shared.KubeconfigFor(second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	const second = "e2e:kubectl-hpa-second"
 	mark, err := shared.AuditMark()
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := plugin()
-	k.Kubeconfig = kubeconfig
-	r := startRun(t, k, "-n", ns, "--sync-period=2s", "-o", "json")
+	r := startRun(t, pluginAs(t, second), "-n", ns, "--sync-period=2s", "-o", "json")
 	// Let the second one try for several sync periods and lease retries.
 	eventually(t, 60*time.Second, "the second run has read the lease a few times", func(context.Context) error {
 		reqs, err := shared.AuditSince(mark, cluster.AuditFilter{User: second})
