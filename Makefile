@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X github.com/kubectl-hpa/kubectl-hpa/plugin.version=$(VERSION) -X github.com/kubectl-hpa/kubectl-hpa/plugin.commit=$(COMMIT)
 BIN := $(CURDIR)/bin
 
-.PHONY: all build test verify test-unit bench
+.PHONY: all build test verify test-unit test-fuzz bench
 
 all: build
 
@@ -22,11 +22,22 @@ verify:
 	hack/verify-tidy.sh
 	hack/verify-imports.sh
 
-## test: everything CI runs
-test: verify test-unit
+## test: everything CI runs: static checks, unit tests, bounded fuzzing, parity with upstream,
+## the krew install round-trip and the end-to-end tests on a real control plane (needs root).
+test: verify test-unit test-fuzz test-parity test-krew test-e2e
+	@echo "make test: all suites passed"
 
 test-unit:
 	$(GO) test -race -count=1 ./...
+
+## test-fuzz: every fuzz target of the decision core and the metrics decoders for FUZZTIME each
+test-fuzz: test-fuzz-core test-fuzz-metrics
+
+test-fuzz-core:
+	@for target in $$($(GO) test -list '^Fuzz' ./controller/replicas | grep '^Fuzz'); do \
+		echo "fuzz $$target for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./controller/replicas || exit 1; \
+	done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
