@@ -2,6 +2,8 @@
 # `make test` is the one command that passes all tests (CI runs exactly it).
 
 SHELL := /usr/bin/env bash
+# A failing command anywhere in a pipeline fails the recipe.
+.SHELLFLAGS := -eo pipefail -c
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -18,7 +20,7 @@ build:
 ## verify: formatting, vet, tidy modules, import direction
 verify:
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+	$(GO) vet -tags e2e ./...
 	hack/verify-tidy.sh
 	hack/verify-imports.sh
 
@@ -34,7 +36,9 @@ test-unit:
 test-fuzz: test-fuzz-core test-fuzz-metrics
 
 test-fuzz-core:
-	@for target in $$($(GO) test -list '^Fuzz' ./controller/replicas | grep '^Fuzz'); do \
+	@targets=$$($(GO) test -list '^Fuzz' ./controller/replicas | grep '^Fuzz'); \
+	[ -n "$$targets" ] || { echo "no fuzz targets found in controller/replicas"; exit 1; }; \
+	for target in $$targets; do \
 		echo "fuzz $$target for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./controller/replicas || exit 1; \
 	done
@@ -62,7 +66,9 @@ FUZZTIME ?= 10s
 .PHONY: test-fuzz-metrics
 
 test-fuzz-metrics:
-	@for target in $$($(GO) test -list '^Fuzz' ./metrics | grep '^Fuzz'); do \
+	@targets=$$($(GO) test -list '^Fuzz' ./metrics | grep '^Fuzz'); \
+	[ -n "$$targets" ] || { echo "no fuzz targets found in metrics"; exit 1; }; \
+	for target in $$targets; do \
 		echo "fuzz $$target for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) -parallel 2 ./metrics || exit 1; \
 	done
@@ -109,4 +115,4 @@ krew-index: krew-manifest
 
 ## test-krew: make dist + krew-manifest into a temp dir, krew install of every platform, offline
 test-krew:
-	cd krew/tools && $(GO) test -race -count=1 -timeout 90m ./...
+	cd krew/tools && $(GO) test -race -count=1 -timeout 45m ./...

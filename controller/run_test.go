@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,7 +71,7 @@ func TestRunWithLeaseReleasesTheLeaseOnStop(t *testing.T) {
 	started := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- RunWithLease(ctx, kube, LeaseConfig{Namespace: ns, Name: "kubectl-hpa", Identity: "me"}, func(ctx context.Context) error {
+		done <- RunWithLease(ctx, kube, LeaseConfig{Namespace: ns, Name: "kubectl-hpa", Identity: "me", ReleaseTimeout: time.Minute}, func(ctx context.Context) error {
 			close(started)
 			<-ctx.Done()
 			return nil

@@ -646,7 +646,11 @@ func TestExplainWatchReExplainsEverySyncPeriodUntilCancelled(t *testing.T) {
 	}()
 	// Each explanation reads the HPA once; the ticker is created before the first one.
 	waitFor := func(n int) {
+		deadline := time.Now().Add(time.Minute)
 		for !clk.HasWaiters() || hpaGets(c) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("watch never reached explanation %d (HPA reads: %d)", n, hpaGets(c))
+			}
 			time.Sleep(time.Millisecond)
 		}
 	}

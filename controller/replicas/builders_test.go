@@ -132,9 +132,6 @@ func hpa(opts ...hpaOpt) *autoscalingv2.HorizontalPodAutoscaler {
 func withMin(n int32) hpaOpt {
 	return func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MinReplicas = ptr(n) }
 }
-func withNilMin() hpaOpt {
-	return func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MinReplicas = nil }
-}
 func withMax(n int32) hpaOpt {
 	return func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MaxReplicas = n }
 }
@@ -246,10 +243,6 @@ func withData(m ...MetricData) inputOpt {
 	return func(in *Input) { in.Metrics = append(in.Metrics, m...) }
 }
 func withHistory(h History) inputOpt { return func(in *Input) { in.History = h } }
-func withStatusReplicas(n int32) inputOpt {
-	return func(in *Input) { in.Scale.StatusReplicas = n }
-}
-func withConfig(f func(*Config)) inputOpt { return func(in *Input) { f(&in.Config) } }
 
 // samples builds pod samples for test-pod-<i> with the given milli-values, at the zero time
 // with a one-minute window as upstream's calculator fixtures report them.
