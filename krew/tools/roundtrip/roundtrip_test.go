@@ -488,10 +488,10 @@ func TestBadReleasesFailWithKrewsMessage(t *testing.T) {
 	}
 }
 
-// readmeBlock returns the sh code block of krew/README.md that contains marker.
+// readmeBlock returns the sh code block of README.md that contains marker.
 func readmeBlock(t *testing.T, marker string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(rel.root, "krew", "README.md"))
+	b, err := os.ReadFile(filepath.Join(rel.root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func readmeBlock(t *testing.T, marker string) string {
 			return code
 		}
 	}
-	t.Fatalf("krew/README.md has no sh block containing %q", marker)
+	t.Fatalf("README.md has no sh block containing %q", marker)
 	return ""
 }
 
@@ -547,7 +547,7 @@ func indexRepo(t *testing.T, manifest []byte) string {
 	return repo
 }
 
-// TestReadmeInstructionsWork runs krew/README.md's install, completion and uninstall commands
+// TestReadmeInstructionsWork runs README.md's install, completion and uninstall commands
 // through kubectl and krew, with the project's index cloned from a local repository and the
 // release served from 127.0.0.1 instead of GitHub.
 func TestReadmeInstructionsWork(t *testing.T) {
