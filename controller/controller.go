@@ -74,6 +74,9 @@ type Options struct {
 	// WriteGrace is how long a write already in flight may finish after the controller is
 	// told to stop; writes not yet sent are abandoned.
 	WriteGrace time.Duration
+	// ScaleFromCache reads the scale of Deployments, ReplicaSets, StatefulSets and
+	// ReplicationControllers from informers instead of one GET per HPA and sync.
+	ScaleFromCache bool
 }
 
 // DefaultOptions returns upstream's defaults (sync period 15s, v1.37 decision config).
@@ -86,6 +89,7 @@ func DefaultOptions() Options {
 		OwnershipWindow: 10 * time.Minute,
 		FieldManager:    DefaultFieldManager,
 		WriteGrace:      time.Second,
+		ScaleFromCache:  true,
 	}
 }
 
@@ -138,8 +142,10 @@ type Controller struct {
 
 	hpaFactory informers.SharedInformerFactory
 	podFactory informers.SharedInformerFactory
-	hpaLister  autoscalinglisters.HorizontalPodAutoscalerLister
-	synced     []cache.InformerSynced
+	// cachedScales is nil without Options.ScaleFromCache.
+	cachedScales *CachedScales
+	hpaLister    autoscalinglisters.HorizontalPodAutoscalerLister
+	synced       []cache.InformerSynced
 
 	queue   workqueue.TypedRateLimitingInterface[string]
 	snap    *Snapshotter
@@ -185,6 +191,10 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	if c.monitor == nil {
 		c.monitor = monitor.New()
 	}
+	if opts.ScaleFromCache {
+		c.cachedScales = NewCachedScales(deps.Kube, opts.Namespace, deps.Scales)
+		c.scales = c.cachedScales
+	}
 	c.hpaFactory = informers.NewSharedInformerFactoryWithOptions(deps.Kube, opts.SyncPeriod,
 		informers.WithNamespace(opts.Namespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = opts.HPASelector }))
@@ -210,7 +220,7 @@ func New(opts Options, deps Deps) (*Controller, error) {
 		return nil, fmt.Errorf("adding the HPA event handler: %w", err)
 	}
 	c.snap = &Snapshotter{
-		Scales:   deps.Scales,
+		Scales:   c.scales,
 		Pods:     IndexedPods{Indexer: podInformer.Informer().GetIndexer()},
 		Metrics:  deps.Metrics,
 		Config:   opts.Config,
@@ -246,6 +256,11 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	c.hpaFactory.Start(ctx.Done())
 	c.podFactory.Start(ctx.Done())
+	if c.cachedScales != nil {
+		// Scale informers start when an HPA first targets their kind; no sync waits for
+		// them, since reads fall back to the API until they have synced.
+		c.cachedScales.Start(ctx)
+	}
 	defer c.stopInformers(ctx)
 	defer c.queue.ShutDown()
 
@@ -284,6 +299,9 @@ func (c *Controller) stopInformers(ctx context.Context) {
 		defer close(stopped)
 		c.podFactory.Shutdown()
 		c.hpaFactory.Shutdown()
+		if c.cachedScales != nil {
+			c.cachedScales.Shutdown()
+		}
 	}()
 	t := time.NewTimer(informerStopGrace)
 	defer t.Stop()

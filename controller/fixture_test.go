@@ -158,10 +158,11 @@ func (s fakeScaleNS) Patch(context.Context, schema.GroupVersionResource, string,
 	return nil, errors.New("patch is not used by the controller")
 }
 
-// testMapper knows Deployments only.
+// testMapper knows Deployments and a custom scalable kind, Widget (example.com/v1).
 func testMapper() apimeta.RESTMapper {
-	m := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{{Group: "apps", Version: "v1"}})
+	m := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{{Group: "apps", Version: "v1"}, {Group: "example.com", Version: "v1"}})
 	m.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, apimeta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, apimeta.RESTScopeNamespace)
 	return m
 }
 

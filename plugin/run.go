@@ -123,6 +123,7 @@ func NewCmdRun(configFlags *genericclioptions.ConfigFlags, streams genericioopti
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `"none" writes; "client" writes nothing; "server" sends every write with dryRun=All (validated, not persisted)`)
 	fs.BoolVar(&o.Controller.ForceOwnership, "force-ownership", o.Controller.ForceOwnership, "Write even for HPAs whose status another controller wrote recently")
 	fs.DurationVar(&o.Controller.OwnershipWindow, "ownership-window", o.Controller.OwnershipWindow, "How recent another manager's status write must be for an HPA to count as reconciled by someone else")
+	fs.BoolVar(&o.Controller.ScaleFromCache, "scale-from-cache", o.Controller.ScaleFromCache, "Read the scale of Deployments, ReplicaSets, StatefulSets and ReplicationControllers from watch caches instead of one GET per HPA and sync; other kinds, and kinds that may not be listed, are read live")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Hold a Lease while writing so two kubectl hpa run never both write (off with --dry-run=client)")
 	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "Name of the Lease")
 	fs.StringVar(&o.LeaseNamespace, "leader-elect-lease-namespace", o.LeaseNamespace, "Namespace of the Lease (default: the namespace watched, or the kubeconfig's with -A)")
