@@ -16,6 +16,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
@@ -131,6 +132,9 @@ func TestExplainComputesTheDecisionFromLiveMetricsAndWritesNothing(t *testing.T)
 	createHPA(t, ns, hpaSpec{})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.source == "metrics-api" {
+				waitMetricsAfterReadiness(t, ns)
+			}
 			if tc.source == "heapster" {
 				// Heapster's samples span a 60s window: like upstream, explain counts a
 				// young pod's CPU only once its readiness is older than that window.
@@ -238,6 +242,38 @@ func waitReadyFor(t *testing.T, ns string, d time.Duration) {
 			for _, c := range p.Status.Conditions {
 				if c.Type == corev1.PodReady && time.Since(c.LastTransitionTime.Time) < d {
 					return fmt.Errorf("pod %s ready since %s", p.Name, c.LastTransitionTime)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// waitMetricsAfterReadiness waits until metrics.k8s.io has, for every web pod, a sample whose
+// window starts after the pod became ready: before that, upstream (and so explain) rightly
+// treats a young pod's CPU as unready.
+func waitMetricsAfterReadiness(t *testing.T, ns string) {
+	t.Helper()
+	mc, err := metricsclient.NewForConfig(shared.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, "pod metrics cover a full window after readiness", func(ctx context.Context) error {
+		list, err := mc.MetricsV1beta1().PodMetricses(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil {
+			return err
+		}
+		sampled := map[string]time.Time{}
+		for _, pm := range list.Items {
+			sampled[pm.Name] = pm.Timestamp.Add(-pm.Window.Duration)
+		}
+		for _, p := range podsOf(t, ns, map[string]string{"app": "web"}) {
+			for _, c := range p.Status.Conditions {
+				if c.Type != corev1.PodReady {
+					continue
+				}
+				if start, ok := sampled[p.Name]; !ok || start.Before(c.LastTransitionTime.Time) {
+					return fmt.Errorf("pod %s: ready since %s, newest sample window starts %s", p.Name, c.LastTransitionTime, start)
 				}
 			}
 		}
