@@ -50,6 +50,7 @@ type requestSpec struct {
 // One pass over the pods keeps each pod's memory touched once, which matters at thousands of pods.
 func (c *calc) group(samples map[string]Sample, res corev1.ResourceName, pts []PodTreatment, rs requestSpec) grouping {
 	var g grouping
+	var memo requestMemo
 	cpu := res == corev1.ResourceCPU
 	for k, pod := range c.pods {
 		pt := &pts[k]
@@ -61,7 +62,7 @@ func (c *calc) group(samples map[string]Sample, res corev1.ResourceName, pts []P
 		}
 		pt.Name = pod.Name
 		if rs.enabled && g.requestErr == nil {
-			pt.Request, g.requestErr = podRequest(pod, rs.container, res, rs.podLevel)
+			pt.Request, g.requestErr = podRequest(pod, rs.container, res, rs.podLevel, &memo)
 		}
 		s, found := samples[pod.Name]
 		if found {

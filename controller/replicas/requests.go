@@ -2,7 +2,9 @@ package replicas
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -12,7 +14,7 @@ import (
 // pod-level requests when the PodLevelResources gate is on, the pod sets them and no container
 // is named; otherwise the named container's request, or the sum over containers and restartable
 // init (sidecar) containers. It allocates nothing unless it fails.
-func podRequest(pod *corev1.Pod, container string, res corev1.ResourceName, podLevelGate bool) (int64, error) {
+func podRequest(pod *corev1.Pod, container string, res corev1.ResourceName, podLevelGate bool, memo *requestMemo) (int64, error) {
 	if podLevelGate && container == "" && podLevelRequestsSet(pod) {
 		q, ok := podLevelRequest(pod, res)
 		if !ok {
@@ -25,7 +27,7 @@ func podRequest(pod *corev1.Pod, container string, res corev1.ResourceName, podL
 	// on a name match (even the empty name) is upstream's.
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		done, err := addContainerRequest(&total, c, container, res, pod.Name)
+		done, err := addContainerRequest(&total, c, container, res, pod.Name, memo)
 		if err != nil || done {
 			return total, err
 		}
@@ -35,7 +37,7 @@ func podRequest(pod *corev1.Pod, container string, res corev1.ResourceName, podL
 		if !restartable(c) {
 			continue
 		}
-		done, err := addContainerRequest(&total, c, container, res, pod.Name)
+		done, err := addContainerRequest(&total, c, container, res, pod.Name, memo)
 		if err != nil || done {
 			return total, err
 		}
@@ -46,13 +48,13 @@ func podRequest(pod *corev1.Pod, container string, res corev1.ResourceName, podL
 	return total, nil
 }
 
-func addContainerRequest(total *int64, c *corev1.Container, container string, res corev1.ResourceName, podName string) (done bool, err error) {
+func addContainerRequest(total *int64, c *corev1.Container, container string, res corev1.ResourceName, podName string, memo *requestMemo) (done bool, err error) {
 	if container == "" || container == c.Name {
-		q, ok := c.Resources.Requests[res]
+		milli, ok := memo.lookup(c.Resources.Requests, res)
 		if !ok {
 			return false, fmt.Errorf("missing request for %s in container %s of Pod %s", res, c.Name, podName)
 		}
-		*total += q.MilliValue()
+		*total += milli
 	}
 	if container == c.Name {
 		return true, nil
@@ -147,4 +149,28 @@ func addTo(acc *resource.Quantity, has *bool, v resource.Quantity) {
 		return
 	}
 	acc.Add(v)
+}
+
+// requestMemo remembers the last request map read for one resource. The pods of a workload
+// often share one map (run's informer cache interns identical request maps), so comparing map
+// identity replaces a hashed lookup and a Quantity conversion per container. Inputs are never
+// mutated during a decision, so a map seen twice holds the same value. A nil memo just looks up.
+type requestMemo struct {
+	m     unsafe.Pointer
+	milli int64
+	ok    bool
+}
+
+func (r *requestMemo) lookup(list corev1.ResourceList, res corev1.ResourceName) (int64, bool) {
+	if r == nil {
+		q, ok := list[res]
+		return q.MilliValue(), ok
+	}
+	p := reflect.ValueOf(list).UnsafePointer()
+	if p != nil && p == r.m {
+		return r.milli, r.ok
+	}
+	q, ok := list[res]
+	r.m, r.milli, r.ok = p, q.MilliValue(), ok
+	return r.milli, ok
 }
