@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -11,12 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 )
 
 // Exit codes of kubectl hpa commands. They are part of the CLI contract: scripts and the
@@ -172,12 +167,4 @@ func (f *featureGates) Set(s string) error {
 		f.set = append(f.set, name+"="+strings.ToLower(val))
 	}
 	return nil
-}
-
-// pendingMetrics builds a metrics client with the default metrics source options
-// (auto: the metrics APIs if served, else Heapster). run uses it until it binds
-// metrics.Options flags the way explain does; then it can go.
-func pendingMetrics(cfg *rest.Config, _ kubernetes.Interface) (metrics.Client, error) {
-	c, _, err := metrics.NewOptions().NewClient(context.Background(), cfg, clock.RealClock{})
-	return c, err
 }
