@@ -8,12 +8,16 @@
 //	GET /api/v1/model/namespaces/{ns}/pod-list/{pod,pod,...}/metrics/{metric}?start=&end=
 //	GET /healthz
 //
+// Faults (Scenario.Faults, Server.SetFault) make it misbehave for one namespace at a time:
+// garbage bodies, wrong item counts, stale timestamps, error statuses and slow answers.
+//
 // Everything else in the end-to-end tests is real.
 package heapsterstandin
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 )
 
@@ -29,6 +33,9 @@ type Scenario struct {
 	// NoBatch makes the metrics/v1alpha1 API behave as a Heapster that has not scraped
 	// yet: every pod is left out.
 	NoBatch bool `json:"noBatch,omitempty"`
+	// Faults makes the stand-in misbehave, by namespace: only requests about that namespace
+	// are affected, so tests sharing one stand-in do not disturb each other.
+	Faults map[string]Fault `json:"faults,omitempty"`
 }
 
 // Pod is one pod as Heapster sees it.
@@ -76,6 +83,7 @@ func (s Scenario) Clone() Scenario {
 	if s.Pods == nil {
 		out.Pods = nil
 	}
+	out.Faults = maps.Clone(s.Faults)
 	return out
 }
 
@@ -107,6 +115,14 @@ func (p Pod) clone() Pod {
 
 // Validate reports a scenario the stand-in cannot serve meaningfully.
 func (s Scenario) Validate() error {
+	for ns, f := range s.Faults {
+		if ns == "" {
+			return fmt.Errorf("a fault has no namespace")
+		}
+		if err := f.Validate(); err != nil {
+			return fmt.Errorf("namespace %s: %w", ns, err)
+		}
+	}
 	seen := make(map[string]bool, len(s.Pods))
 	for i, p := range s.Pods {
 		if p.Namespace == "" || p.Name == "" {

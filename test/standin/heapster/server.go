@@ -21,11 +21,14 @@ import (
 // other goroutines. Create it with New.
 type Server struct {
 	clock clock.PassiveClock
-	mux   *http.ServeMux
+	// timers holds slow answers: the clock given to New when it has timers, else real time.
+	timers clock.Clock
+	mux    *http.ServeMux
 
 	mu       sync.RWMutex
 	scenario Scenario
 	requests int
+	stats    map[string]Stats
 }
 
 // New returns a stand-in serving initial (deep-copied) with time read from clk; a nil clk
@@ -37,7 +40,11 @@ func New(clk clock.PassiveClock, initial Scenario) (*Server, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	s := &Server{clock: clk, scenario: initial.Clone(), mux: http.NewServeMux()}
+	timers, ok := clk.(clock.Clock)
+	if !ok {
+		timers = clock.RealClock{}
+	}
+	s := &Server{clock: clk, timers: timers, scenario: initial.Clone(), mux: http.NewServeMux(), stats: map[string]Stats{}}
 	// Heapster's go-restful routes accept the list paths with and without the trailing slash.
 	s.mux.HandleFunc("GET /apis/metrics/v1alpha1/namespaces/{ns}/pods", s.podMetricsList)
 	s.mux.HandleFunc("GET /apis/metrics/v1alpha1/namespaces/{ns}/pods/{$}", s.podMetricsList)
@@ -62,6 +69,36 @@ func (s *Server) Requests() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.requests
+}
+
+// Stats returns the counts of requests about namespace.
+func (s *Server) Stats(namespace string) Stats {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.stats[namespace]
+}
+
+// SetFault makes the stand-in misbehave for requests about namespace, replacing any
+// fault set for it before.
+func (s *Server) SetFault(namespace string, f Fault) error {
+	return s.Update(func(sc *Scenario) {
+		if sc.Faults == nil {
+			sc.Faults = map[string]Fault{}
+		}
+		sc.Faults[namespace] = f
+	})
+}
+
+// ClearFault makes the stand-in answer requests about namespace normally again.
+func (s *Server) ClearFault(namespace string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.scenario.Faults[namespace]; !ok {
+		return
+	}
+	next := s.scenario.Clone()
+	delete(next.Faults, namespace)
+	s.scenario = next
 }
 
 // Scenario returns a copy of what is being served.
@@ -231,8 +268,64 @@ type metricPoint struct {
 	FloatValue *float64  `json:"floatValue,omitempty"`
 }
 
+// begin counts a request about ns and plays its fault up to the answer: it holds a slow
+// answer and answers garbage and error statuses itself. done says the request needs no
+// further answer; otherwise the returned fault (zero if none) shapes the answer.
+func (s *Server) begin(w http.ResponseWriter, r *http.Request, ns string) (f Fault, done bool) {
+	s.mu.Lock()
+	st := s.stats[ns]
+	st.Requests++
+	s.stats[ns] = st
+	f = s.scenario.Faults[ns]
+	s.mu.Unlock()
+	switch f.Kind {
+	case FaultSlow:
+		t := s.timers.NewTimer(f.Delay)
+		defer t.Stop()
+		select {
+		case <-t.C():
+		case <-r.Context().Done():
+			s.mu.Lock()
+			st := s.stats[ns]
+			st.Abandoned++
+			s.stats[ns] = st
+			s.mu.Unlock()
+			return f, true
+		}
+	case FaultGarbage:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, f.body())
+		return f, true
+	case FaultStatus:
+		code := f.Status
+		if code == 0 {
+			code = http.StatusInternalServerError
+		}
+		http.Error(w, f.body(), code)
+		return f, true
+	}
+	return f, false
+}
+
+// resized drops the last -delta items (delta < 0), or appends delta items made by extra
+// from the original items.
+func resized[T any](items []T, delta int, extra func(orig []T, i int) T) []T {
+	if delta < 0 {
+		return items[:max(len(items)+delta, 0)]
+	}
+	out := slices.Clone(items)
+	for i := range delta {
+		out = append(out, extra(items, i))
+	}
+	return out
+}
+
 func (s *Server) podMetricsList(w http.ResponseWriter, r *http.Request) {
 	ns := r.PathValue("ns")
+	fault, done := s.begin(w, r, ns)
+	if done {
+		return
+	}
 	raw := r.URL.Query().Get("labelSelector")
 	selector, err := labels.Parse(raw)
 	if err != nil {
@@ -252,6 +345,9 @@ func (s *Server) podMetricsList(w http.ResponseWriter, r *http.Request) {
 	batch := sc.BatchTime
 	if batch.IsZero() {
 		batch = now.Truncate(time.Second)
+	}
+	if fault.Kind == FaultStale {
+		batch = batch.Add(-fault.Age)
 	}
 	for _, p := range sc.Pods {
 		if p.Namespace != ns || !selector.Matches(labels.Set(p.Labels)) {
@@ -278,6 +374,9 @@ func (s *Server) podMetricsList(w http.ResponseWriter, r *http.Request) {
 			out.Items = append(out.Items, pm)
 		}
 	}
+	if fault.Kind == FaultItemCount && len(out.Items) > 0 {
+		out.Items = resized(out.Items, fault.ItemDelta, func(orig []podMetrics, i int) podMetrics { return orig[i%len(orig)] })
+	}
 	writeJSON(w, out)
 }
 
@@ -291,6 +390,11 @@ var deprecatedNames = map[string]string{
 }
 
 func (s *Server) podListMetrics(w http.ResponseWriter, r *http.Request) {
+	ns := r.PathValue("ns")
+	fault, done := s.begin(w, r, ns)
+	if done {
+		return
+	}
 	q := r.URL.Query()
 	now := s.clock.Now()
 	start, err := timeParam(q.Get("start"), time.Time{})
@@ -307,7 +411,6 @@ func (s *Server) podListMetrics(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the heapster stand-in does not serve labeled metrics", http.StatusBadRequest)
 		return
 	}
-	ns := r.PathValue("ns")
 	metric := r.PathValue("metric")
 	if n, ok := deprecatedNames[metric]; ok {
 		metric = n
@@ -326,7 +429,13 @@ func (s *Server) podListMetrics(w http.ResponseWriter, r *http.Request) {
 				break
 			}
 		}
+		if fault.Kind == FaultStale {
+			series = aged(series, fault.Age)
+		}
 		out.Items = append(out.Items, export(series, start, end))
+	}
+	if fault.Kind == FaultItemCount {
+		out.Items = resized(out.Items, fault.ItemDelta, func([]metricResult, int) metricResult { return metricResult{Metrics: []metricPoint{}} })
 	}
 	writeJSON(w, out)
 }
@@ -353,6 +462,16 @@ func export(series []Point, start, end time.Time) metricResult {
 		res.Metrics = append(res.Metrics, metricPoint{Timestamp: pt.Timestamp, Value: uint64(v)})
 	}
 	return res
+}
+
+// aged returns a copy of series with every timestamp age earlier.
+func aged(series []Point, age time.Duration) []Point {
+	out := make([]Point, len(series))
+	for i, pt := range series {
+		out[i] = pt
+		out[i].Timestamp = pt.Timestamp.Add(-age)
+	}
+	return out
 }
 
 func timeParam(raw string, def time.Time) (time.Time, error) {
