@@ -57,6 +57,10 @@ type Config struct {
 	MetricResolution time.Duration
 	// UpstreamHPA also runs kube-controller-manager's horizontal-pod-autoscaler controller.
 	UpstreamHPA bool
+	// ControllerManagerQPS and ControllerManagerBurst bound kube-controller-manager's API client
+	// (default 200 and 400: upstream's 20 and 30 take over eight minutes to create 10,000 pods).
+	ControllerManagerQPS   float32
+	ControllerManagerBurst int
 	// ControllerManagerArgs are appended to kube-controller-manager's flags.
 	ControllerManagerArgs []string
 	// Progress, when set, receives one line per start step with its duration.
@@ -81,6 +85,10 @@ func (c *Config) defaults() error {
 	setDefault(&c.MetricsServerPort, 8443)
 	setDefault(&c.HeapsterPort, 8082)
 	setDefault(&c.Nodes, 1)
+	setDefault(&c.ControllerManagerBurst, 400)
+	if c.ControllerManagerQPS == 0 {
+		c.ControllerManagerQPS = 200
+	}
 	if c.PodReadyDelay == 0 {
 		c.PodReadyDelay = time.Second
 	}
@@ -472,6 +480,8 @@ func (c *Cluster) startControllerManager(ctx context.Context, upstreamHPA bool) 
 		"--controllers=" + controllers,
 		"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false",
 		"--horizontal-pod-autoscaler-sync-period=5s",
+		"--kube-api-qps=" + strconv.FormatFloat(float64(c.cfg.ControllerManagerQPS), 'f', -1, 32),
+		"--kube-api-burst=" + strconv.Itoa(c.cfg.ControllerManagerBurst),
 	}, c.cfg.ControllerManagerArgs...)
 	p, err := startProcess("kube-controller-manager", filepath.Join(c.cfg.BinDir, "kube-controller-manager"), args, c.logDir)
 	if err != nil {
