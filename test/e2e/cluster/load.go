@@ -52,26 +52,38 @@ type PodSample struct {
 }
 
 // LoadModel turns per-workload loads into per-pod usage over time. CPU is integrated piecewise:
-// every change (a load, a pod becoming ready or going away) first advances each pod's counter at
-// its old rate to now, then recomputes the rates, so counters stay exact for metrics-server,
-// which derives usage from the difference of two scrapes.
+// every change (a load, a pod becoming ready or going away) first advances the counters of the
+// pods whose rate changes at their old rate to now, then sets their new rates, so counters stay
+// exact for metrics-server, which derives usage from the difference of two scrapes. Time is read
+// on the millisecond grid of the kubelet page's timestamps, so a scrape's counters are exactly
+// those of the instant it reports. Each workload knows its pods and each pod its workloads, so a
+// change costs the size of the workloads it touches, not of the whole model (the soak test runs
+// 1,000 workloads over 10,000 pods).
 type LoadModel struct {
 	clock clock.PassiveClock
 
 	mu        sync.Mutex
 	workloads map[string]*workloadLoad
-	pods      map[types.NamespacedName]*podUsage
+	// byNamespace indexes workloads for matching a pod's labels.
+	byNamespace map[string]map[*workloadLoad]struct{}
+	pods        map[types.NamespacedName]*podUsage
 	// nodeCPU is each node's cumulative CPU counter; it only grows, pods come and go.
 	nodeCPU map[string]float64
+	// scraped is when each node's metrics were last served.
+	scraped map[string]time.Time
 }
 
 type workloadLoad struct {
 	namespace string
 	selector  labels.Selector
 	load      Load
+	pods      map[*podUsage]struct{}
+	// ready counts the ready pods among pods.
+	ready int64
 }
 
 type podUsage struct {
+	namespace  string
 	node       string
 	containers []string
 	labels     labels.Set
@@ -81,21 +93,42 @@ type podUsage struct {
 	cpuMilli   int64
 	memBytes   int64
 	advanced   time.Time
+	workloads  map[*workloadLoad]struct{}
 }
 
 // NewLoadModel returns an empty model reading time from clk.
 func NewLoadModel(clk clock.PassiveClock) *LoadModel {
-	return &LoadModel{clock: clk, workloads: map[string]*workloadLoad{}, pods: map[types.NamespacedName]*podUsage{}, nodeCPU: map[string]float64{}}
+	return &LoadModel{
+		clock: clk, workloads: map[string]*workloadLoad{}, byNamespace: map[string]map[*workloadLoad]struct{}{},
+		pods: map[types.NamespacedName]*podUsage{}, nodeCPU: map[string]float64{}, scraped: map[string]time.Time{},
+	}
 }
+
+// now is the model's time: the kubelet page stamps samples in whole milliseconds.
+func (m *LoadModel) now() time.Time { return m.clock.Now().Truncate(time.Millisecond) }
 
 // Set changes a workload's total load from now on.
 func (m *LoadModel) Set(w Workload, l Load) {
 	sel := labels.SelectorFromSet(w.Selector)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.advance()
-	m.workloads[w.Namespace+"/"+sel.String()] = &workloadLoad{namespace: w.Namespace, selector: sel, load: l}
-	m.recompute()
+	key := w.Namespace + "/" + sel.String()
+	wl, ok := m.workloads[key]
+	if !ok {
+		wl = &workloadLoad{namespace: w.Namespace, selector: sel, pods: map[*podUsage]struct{}{}}
+		m.workloads[key] = wl
+		if m.byNamespace[w.Namespace] == nil {
+			m.byNamespace[w.Namespace] = map[*workloadLoad]struct{}{}
+		}
+		m.byNamespace[w.Namespace][wl] = struct{}{}
+		for _, p := range m.pods {
+			if p.namespace == w.Namespace && sel.Matches(p.labels) {
+				join(p, wl)
+			}
+		}
+	}
+	wl.load = l
+	m.rerate(m.now(), wl)
 }
 
 // PodRunning records that a pod's containers run on node since startTime; ready says whether it
@@ -103,23 +136,61 @@ func (m *LoadModel) Set(w Workload, l Load) {
 func (m *LoadModel) PodRunning(pod types.NamespacedName, node string, containers []string, podLabels map[string]string, startTime time.Time, ready bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.advance()
+	now := m.now()
 	p, ok := m.pods[pod]
 	if !ok {
-		p = &podUsage{startTime: startTime, advanced: m.clock.Now()}
+		p = &podUsage{namespace: pod.Namespace, startTime: startTime, advanced: now, workloads: map[*workloadLoad]struct{}{}}
 		m.pods[pod] = p
 	}
-	p.node, p.containers, p.labels, p.ready = node, containers, labels.Set(podLabels), ready
-	m.recompute()
+	m.advance(p, now)
+	newLabels := labels.Set(podLabels)
+	touched := make([]*workloadLoad, 0, len(p.workloads))
+	for wl := range p.workloads {
+		touched = append(touched, wl)
+	}
+	if !ok || !labels.Equals(p.labels, newLabels) {
+		for wl := range p.workloads {
+			leave(p, wl)
+		}
+		p.ready = ready
+		for wl := range m.byNamespace[pod.Namespace] {
+			if wl.selector.Matches(newLabels) {
+				join(p, wl)
+				touched = append(touched, wl)
+			}
+		}
+	}
+	if p.ready != ready {
+		for wl := range p.workloads {
+			if ready {
+				wl.ready++
+			} else {
+				wl.ready--
+			}
+		}
+	}
+	p.node, p.containers, p.labels, p.ready = node, containers, newLabels, ready
+	m.rerate(now, touched...)
+	m.setRate(p, now)
 }
 
 // PodGone forgets a pod; its share moves to the workload's remaining ready pods.
 func (m *LoadModel) PodGone(pod types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.advance()
+	p, ok := m.pods[pod]
+	if !ok {
+		return
+	}
+	now := m.now()
+	m.advance(p, now)
 	delete(m.pods, pod)
-	m.recompute()
+	touched := make([]*workloadLoad, 0, len(p.workloads))
+	for wl := range p.workloads {
+		leave(p, wl)
+		touched = append(touched, wl)
+	}
+	m.rerate(now, touched...)
 }
 
 // Samples returns the current counters of the pods on node ("" for every node), sorted by
@@ -127,13 +198,37 @@ func (m *LoadModel) PodGone(pod types.NamespacedName) {
 func (m *LoadModel) Samples(node string) []PodSample {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.advance()
-	now := m.clock.Now()
+	return m.samples(node, m.now())
+}
+
+// Scrape returns what a kubelet serves for node at one instant: its pods' counters, the node's
+// cumulative CPU seconds and working set, and that instant, which it records (LastScrape).
+func (m *LoadModel) Scrape(node string) (pods []PodSample, nodeCPUSeconds float64, nodeMemoryBytes int64, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at = m.now()
+	pods = m.samples(node, at)
+	nodeCPUSeconds, nodeMemoryBytes = m.nodeSample(node)
+	m.scraped[node] = at
+	return pods, nodeCPUSeconds, nodeMemoryBytes, at
+}
+
+// LastScrape is the instant of node's last Scrape (zero before the first): metrics-server's
+// newest sample of the node's pods carries this timestamp.
+func (m *LoadModel) LastScrape(node string) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.scraped[node]
+}
+
+// samples advances the pods on node to now and returns their counters. m.mu is held.
+func (m *LoadModel) samples(node string, now time.Time) []PodSample {
 	var out []PodSample
 	for key, p := range m.pods {
 		if node != "" && p.node != node {
 			continue
 		}
+		m.advance(p, now)
 		out = append(out, PodSample{
 			Namespace: key.Namespace, Name: key.Name, Node: p.node, Labels: p.labels, Containers: p.containers, StartTime: p.startTime,
 			CPUSeconds: p.cpuSeconds, CPUMilli: p.cpuMilli, MemoryBytes: p.memBytes, Timestamp: now,
@@ -153,7 +248,17 @@ func (m *LoadModel) Samples(node string) []PodSample {
 func (m *LoadModel) NodeSample(node string) (cpuSeconds float64, memoryBytes int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.advance()
+	now := m.now()
+	for _, p := range m.pods {
+		if p.node == node {
+			m.advance(p, now)
+		}
+	}
+	return m.nodeSample(node)
+}
+
+// nodeSample sums a node whose pods are advanced. m.mu is held.
+func (m *LoadModel) nodeSample(node string) (cpuSeconds float64, memoryBytes int64) {
 	memoryBytes = nodeBaseMemoryBytes
 	for _, p := range m.pods {
 		if p.node == node {
@@ -165,47 +270,67 @@ func (m *LoadModel) NodeSample(node string) (cpuSeconds float64, memoryBytes int
 
 // Sample returns one pod's current usage.
 func (m *LoadModel) Sample(pod types.NamespacedName) (PodSample, bool) {
-	for _, s := range m.Samples("") {
-		if s.Namespace == pod.Namespace && s.Name == pod.Name {
-			return s, true
-		}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.pods[pod]
+	if !ok {
+		return PodSample{}, false
 	}
-	return PodSample{}, false
+	now := m.now()
+	m.advance(p, now)
+	return PodSample{
+		Namespace: pod.Namespace, Name: pod.Name, Node: p.node, Labels: p.labels, Containers: p.containers, StartTime: p.startTime,
+		CPUSeconds: p.cpuSeconds, CPUMilli: p.cpuMilli, MemoryBytes: p.memBytes, Timestamp: now,
+	}, true
 }
 
-// advance moves every counter to now at the rate it had since its last advance. m.mu is held.
-func (m *LoadModel) advance() {
-	now := m.clock.Now()
-	for _, p := range m.pods {
-		if dt := now.Sub(p.advanced); dt > 0 {
-			used := float64(p.cpuMilli) / 1000 * dt.Seconds()
-			p.cpuSeconds += used
-			m.nodeCPU[p.node] += used
-			p.advanced = now
+// advance moves one pod's counter (and its node's) to now at the rate it had since its last
+// advance. m.mu is held.
+func (m *LoadModel) advance(p *podUsage, now time.Time) {
+	if dt := now.Sub(p.advanced); dt > 0 {
+		used := float64(p.cpuMilli) / 1000 * dt.Seconds()
+		p.cpuSeconds += used
+		m.nodeCPU[p.node] += used
+		p.advanced = now
+	}
+}
+
+// rerate sets the rates of every pod of the given workloads from now on. m.mu is held.
+func (m *LoadModel) rerate(now time.Time, wls ...*workloadLoad) {
+	for _, wl := range wls {
+		for p := range wl.pods {
+			m.setRate(p, now)
 		}
 	}
 }
 
-// recompute sets every pod's rate from the workloads' loads. m.mu is held.
-func (m *LoadModel) recompute() {
-	type share struct{ cpu, mem int64 }
-	shares := map[*podUsage]share{}
-	for _, w := range m.workloads {
-		var ready []*podUsage
-		for key, p := range m.pods {
-			if p.ready && key.Namespace == w.namespace && w.selector.Matches(p.labels) {
-				ready = append(ready, p)
-			}
-		}
-		for _, p := range ready {
-			s := shares[p]
-			s.cpu += w.load.CPUMilli / int64(len(ready))
-			s.mem += w.load.MemoryBytes / int64(len(ready))
-			shares[p] = s
+// setRate advances p at its old rate, then gives it the sum of its shares of its workloads'
+// loads (an even split over each workload's ready pods), never less than the idle floor.
+// m.mu is held.
+func (m *LoadModel) setRate(p *podUsage, now time.Time) {
+	m.advance(p, now)
+	var cpu, mem int64
+	if p.ready {
+		for wl := range p.workloads {
+			cpu += wl.load.CPUMilli / wl.ready
+			mem += wl.load.MemoryBytes / wl.ready
 		}
 	}
-	for _, p := range m.pods {
-		s := shares[p]
-		p.cpuMilli, p.memBytes = max(s.cpu, idleCPUMilli), max(s.mem, idleMemoryBytes)
+	p.cpuMilli, p.memBytes = max(cpu, idleCPUMilli), max(mem, idleMemoryBytes)
+}
+
+// join and leave keep a workload's pods, a pod's workloads and the ready count in step.
+func join(p *podUsage, wl *workloadLoad) {
+	wl.pods[p], p.workloads[wl] = struct{}{}, struct{}{}
+	if p.ready {
+		wl.ready++
+	}
+}
+
+func leave(p *podUsage, wl *workloadLoad) {
+	delete(wl.pods, p)
+	delete(p.workloads, wl)
+	if p.ready {
+		wl.ready--
 	}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -98,6 +99,54 @@ func TestLoadModelSplitsWorkloadLoadAcrossReadyPodsAndIntegratesCounters(t *test
 				}, want: []usage{{"db", 0, idleCPUMilli, idleMemoryBytes}, {"web", 0, idleCPUMilli, idleMemoryBytes}}},
 			},
 		},
+		{
+			name: "a pod matched by two workloads carries a share of each",
+			steps: []step{
+				{do: func(m *LoadModel) {
+					m.Set(Workload{Namespace: "ns", Selector: web}, Load{CPUMilli: 200})
+					m.Set(Workload{Namespace: "ns", Selector: map[string]string{"tier": "front"}}, Load{CPUMilli: 60})
+					m.PodRunning(pod("a"), "node-1", []string{"c"}, map[string]string{"app": "web", "tier": "front"}, t0, true)
+					m.PodRunning(pod("b"), "node-1", []string{"c"}, web, t0, true)
+				}, want: []usage{{"a", 0, 160, idleMemoryBytes}, {"b", 0, 100, idleMemoryBytes}}},
+			},
+		},
+		{
+			name: "relabelling a pod moves it from one workload to the other",
+			steps: []step{
+				{do: func(m *LoadModel) {
+					m.Set(Workload{Namespace: "ns", Selector: web}, Load{CPUMilli: 200})
+					m.Set(Workload{Namespace: "ns", Selector: map[string]string{"app": "db"}}, Load{CPUMilli: 50})
+					m.PodRunning(pod("a"), "node-1", []string{"c"}, web, t0, true)
+					m.PodRunning(pod("b"), "node-1", []string{"c"}, web, t0, true)
+				}},
+				{advance: time.Second, do: func(m *LoadModel) {
+					m.PodRunning(pod("b"), "node-1", []string{"c"}, map[string]string{"app": "db"}, t0, true)
+				}, want: []usage{{"a", 0.1, 200, idleMemoryBytes}, {"b", 0.1, 50, idleMemoryBytes}}},
+			},
+		},
+		{
+			name: "a pod that stops being ready hands its share back",
+			steps: []step{
+				{do: func(m *LoadModel) {
+					m.Set(Workload{Namespace: "ns", Selector: web}, Load{CPUMilli: 200})
+					m.PodRunning(pod("a"), "node-1", []string{"c"}, web, t0, true)
+					m.PodRunning(pod("b"), "node-1", []string{"c"}, web, t0, true)
+				}},
+				{advance: 2 * time.Second, do: func(m *LoadModel) {
+					m.PodRunning(pod("b"), "node-1", []string{"c"}, web, t0, false)
+				}, want: []usage{{"a", 0.2, 200, idleMemoryBytes}, {"b", 0.2, idleCPUMilli, idleMemoryBytes}}},
+			},
+		},
+		{
+			name: "counters move on the millisecond grid of the kubelet page",
+			steps: []step{
+				{do: func(m *LoadModel) {
+					m.Set(Workload{Namespace: "ns", Selector: web}, Load{CPUMilli: 1000})
+					m.PodRunning(pod("a"), "node-1", []string{"c"}, web, t0, true)
+				}},
+				{advance: 1500 * time.Microsecond, want: []usage{{"a", 0.001, 1000, idleMemoryBytes}}},
+			},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,5 +183,51 @@ func TestNodeCounterNeverDecreasesWhenPodsLeave(t *testing.T) {
 	}
 	if mem != nodeBaseMemoryBytes {
 		t.Errorf("node memory without pods %d, want %d", mem, nodeBaseMemoryBytes)
+	}
+}
+
+func TestScrapeReportsCountersAtTheInstantItRecords(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	m := NewLoadModel(clk)
+	web := map[string]string{"app": "web"}
+	m.Set(Workload{Namespace: "ns", Selector: web}, Load{CPUMilli: 500})
+	m.PodRunning(pod("a"), "node-1", []string{"c"}, web, t0, true)
+	m.PodRunning(pod("b"), "node-2", []string{"c"}, web, t0, true)
+	if got := m.LastScrape("node-1"); !got.IsZero() {
+		t.Errorf("LastScrape before any scrape = %v, want zero", got)
+	}
+	clk.Step(10*time.Second + 700*time.Microsecond)
+	pods, cpu, mem, at := m.Scrape("node-1")
+	want := t0.Add(10 * time.Second)
+	if !at.Equal(want) || !m.LastScrape("node-1").Equal(want) || !m.LastScrape("node-2").IsZero() {
+		t.Errorf("scrape at %v, LastScrape node-1 %v node-2 %v; want %v, %v, zero", at, m.LastScrape("node-1"), m.LastScrape("node-2"), want, want)
+	}
+	if len(pods) != 1 || pods[0].Name != "a" || pods[0].CPUSeconds != 2.5 || !pods[0].Timestamp.Equal(want) {
+		t.Errorf("pods %+v, want only a at 2.5 CPU seconds stamped %v", pods, want)
+	}
+	if cpu != nodeBaseCPUSeconds+2.5 || mem != nodeBaseMemoryBytes+idleMemoryBytes {
+		t.Errorf("node counters %v, %d; want %v, %d", cpu, mem, nodeBaseCPUSeconds+2.5, nodeBaseMemoryBytes+idleMemoryBytes)
+	}
+}
+
+func TestThousandWorkloadsEachSplitAcrossTheirOwnPods(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	m := NewLoadModel(clk)
+	const workloads, perWorkload = 1000, 10
+	for w := range workloads {
+		sel := map[string]string{"app": fmt.Sprintf("w%04d", w)}
+		m.Set(Workload{Namespace: "ns", Selector: sel}, Load{CPUMilli: int64(10 * (w + 1))})
+		for i := range perWorkload {
+			m.PodRunning(pod(fmt.Sprintf("w%04d-%d", w, i)), "node-1", []string{"c"}, sel, t0, true)
+		}
+	}
+	for _, s := range m.Samples("") {
+		var w, i int
+		if _, err := fmt.Sscanf(s.Name, "w%04d-%d", &w, &i); err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(w + 1); s.CPUMilli != want {
+			t.Fatalf("pod %s at %dm, want %dm", s.Name, s.CPUMilli, want)
+		}
 	}
 }

@@ -96,7 +96,8 @@ func (n *nodeStandIn) start(ctx context.Context) error {
 	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
 		return errors.New("node stand-in: pod informer did not sync within 30s")
 	}
-	const workers = 4
+	// Each step of a pod is one API request; the soak test starts 10,000 pods at once.
+	const workers = 16
 	for range workers {
 		go wait.UntilWithContext(ctx, n.work, time.Second)
 	}
@@ -127,7 +128,9 @@ func (n *nodeStandIn) registerNodes(ctx context.Context) error {
 		capacity := corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse("16"),
 			corev1.ResourceMemory: resource.MustParse("64Gi"),
-			corev1.ResourcePods:   resource.MustParse("250"),
+			// Nothing enforces it (the stand-in binds every pod), but a node must not look full
+			// with the soak test's 10,000 pods on it.
+			corev1.ResourcePods: resource.MustParse("20000"),
 		}
 		created.Status = corev1.NodeStatus{
 			Capacity:    capacity,
@@ -218,7 +221,7 @@ func (n *nodeStandIn) sync(ctx context.Context, key types.NamespacedName) (time.
 	if wait := pod.CreationTimestamp.Add(n.readyDelay).Sub(n.clock.Now()); wait > 0 {
 		return wait, nil
 	}
-	return 0, n.markRunning(ctx, key)
+	return 0, n.markRunning(ctx, pod.DeepCopy())
 }
 
 func (n *nodeStandIn) bind(ctx context.Context, pod *corev1.Pod) error {
@@ -239,12 +242,19 @@ func (n *nodeStandIn) bind(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-func (n *nodeStandIn) markRunning(ctx context.Context, key types.NamespacedName) error {
+// markRunning writes the Running status onto pod, the informer's copy; only after a conflict
+// does it read the pod again (one request per pod, not two, when thousands start at once).
+func (n *nodeStandIn) markRunning(ctx context.Context, pod *corev1.Pod) error {
+	first := true
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		pod, err := n.client.CoreV1().Pods(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
+		if !first {
+			fresh, err := n.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			pod = fresh
 		}
+		first = false
 		now := metav1.NewTime(n.clock.Now().Truncate(time.Second))
 		ip := pod.Annotations[PodIPAnnotation]
 		if ip == "" {
@@ -267,7 +277,7 @@ func (n *nodeStandIn) markRunning(ctx context.Context, key types.NamespacedName)
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 			})
 		}
-		_, err = n.client.CoreV1().Pods(key.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		_, err := n.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 		return err
 	})
 }
@@ -306,8 +316,8 @@ func (n *nodeStandIn) kubeletHandler(node string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics/resource", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		cpu, mem := n.load.NodeSample(node)
-		_, _ = w.Write(renderResourceMetrics(n.load.Samples(node), cpu, mem, n.clock.Now()))
+		pods, cpu, mem, at := n.load.Scrape(node)
+		_, _ = w.Write(renderResourceMetrics(pods, cpu, mem, at))
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	return mux
