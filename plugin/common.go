@@ -33,7 +33,8 @@ const (
 	// ExitTargetNotScalable: the target's kind is unknown or has no scale subresource, or the
 	// apiVersion does not parse.
 	ExitTargetNotScalable = 6
-	// ExitForbidden: RBAC denied a read the command needs.
+	// ExitForbidden: RBAC denied a read the command needs (explain), or a permission the
+	// command needs is missing (run's check at start).
 	ExitForbidden = 7
 	// ExitMetricsUnavailable: a metrics API the HPA needs is not served by the cluster.
 	ExitMetricsUnavailable = 8
@@ -96,6 +97,9 @@ func withUsageExitCodes(cmd *cobra.Command) {
 func apiExitError(doing string, err error) *ExitError {
 	switch {
 	case apierrors.IsForbidden(err):
+		if perm, user, ok := deniedPermission(err); ok {
+			return &ExitError{Code: ExitForbidden, Err: &forbiddenError{doing: doing, perm: perm, user: user, role: explainRole, err: err}}
+		}
 		return &ExitError{Code: ExitForbidden, Err: fmt.Errorf("%s: %w (ask your cluster admin for get/list on horizontalpodautoscalers, pods, events, the target's scale subresource and the metrics APIs)", doing, err)}
 	case apierrors.IsUnauthorized(err):
 		return &ExitError{Code: ExitUnauthorized, Err: fmt.Errorf("%s: %w (check your kubeconfig credentials, --context and --user)", doing, err)}

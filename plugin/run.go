@@ -7,12 +7,16 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -97,7 +101,10 @@ func NewRunOptions(configFlags *genericclioptions.ConfigFlags, streams genericio
 
 // NewCmdRun builds "kubectl hpa run".
 func NewCmdRun(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := NewRunOptions(configFlags, streams)
+	return newCmdRun(NewRunOptions(configFlags, streams))
+}
+
+func newCmdRun(o *RunOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "run [-n NAMESPACE | -A] [-l SELECTOR]",
 		Short:   "Run the HPA control loop in the foreground",
@@ -205,6 +212,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return &ExitError{Code: ExitMetricsUnavailable, Err: fmt.Errorf("choosing a metrics source: %w", err)}
 	}
 	logger.Info("Metrics source chosen", "source", sel.Source, "detail", sel.Detail, "reason", sel.Reason)
+	if err := o.preflight(ctx, kube, sel, scales.Mapper); err != nil {
+		return err
+	}
 
 	mon := monitor.New()
 	r := newRunRenderer(o, mc.Source())
@@ -236,6 +246,58 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	return err
+}
+
+// preflight checks, before anything starts, that every permission run needs is granted, and
+// fails naming all that are missing: without it a missing list or watch keeps the caches from
+// ever syncing (run would wait silently) and a missing write fails on every sync.
+func (o *RunOptions) preflight(ctx context.Context, kube kubernetes.Interface, sel metrics.Selection, mapper meta.RESTMapper) error {
+	logger := klog.FromContext(ctx)
+	scope := newRunPermissionScope(o, sel)
+	static := scope.static()
+	denied, err := deniedOf(ctx, kube.AuthorizationV1(), static)
+	if err != nil {
+		return preflightFailed(ctx, err)
+	}
+	listHPAs := static[0]
+	if !slices.Contains(denied, listHPAs) {
+		hpas, err := kube.AutoscalingV2().HorizontalPodAutoscalers(scope.Namespace).List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+		if err != nil {
+			return preflightFailed(ctx, err)
+		}
+		mapKind := func(gk schema.GroupKind, version string) (schema.GroupResource, error) {
+			m, err := mapper.RESTMapping(gk, version)
+			if err != nil {
+				return schema.GroupResource{}, err
+			}
+			return m.Resource.GroupResource(), nil
+		}
+		more, err := deniedOf(ctx, kube.AuthorizationV1(), scope.forHPAs(hpas.Items, mapKind, sel.Source == metrics.SourceMetricsAPI))
+		if err != nil {
+			return preflightFailed(ctx, err)
+		}
+		denied = append(denied, more...)
+	}
+	if len(denied) > 0 {
+		role := runRole
+		if !o.writes() {
+			role = explainRole
+		}
+		return &ExitError{Code: ExitForbidden, Err: &missingPermissionsError{command: "kubectl hpa run", missing: denied, role: role}}
+	}
+	logger.V(2).Info("Permissions checked", "count", len(static))
+	return nil
+}
+
+// preflightFailed decides what a failed permission check means: bad credentials end the
+// run; anything else (an authorizer that cannot answer reviews, a slow server) only costs
+// the early warning, and the loop itself reports what it cannot do.
+func preflightFailed(ctx context.Context, err error) error {
+	if apierrors.IsUnauthorized(err) || ctx.Err() != nil {
+		return apiExitError("checking permissions", err)
+	}
+	klog.FromContext(ctx).Info("Could not check permissions ahead; continuing", "err", err)
+	return nil
 }
 
 // runServeMetrics serves h on addr until stop is called or ctx ends.

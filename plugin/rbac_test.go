@@ -1,0 +1,330 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+)
+
+// apiForbidden builds the Forbidden error the API server's RBAC authorizer returns.
+func apiForbidden(user, verb, group, resource, subresource, namespace, name string) error {
+	res := resource
+	if subresource != "" {
+		res += "/" + subresource
+	}
+	msg := fmt.Sprintf("User %q cannot %s resource %q in API group %q at the cluster scope", user, verb, res, group)
+	if namespace != "" {
+		msg = fmt.Sprintf("User %q cannot %s resource %q in API group %q in the namespace %q", user, verb, res, group, namespace)
+	}
+	return apierrors.NewForbidden(schema.GroupResource{Group: group, Resource: resource}, name, errors.New(msg))
+}
+
+func TestDeniedPermissionIsReadFromTheAPIServersForbiddenMessage(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		wantPerm permission
+		wantUser string
+		wantOK   bool
+	}{
+		{"namespaced get", apiForbidden("dev", "get", "autoscaling", "horizontalpodautoscalers", "", "shop", "web"),
+			permission{Verb: "get", Group: "autoscaling", Resource: "horizontalpodautoscalers", Namespace: "shop", Name: "web"}, "dev", true},
+		{"subresource of the core group", apiForbidden("system:serviceaccount:a:b", "get", "", "services", "proxy", "kube-system", "http:heapster:"),
+			permission{Verb: "get", Resource: "services", Subresource: "proxy", Namespace: "kube-system", Name: "http:heapster:"}, "system:serviceaccount:a:b", true},
+		{"cluster scope", apiForbidden("dev", "list", "autoscaling", "horizontalpodautoscalers", "", "", ""),
+			permission{Verb: "list", Group: "autoscaling", Resource: "horizontalpodautoscalers"}, "dev", true},
+		{"wrapped by a metrics client", fmt.Errorf("unable to fetch metrics: forbidden: %w", apiForbidden("dev", "list", "metrics.k8s.io", "pods", "", "shop", "")),
+			permission{Verb: "list", Group: "metrics.k8s.io", Resource: "pods", Namespace: "shop"}, "dev", true},
+		{"forbidden by something other than RBAC", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "x", errors.New("quota exceeded")),
+			permission{}, "", false},
+		{"not forbidden", apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "x"), permission{}, "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, user, ok := deniedPermission(tc.err)
+			if ok != tc.wantOK || user != tc.wantUser {
+				t.Fatalf("ok %v user %q, want %v %q", ok, user, tc.wantOK, tc.wantUser)
+			}
+			if diff := cmp.Diff(tc.wantPerm, p); diff != "" {
+				t.Errorf("permission (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestExplainNamesTheMissingPermissionInOneLine(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"HPA read", apiForbidden("dev", "get", "autoscaling", "horizontalpodautoscalers", "", "shop", "web"),
+			`getting it: forbidden: user "dev" lacks the permission to get horizontalpodautoscalers (autoscaling) named "web" in namespace "shop"; ask your cluster admin to grant it (the kubectl-hpa-explain ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+		{"metrics read", apiForbidden("dev", "list", "metrics.k8s.io", "pods", "", "shop", ""),
+			`getting it: forbidden: user "dev" lacks the permission to list pods (metrics.k8s.io) in namespace "shop"; ask your cluster admin to grant it (the kubectl-hpa-explain ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ee := apiExitError("getting it", tc.err)
+			if ee.Code != ExitForbidden {
+				t.Errorf("exit code %d, want %d", ee.Code, ExitForbidden)
+			}
+			if diff := cmp.Diff(tc.want, ee.Error()); diff != "" {
+				t.Errorf("message (-want +got):\n%s", diff)
+			}
+			if !apierrors.IsForbidden(ee) {
+				t.Error("the API error is no longer in the chain")
+			}
+		})
+	}
+}
+
+// grants answers SelfSubjectAccessReviews from a list of allowed permissions, as RBAC would
+// with rules naming exactly them (an allowed permission without a name covers every name),
+// and records what was asked.
+type grants struct {
+	allowed []permission
+	asked   []permission
+	err     error
+}
+
+func (g *grants) react(a clienttesting.Action) (bool, runtime.Object, error) {
+	review := a.(clienttesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+	if g.err != nil {
+		return true, nil, g.err
+	}
+	ra := review.Spec.ResourceAttributes
+	asked := permission{Verb: ra.Verb, Group: ra.Group, Resource: ra.Resource, Subresource: ra.Subresource, Namespace: ra.Namespace, Name: ra.Name}
+	g.asked = append(g.asked, asked)
+	for _, p := range g.allowed {
+		if p.Verb == asked.Verb && p.Group == asked.Group && p.Resource == asked.Resource && p.Subresource == asked.Subresource &&
+			(p.Namespace == "" || p.Namespace == asked.Namespace) && (p.Name == "" || p.Name == asked.Name) {
+			review.Status.Allowed = true
+		}
+	}
+	return true, review, nil
+}
+
+func without(perms []permission, drop ...permission) []permission {
+	var out []permission
+	for _, p := range perms {
+		keep := true
+		for _, d := range drop {
+			if p == d {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// runRoleGrants are the rules of deploy/rbac's kubectl-hpa-run role for the kinds and metrics
+// the tests use, bound in every namespace.
+func runRoleGrants() []permission {
+	var out []permission
+	for _, v := range []string{"get", "list", "watch"} {
+		out = append(out, permission{Verb: v, Group: "autoscaling", Resource: "horizontalpodautoscalers"})
+	}
+	return append(out,
+		permission{Verb: "update", Group: "autoscaling", Resource: "horizontalpodautoscalers", Subresource: "status"},
+		permission{Verb: "list", Resource: "pods"}, permission{Verb: "watch", Resource: "pods"},
+		permission{Verb: "create", Resource: "events"}, permission{Verb: "patch", Resource: "events"},
+		permission{Verb: "get", Group: "coordination.k8s.io", Resource: "leases"},
+		permission{Verb: "create", Group: "coordination.k8s.io", Resource: "leases"},
+		permission{Verb: "update", Group: "coordination.k8s.io", Resource: "leases"},
+		permission{Verb: "get", Group: "apps", Resource: "deployments", Subresource: "scale"},
+		permission{Verb: "update", Group: "apps", Resource: "deployments", Subresource: "scale"},
+		permission{Verb: "get", Group: "apps", Resource: "statefulsets", Subresource: "scale"},
+		permission{Verb: "update", Group: "apps", Resource: "statefulsets", Subresource: "scale"},
+		permission{Verb: "get", Resource: "services", Subresource: "proxy", Namespace: "kube-system", Name: "http:heapster:"},
+		permission{Verb: "list", Group: "metrics.k8s.io", Resource: "pods"},
+		permission{Verb: "get", Group: "custom.metrics.k8s.io", Resource: "pods", Subresource: "requests_per_second"},
+		permission{Verb: "get", Group: "custom.metrics.k8s.io", Resource: "ingresses.networking.k8s.io", Subresource: "hits"},
+		permission{Verb: "list", Group: "external.metrics.k8s.io", Resource: "queue_depth"},
+	)
+}
+
+func preflightMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}, meta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}, meta.RESTScopeNamespace)
+	return m
+}
+
+// everyMetricHPA targets a StatefulSet and has one metric of each kind read from the metrics APIs.
+func everyMetricHPA() *autoscalingv2.HorizontalPodAutoscaler {
+	h := runTestHPA("queue", "worker")
+	h.Spec.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "worker"}
+	h.Spec.Metrics = append(h.Spec.Metrics,
+		autoscalingv2.MetricSpec{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: "requests_per_second"}}},
+		autoscalingv2.MetricSpec{Type: autoscalingv2.ObjectMetricSourceType, Object: &autoscalingv2.ObjectMetricSource{
+			DescribedObject: autoscalingv2.CrossVersionObjectReference{APIVersion: "networking.k8s.io/v1", Kind: "Ingress", Name: "main"},
+			Metric:          autoscalingv2.MetricIdentifier{Name: "hits"}}},
+		autoscalingv2.MetricSpec{Type: autoscalingv2.ExternalMetricSourceType, External: &autoscalingv2.ExternalMetricSource{Metric: autoscalingv2.MetricIdentifier{Name: "queue_depth"}}},
+	)
+	return h
+}
+
+func TestRunPreflightNamesEveryMissingPermission(t *testing.T) {
+	metricsAPI := metrics.Selection{Source: metrics.SourceMetricsAPI}
+	heapster := metrics.Selection{Source: metrics.SourceHeapster}
+	updateStatus := permission{Verb: "update", Group: "autoscaling", Resource: "horizontalpodautoscalers", Subresource: "status"}
+	listMetrics := permission{Verb: "list", Group: "metrics.k8s.io", Resource: "pods"}
+	listHPAs := permission{Verb: "list", Group: "autoscaling", Resource: "horizontalpodautoscalers"}
+	tests := []struct {
+		name    string
+		args    []string
+		sel     metrics.Selection
+		allowed []permission
+		hpas    []runtime.Object
+		// want is the error's message; empty for success.
+		want string
+		// wantAsked, when set, is every permission asked about.
+		wantAsked []permission
+	}{
+		{name: "the run role is enough", args: []string{"-n", "shop"}, sel: metricsAPI, allowed: runRoleGrants(),
+			hpas: []runtime.Object{runTestHPA("web", "web"), everyMetricHPA()}},
+		{name: "a missing status update is named with its namespace", args: []string{"-n", "shop"}, sel: metricsAPI,
+			allowed: without(runRoleGrants(), updateStatus), hpas: []runtime.Object{runTestHPA("web", "web")},
+			want: `kubectl hpa run is not allowed to update horizontalpodautoscalers/status (autoscaling) in namespace "shop"; ask your cluster admin to grant it (the kubectl-hpa-run ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+		{name: "every missing permission at once, those of existing HPAs included", args: []string{"-n", "shop"}, sel: metricsAPI,
+			allowed: without(runRoleGrants(), updateStatus, listMetrics,
+				permission{Verb: "create", Resource: "events"},
+				permission{Verb: "update", Group: "apps", Resource: "statefulsets", Subresource: "scale"},
+				permission{Verb: "list", Group: "external.metrics.k8s.io", Resource: "queue_depth"}),
+			hpas: []runtime.Object{runTestHPA("web", "web"), everyMetricHPA()},
+			want: `kubectl hpa run is not allowed to update horizontalpodautoscalers/status (autoscaling) in namespace "shop"; ` +
+				`create events (core) in namespace "shop"; update statefulsets/scale (apps) in namespace "shop"; ` +
+				`list pods (metrics.k8s.io) in namespace "shop"; list queue_depth (external.metrics.k8s.io) in namespace "shop"; ` +
+				`ask your cluster admin to grant them (the kubectl-hpa-run ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+		{name: "without list on HPAs the HPAs are not read", args: []string{"-n", "shop"}, sel: metricsAPI,
+			allowed: without(runRoleGrants(), listHPAs), hpas: []runtime.Object{runTestHPA("web", "web")},
+			want: `kubectl hpa run is not allowed to list horizontalpodautoscalers (autoscaling) in namespace "shop"; ask your cluster admin to grant it (the kubectl-hpa-run ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+		{name: "dry-run=client asks only for reads and points at the read-only role", args: []string{"-n", "shop", "--dry-run=client"}, sel: metricsAPI,
+			allowed: nil, hpas: []runtime.Object{runTestHPA("web", "web")},
+			want: `kubectl hpa run is not allowed to list horizontalpodautoscalers (autoscaling) in namespace "shop"; watch horizontalpodautoscalers (autoscaling) in namespace "shop"; ` +
+				`list pods (core) in namespace "shop"; watch pods (core) in namespace "shop"; ask your cluster admin to grant them (the kubectl-hpa-explain ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+		{name: "dry-run=client with read grants asks for the target's scale and metrics reads only", args: []string{"-n", "shop", "--dry-run=client"}, sel: metricsAPI,
+			allowed: runRoleGrants(), hpas: []runtime.Object{runTestHPA("web", "web")},
+			wantAsked: []permission{
+				{Verb: "list", Group: "autoscaling", Resource: "horizontalpodautoscalers", Namespace: "shop"},
+				{Verb: "watch", Group: "autoscaling", Resource: "horizontalpodautoscalers", Namespace: "shop"},
+				{Verb: "list", Resource: "pods", Namespace: "shop"},
+				{Verb: "watch", Resource: "pods", Namespace: "shop"},
+				{Verb: "get", Group: "apps", Resource: "deployments", Subresource: "scale", Namespace: "shop"},
+				{Verb: "list", Group: "metrics.k8s.io", Resource: "pods", Namespace: "shop"},
+			}},
+		{name: "dry-run=server writes with dryRun=All but records no events", args: []string{"-n", "shop", "--dry-run=server"}, sel: metricsAPI,
+			allowed: without(runRoleGrants(), permission{Verb: "create", Resource: "events"}, permission{Verb: "patch", Resource: "events"}),
+			hpas:    []runtime.Object{runTestHPA("web", "web")}},
+		{name: "the Lease is checked by name in its namespace", args: []string{"-n", "shop", "--leader-elect-lease-namespace=ops"}, sel: metricsAPI,
+			allowed: append(without(runRoleGrants(), permission{Verb: "update", Group: "coordination.k8s.io", Resource: "leases"}),
+				permission{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "ops", Name: "other"}),
+			want: `kubectl hpa run is not allowed to update leases (coordination.k8s.io) named "kubectl-hpa" in namespace "ops"; ask your cluster admin to grant it (the kubectl-hpa-run ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+		{name: "Heapster through the service proxy needs the proxy and no metrics APIs", args: []string{"-A", "--leader-elect=false"}, sel: heapster,
+			allowed: without(runRoleGrants(), listMetrics), hpas: []runtime.Object{runTestHPA("web", "web")}},
+		{name: "all namespaces need cluster-wide grants", args: []string{"-A"}, sel: metricsAPI,
+			allowed: []permission{{Verb: "list", Group: "autoscaling", Resource: "horizontalpodautoscalers", Namespace: "shop"}},
+			want: `kubectl hpa run is not allowed to list horizontalpodautoscalers (autoscaling) in all namespaces; watch horizontalpodautoscalers (autoscaling) in all namespaces; ` +
+				`list pods (core) in all namespaces; watch pods (core) in all namespaces; get horizontalpodautoscalers (autoscaling) in all namespaces; ` +
+				`update horizontalpodautoscalers/status (autoscaling) in all namespaces; create events (core) in all namespaces; patch events (core) in all namespaces; ` +
+				`get leases (coordination.k8s.io) named "kubectl-hpa" in namespace "default"; create leases (coordination.k8s.io) in namespace "default"; ` +
+				`update leases (coordination.k8s.io) named "kubectl-hpa" in namespace "default"; ask your cluster admin to grant them (the kubectl-hpa-run ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := preflightOptions(t, tc.args...)
+			kube := fake.NewClientset(tc.hpas...)
+			g := &grants{allowed: tc.allowed}
+			kube.PrependReactor("create", "selfsubjectaccessreviews", g.react)
+			err := o.preflight(context.Background(), kube, tc.sel, preflightMapper())
+			got := ""
+			if err != nil {
+				got = err.Error()
+				if exitCode(err) != ExitForbidden {
+					t.Errorf("exit code %d, want %d", exitCode(err), ExitForbidden)
+				}
+				if strings.Contains(got, "\n") {
+					t.Errorf("message spans lines: %q", got)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("preflight error (-want +got):\n%s", diff)
+			}
+			if tc.wantAsked != nil {
+				byString := cmpopts.SortSlices(func(a, b permission) bool { return a.String() < b.String() })
+				if diff := cmp.Diff(tc.wantAsked, g.asked, byString); diff != "" {
+					t.Errorf("permissions asked (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func TestRunPreflightOnlyEndsTheRunOnBadCredentials(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		wantCode int
+	}{
+		{"reviews unanswerable: continue", apierrors.NewInternalError(errors.New("authorizer webhook down")), ExitOK},
+		{"credentials rejected: stop", apierrors.NewUnauthorized("token expired"), ExitUnauthorized},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := preflightOptions(t, "-n", "shop")
+			kube := fake.NewClientset()
+			kube.PrependReactor("create", "selfsubjectaccessreviews", (&grants{err: tc.err}).react)
+			err := o.preflight(context.Background(), kube, metrics.Selection{Source: metrics.SourceMetricsAPI}, preflightMapper())
+			code := ExitOK
+			if err != nil {
+				code = exitCode(err)
+			}
+			if code != tc.wantCode {
+				t.Errorf("exit code %d (%v), want %d", code, err, tc.wantCode)
+			}
+		})
+	}
+}
+
+// preflightOptions parses run's flags against a kubeconfig whose namespace is "default".
+func preflightOptions(t *testing.T, args ...string) *RunOptions {
+	t.Helper()
+	flags := genericclioptions.NewConfigFlags(false)
+	path := kubeconfig(t)
+	flags.KubeConfig = &path
+	o := NewRunOptions(flags, genericiooptions.NewTestIOStreamsDiscard())
+	cmd := newCmdRun(o)
+	flags.AddFlags(cmd.Flags())
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
