@@ -37,8 +37,12 @@ type AuditRequest struct {
 	Received    time.Time
 }
 
-// IsWrite reports whether the request asked the API server to change state.
+// IsWrite reports whether the request asked the API server to change state. Creating an access
+// or token review only asks a question (nothing is stored), so it is not a write.
 func (r AuditRequest) IsWrite() bool {
+	if r.APIGroup == "authorization.k8s.io" || r.APIGroup == "authentication.k8s.io" {
+		return false
+	}
 	switch r.Verb {
 	case "create", "update", "patch", "delete", "deletecollection":
 		return true
