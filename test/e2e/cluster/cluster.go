@@ -460,14 +460,52 @@ func (c *Cluster) waitAPIServer(ctx context.Context, p *process) error {
 // RestartAPIServer stops the API server (SIGTERM) and starts it again with the same flags,
 // returning once it is ready. Clients reconnect by themselves; watches are re-established.
 func (c *Cluster) RestartAPIServer(ctx context.Context) error {
-	c.mu.Lock()
-	old := c.apiServer
-	c.mu.Unlock()
-	c.stopProcess(old)
-	c.mu.Lock()
-	c.exited = append(c.exited, old.Pid())
-	c.mu.Unlock()
+	if err := c.StopAPIServer(); err != nil {
+		return err
+	}
+	return c.StartAPIServer(ctx)
+}
+
+// StopAPIServer stops the API server (SIGTERM, SIGKILL after 10s) and returns once it has
+// exited: from then on every client, aggregated APIs and the service proxy included, gets
+// connection refused until StartAPIServer. etcd keeps the state.
+func (c *Cluster) StopAPIServer() error {
+	return c.stopComponent(&c.apiServer, "kube-apiserver")
+}
+
+// StartAPIServer starts the API server stopped by StopAPIServer again with the same flags and
+// returns once /readyz passes.
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	if err := c.checkStopped(&c.apiServer, "kube-apiserver"); err != nil {
+		return err
+	}
 	return c.startAPIServer(ctx)
+}
+
+// stopComponent stops *slot's process and records its pid for the leak check; the process
+// stays in *slot (exited) so that Pids and Stop keep seeing it until it is replaced.
+func (c *Cluster) stopComponent(slot **process, name string) error {
+	c.mu.Lock()
+	p := *slot
+	c.mu.Unlock()
+	if p == nil || p.exited() {
+		return fmt.Errorf("cluster: %s is not running", name)
+	}
+	c.stopProcess(p)
+	c.mu.Lock()
+	c.exited = append(c.exited, p.Pid())
+	c.mu.Unlock()
+	return nil
+}
+
+// checkStopped refuses to start a second copy of a component that still runs.
+func (c *Cluster) checkStopped(slot **process, name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := *slot; p != nil && !p.exited() {
+		return fmt.Errorf("cluster: %s is still running (pid %d); stop it first", name, p.Pid())
+	}
+	return nil
 }
 
 func (c *Cluster) startControllerManager(ctx context.Context, upstreamHPA bool) error {
@@ -501,13 +539,9 @@ func (c *Cluster) startControllerManager(ctx context.Context, upstreamHPA bool) 
 // RestartControllerManager restarts kube-controller-manager, with or without the upstream
 // horizontal-pod-autoscaler controller.
 func (c *Cluster) RestartControllerManager(ctx context.Context, upstreamHPA bool) error {
-	c.mu.Lock()
-	old := c.kcm
-	c.mu.Unlock()
-	c.stopProcess(old)
-	c.mu.Lock()
-	c.exited = append(c.exited, old.Pid())
-	c.mu.Unlock()
+	if err := c.stopComponent(&c.kcm, "kube-controller-manager"); err != nil {
+		return err
+	}
 	return c.startControllerManager(ctx, upstreamHPA)
 }
 

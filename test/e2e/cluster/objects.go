@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -189,7 +190,7 @@ func (c *Cluster) startMetricsServer(ctx context.Context) error {
 	}
 	apiService := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-		"metadata": map[string]any{"name": "v1beta1.metrics.k8s.io"},
+		"metadata": map[string]any{"name": metricsAPIService},
 		"spec": map[string]any{
 			"group": "metrics.k8s.io", "version": "v1beta1",
 			"service":               map[string]any{"name": msService, "namespace": ns, "port": int64(443)},
@@ -197,10 +198,21 @@ func (c *Cluster) startMetricsServer(ctx context.Context) error {
 		},
 	}}
 	if _, err := dyn.Resource(apiServiceGVR).Create(ctx, apiService, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("metrics-server: registering v1beta1.metrics.k8s.io: %w", err)
+		return fmt.Errorf("metrics-server: registering %s: %w", metricsAPIService, err)
 	}
-	if err := checkPortFree("metrics-server", c.hostPort(c.cfg.MetricsServerPort)); err != nil {
+	p, err := c.runMetricsServer()
+	if err != nil {
 		return err
+	}
+	return p.waitReady(ctx, 60*time.Second, func(ctx context.Context) error {
+		return c.metricsAPIAvailable(ctx, dyn, true)
+	})
+}
+
+// runMetricsServer launches the metrics-server process.
+func (c *Cluster) runMetricsServer() (*process, error) {
+	if err := checkPortFree("metrics-server", c.hostPort(c.cfg.MetricsServerPort)); err != nil {
+		return nil, err
 	}
 	timeout := c.cfg.MetricResolution / 2
 	kubeconfig := c.kubeconfig("metrics-server")
@@ -212,28 +224,106 @@ func (c *Cluster) startMetricsServer(ctx context.Context) error {
 		"--metric-resolution=" + c.cfg.MetricResolution.String(), "--kubelet-request-timeout=" + timeout.String(),
 	}, c.logDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c.mu.Lock()
 	c.metrics = p
 	c.mu.Unlock()
-	return p.waitReady(ctx, 60*time.Second, func(ctx context.Context) error {
-		obj, err := dyn.Resource(apiServiceGVR).Get(ctx, "v1beta1.metrics.k8s.io", metav1.GetOptions{})
+	return p, nil
+}
+
+// metricsAPIService is the APIService metrics-server is registered under.
+const metricsAPIService = "v1beta1.metrics.k8s.io"
+
+// metricsAPIAvailable returns nil once the APIService's Available condition is want.
+func (c *Cluster) metricsAPIAvailable(ctx context.Context, dyn dynamic.Interface, want bool) error {
+	obj, err := dyn.Resource(apiServiceGVR).Get(ctx, metricsAPIService, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	wantStatus := map[bool]string{true: "True", false: "False"}[want]
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, cond := range conds {
+		m, _ := cond.(map[string]any)
+		if m["type"] == "Available" {
+			if m["status"] == wantStatus {
+				return nil
+			}
+			return fmt.Errorf("APIService %s: Available=%v (%v: %v), want %s", metricsAPIService, m["status"], m["reason"], m["message"], wantStatus)
+		}
+	}
+	return fmt.Errorf("APIService %s has no Available condition yet", metricsAPIService)
+}
+
+// StopMetricsServer stops the metrics-server process and returns once the aggregator reports
+// v1beta1.metrics.k8s.io as not Available. Requests for metrics.k8s.io fail from the moment
+// the process is gone; StartMetricsServer brings it back.
+func (c *Cluster) StopMetricsServer(ctx context.Context) error {
+	if err := c.stopComponent(&c.metrics, "metrics-server"); err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(c.restCfg)
+	if err != nil {
+		return fmt.Errorf("metrics-server: dynamic client: %w", err)
+	}
+	return c.waitFor(ctx, "APIService "+metricsAPIService+" not Available", time.Minute, c.availability(dyn, false))
+}
+
+// StartMetricsServer starts metrics-server again after StopMetricsServer and returns once the
+// APIService is Available and metrics-server serves metrics (it has none before two scrapes,
+// one MetricResolution apart): from then on a metrics.k8s.io read answers with data.
+func (c *Cluster) StartMetricsServer(ctx context.Context) error {
+	if err := c.checkStopped(&c.metrics, "metrics-server"); err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(c.restCfg)
+	if err != nil {
+		return fmt.Errorf("metrics-server: dynamic client: %w", err)
+	}
+	p, err := c.runMetricsServer()
+	if err != nil {
+		return err
+	}
+	available := c.availability(dyn, true)
+	return p.waitReady(ctx, 2*time.Minute, func(ctx context.Context) error {
+		if err := available(ctx); err != nil {
+			return err
+		}
+		var list struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		raw, err := c.client.CoreV1().RESTClient().Get().AbsPath("/apis/metrics.k8s.io/v1beta1/nodes").DoRaw(ctx)
 		if err != nil {
 			return err
 		}
-		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-		for _, cond := range conds {
-			m, _ := cond.(map[string]any)
-			if m["type"] == "Available" {
-				if m["status"] == "True" {
-					return nil
-				}
-				return fmt.Errorf("APIService v1beta1.metrics.k8s.io not available: %v: %v", m["reason"], m["message"])
-			}
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return fmt.Errorf("decoding node metrics: %w", err)
 		}
-		return errors.New("APIService v1beta1.metrics.k8s.io has no Available condition yet")
+		if len(list.Items) == 0 {
+			return errors.New("metrics-server has no node metrics yet")
+		}
+		return nil
 	})
+}
+
+// availability is a probe passing once the APIService's Available condition is want. The
+// aggregator re-checks an APIService on its own only every 30s (longer while it backs off
+// after failures); touching an annotation makes it check at once, so a caller waits for the
+// check, not for the aggregator's timer.
+func (c *Cluster) availability(dyn dynamic.Interface, want bool) func(context.Context) error {
+	var poked time.Time
+	return func(ctx context.Context) error {
+		err := c.metricsAPIAvailable(ctx, dyn, want)
+		if err == nil || time.Since(poked) < time.Second {
+			return err
+		}
+		poked = time.Now()
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"e2e.kubectl-hpa.io/recheck":%q}}}`, poked.Format(time.RFC3339Nano))
+		if _, perr := dyn.Resource(apiServiceGVR).Patch(ctx, metricsAPIService, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); perr != nil {
+			return errors.Join(err, fmt.Errorf("asking the aggregator to re-check: %w", perr))
+		}
+		return err
+	}
 }
 
 // createService creates a Service and, since no endpointslice controller runs, its one
