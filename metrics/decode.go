@@ -121,7 +121,7 @@ type heapsterPodMetrics struct {
 func decodeHeapsterPodMetrics(body []byte) ([]podUsage, error) {
 	var list heapsterPodMetricsList
 	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("the answer is not a PodMetricsList (%v); body starts %s", err, bodySnippet(body))
+		return nil, fmt.Errorf("not a PodMetricsList (%v); body starts %s", err, bodySnippet(body))
 	}
 	items := make([]podUsage, len(list.Items))
 	for i, m := range list.Items {
@@ -188,7 +188,7 @@ const maxRawValue = uint64(MaxMilliValue / 1000)
 func decodeHeapsterModel(body []byte) (modelResultList, error) {
 	var list modelResultList
 	if err := json.Unmarshal(body, &list); err != nil {
-		return modelResultList{}, fmt.Errorf("the answer is not a MetricResultList (%v); body starts %s", err, bodySnippet(body))
+		return modelResultList{}, fmt.Errorf("not a MetricResultList (%v); body starts %s", err, bodySnippet(body))
 	}
 	return list, nil
 }

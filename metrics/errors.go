@@ -23,6 +23,10 @@ const MaxMilliValue int64 = 1e16
 // while still catching a source that stopped collecting.
 const DefaultMaxAge = 10 * time.Minute
 
+// errReadTimeout is the cause of a context ended by a read timeout (see
+// HeapsterConfig.Timeout, Options.Timeout).
+var errReadTimeout = errors.New("metrics read timed out")
+
 // milliValue converts q to milli-units, refusing negative and absurdly large values
 // instead of letting Quantity.MilliValue saturate or wrap. The magnitude is checked on
 // the float approximation first: comparing or printing a quantity with a huge exponent
@@ -62,10 +66,11 @@ func addMilli(a, b int64) (int64, error) {
 	return a + b, nil
 }
 
-// isTimeout reports a request that ran out of time: the caller's deadline, the client's
-// timeout, or the API server's own timeout answer.
+// isTimeout reports a request that ran out of time: the caller's deadline, our read
+// timeout (net/http reports a context's cause), the client's timeout, or the API
+// server's own timeout answer.
 func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errReadTimeout) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) {
 		return true
 	}
 	var ne net.Error

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,6 +53,9 @@ type HeapsterConfig struct {
 	Clock clock.PassiveClock
 	// MaxAge refuses samples older than this; 0 disables the check.
 	MaxAge time.Duration
+	// Timeout bounds each read (PodResource, PodsMetric) as a whole; when it passes, the
+	// requests in flight are abandoned. 0 leaves only the caller's context.
+	Timeout time.Duration
 }
 
 // noHeapsterService is the error for a missing Heapster service, from the service proxy
@@ -94,10 +98,30 @@ func NewHeapsterClient(cfg HeapsterConfig) (Client, error) {
 
 func (h *heapsterClient) Source() string { return h.where }
 
+// bounded returns ctx limited by the read timeout; the deadline's cause tells our
+// timeout from the caller's.
+func (h *heapsterClient) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if h.cfg.Timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, h.cfg.Timeout, errReadTimeout)
+}
+
+// timeoutErr is the error of a request abandoned at ctx's deadline, naming the flag that
+// set it when it was our read timeout.
+func (h *heapsterClient) timeoutErr(ctx context.Context, err error, hint string) error {
+	if errors.Is(context.Cause(ctx), errReadTimeout) {
+		return fmt.Errorf("%s timed out after %s (--metrics-timeout), the request was abandoned: %w; check that heapster is running and not overloaded, or raise --metrics-timeout", h.where, h.cfg.Timeout, err)
+	}
+	return fmt.Errorf("%s did not answer in time: %w; %s", h.where, err, hint)
+}
+
 func (h *heapsterClient) PodResource(ctx context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, container string) (PodSamples, time.Time, error) {
 	if selector == nil {
 		selector = labels.Everything()
 	}
+	ctx, cancel := h.bounded(ctx)
+	defer cancel()
 	path := fmt.Sprintf("/apis/metrics/v1alpha1/namespaces/%s/pods", namespace)
 	body, err := h.get(ctx, path, map[string]string{"labelSelector": selector.String()})
 	if err != nil {
@@ -105,14 +129,14 @@ func (h *heapsterClient) PodResource(ctx context.Context, namespace string, res 
 	}
 	items, err := decodeHeapsterPodMetrics(body)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("%s: pod metrics: %w", h.where, err)
+		return nil, time.Time{}, badAnswer(h.where, path, err)
 	}
 	if len(items) == 0 {
 		return nil, time.Time{}, fmt.Errorf("no metrics returned from heapster (%s) for pods in %s matching %q; heapster may not have scraped them yet", h.where, namespace, selector.String())
 	}
 	samples, ts, err := podResourceSamples(items, res, container, h.cfg.Clock.Now(), h.cfg.MaxAge)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("%s: %s usage: %w", h.where, res, err)
+		return nil, time.Time{}, fmt.Errorf("%s: %s usage from GET %s: %w", h.where, res, path, err)
 	}
 	return samples, ts, nil
 }
@@ -124,6 +148,8 @@ func (h *heapsterClient) PodsMetric(ctx context.Context, namespace, metricName s
 	if selector == nil {
 		selector = labels.Everything()
 	}
+	ctx, cancel := h.bounded(ctx)
+	defer cancel()
 	pods, err := h.cfg.Pods.Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("listing pods in %s matching %q to ask %s about: %w", namespace, selector.String(), h.where, err)
@@ -145,13 +171,18 @@ func (h *heapsterClient) PodsMetric(ctx context.Context, namespace, metricName s
 	}
 	list, err := decodeHeapsterModel(body)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("%s: metric %s: %w", h.where, metricName, err)
+		return nil, time.Time{}, badAnswer(h.where, path, err)
 	}
 	samples, ts, err := heapsterPodsSamples(names, list, now, h.cfg.MaxAge)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("%s: metric %s: %w", h.where, metricName, err)
+		return nil, time.Time{}, fmt.Errorf("%s: metric %s from GET %s: %w", h.where, metricName, path, err)
 	}
 	return samples, ts, nil
+}
+
+// badAnswer is the error for an answer that is not the JSON asked for.
+func badAnswer(where, path string, err error) error {
+	return fmt.Errorf("%s: the answer to GET %s is %w; check that it is heapster, and its logs", where, path, err)
 }
 
 func (h *heapsterClient) ObjectMetric(_ context.Context, _, metricName string, object autoscalingv2.CrossVersionObjectReference, _ labels.Selector) (int64, time.Time, error) {
@@ -178,7 +209,7 @@ func (h *heapsterClient) getProxy(ctx context.Context, path string, params map[s
 	var status apierrors.APIStatus
 	switch {
 	case isTimeout(err):
-		return nil, fmt.Errorf("%s did not answer %s in time: %w; check that heapster is running, or raise --request-timeout", h.where, path, err)
+		return nil, h.timeoutErr(ctx, err, "check that heapster is running, or raise --request-timeout")
 	case apierrors.IsNotFound(err) && errors.As(err, &status) && status.Status().Details != nil &&
 		status.Status().Details.Kind == "services" && status.Status().Details.Name == c.Service:
 		return nil, noHeapsterService(c.Namespace, c.Service, err)
@@ -188,6 +219,9 @@ func (h *heapsterClient) getProxy(ctx context.Context, path string, params map[s
 		return nil, fmt.Errorf("%s is unavailable (the service has no ready endpoints?): %w; check the heapster pod in %s", h.where, err, c.Namespace)
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("%s has no %s: %w; is it heapster 1.3 or later running in Kubernetes mode?", h.where, path, err)
+	case errors.As(err, &status) && status.Status().Code >= http.StatusInternalServerError:
+		// The proxy passes Heapster's own failure on; client-go quotes its body.
+		return nil, fmt.Errorf("%s answered %d to GET %s: %w; check the heapster pod's logs in %s", h.where, status.Status().Code, path, err, c.Namespace)
 	default:
 		return nil, fmt.Errorf("%s: GET %s: %w", h.where, path, err)
 	}
@@ -208,7 +242,10 @@ func (h *heapsterClient) getDirect(ctx context.Context, path string, params map[
 	resp, err := h.cfg.HTTPClient.Do(req)
 	if err != nil {
 		if isTimeout(err) {
-			return nil, fmt.Errorf("%s did not answer %s in time: %w; check that the port-forward is alive", h.where, path, err)
+			return nil, h.timeoutErr(ctx, err, "check that the port-forward is alive, or raise --request-timeout")
+		}
+		if errors.As(err, new(*tls.CertificateVerificationError)) {
+			return nil, fmt.Errorf("%s presented a certificate this client does not trust: %w; pass --heapster-certificate-authority with the CA that signed it, or use the host name the certificate is for", h.where, err)
 		}
 		return nil, fmt.Errorf("%s is unreachable: %w; check --heapster-url and that the port-forward is alive", h.where, err)
 	}
@@ -216,7 +253,7 @@ func (h *heapsterClient) getDirect(ctx context.Context, path string, params map[
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxHeapsterBody+1))
 	if err != nil {
 		if isTimeout(err) {
-			return nil, fmt.Errorf("%s did not finish answering %s in time: %w", h.where, path, err)
+			return nil, h.timeoutErr(ctx, err, "check that the port-forward is alive, or raise --request-timeout")
 		}
 		return nil, fmt.Errorf("%s: reading the answer to %s: %w", h.where, path, err)
 	}

@@ -117,6 +117,7 @@ type heapsterFixture struct {
 	maxAge   time.Duration
 	direct   bool // use --heapster-url instead of the service proxy
 	scenario *heapsterstandin.Scenario
+	timeout  time.Duration
 }
 
 func (f heapsterFixture) client(t *testing.T) Client {
@@ -131,9 +132,10 @@ func (f heapsterFixture) client(t *testing.T) Client {
 	}
 	cfg := HeapsterConfig{
 		Namespace: DefaultHeapsterNamespace, Service: DefaultHeapsterService, Scheme: DefaultHeapsterScheme, Port: DefaultHeapsterPort,
-		Pods:   fake.NewClientset(testPods(f.pods)...).CoreV1(),
-		Clock:  clocktesting.NewFakePassiveClock(f.now),
-		MaxAge: DefaultMaxAge,
+		Pods:    fake.NewClientset(testPods(f.pods)...).CoreV1(),
+		Clock:   clocktesting.NewFakePassiveClock(f.now),
+		MaxAge:  DefaultMaxAge,
+		Timeout: f.timeout,
 	}
 	if f.maxAge != 0 {
 		cfg.MaxAge = f.maxAge

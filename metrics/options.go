@@ -2,11 +2,14 @@ package metrics
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -42,9 +45,22 @@ type Options struct {
 	HeapsterURL string
 	// HeapsterInsecureHTTP allows a plain http HeapsterURL on a host other than loopback.
 	HeapsterInsecureHTTP bool
+	// HeapsterCAFile is a PEM bundle of the CAs trusted for an https HeapsterURL, instead
+	// of the system's.
+	HeapsterCAFile string
 	// MaxAge refuses samples older than this; 0 disables the check.
 	MaxAge time.Duration
+	// Timeout bounds each metrics read; a read still going is abandoned. 0 leaves only
+	// --request-timeout.
+	Timeout time.Duration
 }
+
+// DefaultTimeout bounds a metrics read unless --metrics-timeout says otherwise: as
+// metrics-server's kubelet request timeout, and under the default 15s sync period, so
+// that a source that stopped answering costs a worker less than one period. The service
+// proxy to Heapster has no timeout of its own (the API server treats proxying as long
+// running), so without this bound a hung Heapster would hold a worker forever.
+const DefaultTimeout = 10 * time.Second
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
@@ -55,6 +71,7 @@ func NewOptions() *Options {
 		HeapsterScheme:    DefaultHeapsterScheme,
 		HeapsterPort:      DefaultHeapsterPort,
 		MaxAge:            DefaultMaxAge,
+		Timeout:           DefaultTimeout,
 	}
 }
 
@@ -70,8 +87,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Reach Heapster at this base URL instead of through the service proxy, e.g. http://127.0.0.1:8082 after kubectl port-forward.")
 	fs.BoolVar(&o.HeapsterInsecureHTTP, "heapster-insecure-http", o.HeapsterInsecureHTTP,
 		"Allow a plain http --heapster-url on a host other than loopback (metrics then travel unencrypted).")
+	fs.StringVar(&o.HeapsterCAFile, "heapster-certificate-authority", o.HeapsterCAFile,
+		"PEM file of the certificate authorities trusted for an https --heapster-url, instead of the system's (for a self-signed Heapster).")
 	fs.DurationVar(&o.MaxAge, "metrics-max-age", o.MaxAge,
 		"Refuse metric samples whose timestamp is older than this (a source that stopped collecting); 0 disables the check.")
+	fs.DurationVar(&o.Timeout, "metrics-timeout", o.Timeout,
+		"Abandon a metrics read (one HPA metric from Heapster or a metrics API) that takes longer than this; the HPA then reports the timeout like any failed read. 0 leaves only --request-timeout.")
 }
 
 // Validate checks the flags without talking to the cluster.
@@ -84,12 +105,24 @@ func (o *Options) Validate() error {
 	if o.MaxAge < 0 {
 		return fmt.Errorf("--metrics-max-age must not be negative, got %s", o.MaxAge)
 	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("--metrics-timeout must not be negative, got %s", o.Timeout)
+	}
 	if o.HeapsterURL != "" {
 		if o.Source == SourceMetricsAPI {
 			return errors.New("--heapster-url contradicts --metrics-source=metrics-api: drop one of them")
 		}
-		_, err := o.heapsterURL()
-		return err
+		u, err := o.heapsterURL()
+		if err != nil {
+			return err
+		}
+		if o.HeapsterCAFile != "" && u.Scheme != "https" {
+			return fmt.Errorf("--heapster-certificate-authority is only used with an https --heapster-url, got %s", u.Redacted())
+		}
+		return nil
+	}
+	if o.HeapsterCAFile != "" {
+		return errors.New("--heapster-certificate-authority is only used with --heapster-url: the service proxy reaches heapster with the API server's own trust")
 	}
 	if errs := validation.IsDNS1123Label(o.HeapsterNamespace); len(errs) > 0 {
 		return fmt.Errorf("invalid --heapster-namespace %q: %s", o.HeapsterNamespace, strings.Join(errs, "; "))
@@ -172,27 +205,58 @@ func (o *Options) NewClient(ctx context.Context, cfg *rest.Config, clk clock.Pas
 	if err != nil {
 		return nil, Selection{}, fmt.Errorf("building the kubernetes client: %w", err)
 	}
-	resource, err := metricsclientset.NewForConfig(cfg)
+	// The metrics API clients time out on their own; Heapster reads are bounded by
+	// HeapsterConfig.Timeout, as their pod lists and service proxy share the kube client.
+	readCfg := rest.CopyConfig(cfg)
+	if o.Timeout > 0 && (readCfg.Timeout == 0 || o.Timeout < readCfg.Timeout) {
+		readCfg.Timeout = o.Timeout
+	}
+	resource, err := metricsclientset.NewForConfig(readCfg)
 	if err != nil {
 		return nil, Selection{}, fmt.Errorf("building the metrics.k8s.io client: %w", err)
 	}
-	external, err := externalclient.NewForConfig(cfg)
+	external, err := externalclient.NewForConfig(readCfg)
 	if err != nil {
 		return nil, Selection{}, fmt.Errorf("building the external.metrics.k8s.io client: %w", err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
+	heapsterHTTP, err := o.heapsterHTTPClient(cfg.Timeout)
+	if err != nil {
+		return nil, Selection{}, err
+	}
 	c := Clients{
 		Kube:      kube,
 		Discovery: kube.Discovery(),
 		Resource:  resource,
 		Custom: func(versions customclient.AvailableAPIsGetter) customclient.CustomMetricsClient {
-			return customclient.NewForConfig(rest.CopyConfig(cfg), mapper, versions)
+			return customclient.NewForConfig(rest.CopyConfig(readCfg), mapper, versions)
 		},
-		External: external,
-		// A plain client: the cluster's credentials must not go to a port-forward or other URL.
-		HeapsterHTTP: &http.Client{Timeout: cfg.Timeout},
+		External:     external,
+		HeapsterHTTP: heapsterHTTP,
 	}
 	return o.NewClientFrom(ctx, c, clk)
+}
+
+// heapsterHTTPClient is the client for --heapster-url: a plain one, since the cluster's
+// credentials must not go to a port-forward or another URL, trusting the system's CAs or
+// those of --heapster-certificate-authority.
+func (o *Options) heapsterHTTPClient(timeout time.Duration) (*http.Client, error) {
+	c := &http.Client{Timeout: timeout}
+	if o.HeapsterCAFile == "" {
+		return c, nil
+	}
+	pem, err := os.ReadFile(o.HeapsterCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading --heapster-certificate-authority: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--heapster-certificate-authority %s holds no PEM certificate", o.HeapsterCAFile)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	c.Transport = tr
+	return c, nil
 }
 
 // NewClientFrom chooses the source (see --metrics-source) and returns its Client.
@@ -243,6 +307,7 @@ func (o *Options) heapster(c Clients, clk clock.PassiveClock, reason string) (Cl
 		HTTPClient: c.HeapsterHTTP,
 		Clock:      clk,
 		MaxAge:     o.MaxAge,
+		Timeout:    o.Timeout,
 	}
 	if c.Kube != nil {
 		cfg.Services, cfg.Pods = c.Kube.CoreV1(), c.Kube.CoreV1()

@@ -53,6 +53,13 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "a bad service is refused", change: func(o *Options) { o.HeapsterService = "" }, wantErr: "invalid --heapster-service"},
 		{name: "a bad scheme is refused", change: func(o *Options) { o.HeapsterScheme = "grpc" }, wantErr: "invalid --heapster-scheme"},
 		{name: "a port with a colon is refused", change: func(o *Options) { o.HeapsterPort = "80:81" }, wantErr: "invalid --heapster-port"},
+		{name: "a negative timeout is refused", change: func(o *Options) { o.Timeout = -time.Second }, wantErr: "--metrics-timeout must not be negative"},
+		{name: "no timeout is allowed", change: func(o *Options) { o.Timeout = 0 }},
+		{name: "a CA for an https URL is fine", change: func(o *Options) { o.HeapsterURL, o.HeapsterCAFile = "https://heapster.example.com", "ca.pem" }},
+		{name: "a CA for an http URL is refused", change: func(o *Options) { o.HeapsterURL, o.HeapsterCAFile = "http://127.0.0.1:8082", "ca.pem" },
+			wantErr: "--heapster-certificate-authority is only used with an https --heapster-url"},
+		{name: "a CA without a URL is refused", change: func(o *Options) { o.HeapsterCAFile = "ca.pem" },
+			wantErr: "--heapster-certificate-authority is only used with --heapster-url"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,15 +75,16 @@ func TestOptionsFlags(t *testing.T) {
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	if err := fs.Parse([]string{"--metrics-source=heapster", "--heapster-namespace=monitoring", "--heapster-service=hs", "--heapster-scheme=https",
-		"--heapster-port=api", "--heapster-url=https://h.example", "--heapster-insecure-http", "--metrics-max-age=1m"}); err != nil {
+		"--heapster-port=api", "--heapster-url=https://h.example", "--heapster-insecure-http", "--metrics-max-age=1m",
+		"--heapster-certificate-authority=/etc/heapster/ca.pem", "--metrics-timeout=3s"}); err != nil {
 		t.Fatal(err)
 	}
 	want := &Options{Source: SourceHeapster, HeapsterNamespace: "monitoring", HeapsterService: "hs", HeapsterScheme: "https", HeapsterPort: "api",
-		HeapsterURL: "https://h.example", HeapsterInsecureHTTP: true, MaxAge: time.Minute}
+		HeapsterURL: "https://h.example", HeapsterInsecureHTTP: true, MaxAge: time.Minute, HeapsterCAFile: "/etc/heapster/ca.pem", Timeout: 3 * time.Second}
 	if diff := cmp.Diff(want, o); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if d := NewOptions(); d.Source != SourceAuto || d.HeapsterNamespace != "kube-system" || d.HeapsterService != "heapster" || d.HeapsterScheme != "http" || d.HeapsterPort != "" || d.MaxAge != DefaultMaxAge {
+	if d := NewOptions(); d.Source != SourceAuto || d.HeapsterNamespace != "kube-system" || d.HeapsterService != "heapster" || d.HeapsterScheme != "http" || d.HeapsterPort != "" || d.MaxAge != DefaultMaxAge || d.Timeout != DefaultTimeout || d.HeapsterCAFile != "" {
 		t.Errorf("defaults %+v", d)
 	}
 }
