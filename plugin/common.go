@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -104,11 +105,21 @@ func apiExitError(doing string, err error) *ExitError {
 	case apierrors.IsUnauthorized(err):
 		return &ExitError{Code: ExitUnauthorized, Err: fmt.Errorf("%s: %w (check your kubeconfig credentials, --context and --user)", doing, err)}
 	}
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
+	var certErr *tls.CertificateVerificationError
+	if errors.As(err, &certErr) {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %w (the API server's certificate is not trusted by the kubeconfig's certificate-authority: fix certificate-authority or certificate-authority-data; verification is never skipped unless the kubeconfig sets insecure-skip-tls-verify)", doing, err)}
+	}
+	if unreachable(err) {
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %w (is the API server reachable? check the kubeconfig, --context or --server)", doing, err)}
 	}
 	return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %w", doing, err)}
+}
+
+// unreachable reports whether err is a failure to reach the API server at all (network, TLS),
+// rather than an answer from it.
+func unreachable(err error) bool {
+	var urlErr *url.Error
+	return errors.As(err, &urlErr)
 }
 
 // AddControllerConfigFlags binds the kube-controller-manager settings that change HPA

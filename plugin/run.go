@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -209,6 +210,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	}
 	mc, sel, err := o.newMetrics(ctx, o, cfg)
 	if err != nil {
+		if unreachable(err) {
+			return apiExitError("choosing a metrics source", err)
+		}
 		return &ExitError{Code: ExitMetricsUnavailable, Err: fmt.Errorf("choosing a metrics source: %w", err)}
 	}
 	logger.Info("Metrics source chosen", "source", sel.Source, "detail", sel.Detail, "reason", sel.Reason)
@@ -223,8 +227,20 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return usageErrorf("%w", err)
 	}
 
+	var leading atomic.Bool
+	healthz := c.Healthz
+	if o.writes() && o.LeaderElect {
+		// A standby waiting for the Lease is healthy: a liveness probe failing on it would only
+		// restart it, over and over, while the leader works.
+		healthz = func() error {
+			if !leading.Load() {
+				return nil
+			}
+			return c.Healthz()
+		}
+	}
 	if o.MetricsBindAddress != "" {
-		stop, err := runServeMetrics(ctx, o.MetricsBindAddress, mon.Handler(c.Healthz))
+		stop, err := runServeMetrics(ctx, o.MetricsBindAddress, mon.Handler(healthz))
 		if err != nil {
 			return err
 		}
@@ -233,7 +249,11 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	renderDone := r.start(ctx)
 	defer renderDone()
 
-	runLoop := func(ctx context.Context) error { return c.Run(ctx, o.Workers) }
+	runLoop := func(ctx context.Context) error {
+		leading.Store(true)
+		defer leading.Store(false)
+		return c.Run(ctx, o.Workers)
+	}
 	if o.writes() && o.LeaderElect {
 		host, _ := os.Hostname()
 		lease := controller.LeaseConfig{Namespace: o.LeaseNamespace, Name: o.LeaseName, Identity: host + "_" + string(uuid.NewUUID())}
