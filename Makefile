@@ -118,3 +118,26 @@ krew-index: krew-manifest
 ## test-krew: make dist + krew-manifest into a temp dir, krew install of every platform, offline
 test-krew:
 	cd krew/tools && $(GO) test -race -count=1 -timeout 45m ./...
+
+# ---- soak (owner: soak) ----
+# `make soak` runs TestSoak alone on the real cluster (build tags e2e and soak: `make test`
+# never builds it): SOAK_HPAS HPAs, each on its own Deployment, over SOAK_PODS pods in one
+# namespace, SOAK_DURATION of steady state. It prints its figures (SOAK FIGURES: sync pass
+# time, API requests per HPA and sync, RSS of run and its growth, load change to scale write)
+# and asserts only correctness. Built without -race by default: the node stand-in and the load
+# model run in the test process, and the race detector would multiply their CPU on a shared
+# machine (SOAK_GOFLAGS=-race for a small run).
+SOAK_HPAS ?= 1000
+SOAK_PODS ?= 10000
+SOAK_DURATION ?= 10m
+SOAK_TIMEOUT ?= 90m
+SOAK_GOFLAGS ?=
+
+.PHONY: soak
+
+soak: build
+	@testbin=$$(hack/build-testbin.sh | tail -n1) && \
+	$(GO) test -c $(SOAK_GOFLAGS) -tags 'e2e soak' -o $(BIN)/e2e-soak.test ./test/e2e && \
+	cd test/e2e && KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_PLUGIN_DIR=$(BIN) \
+		$(BIN)/e2e-soak.test -test.v -test.timeout $(SOAK_TIMEOUT) -test.run '^TestSoak$$' \
+		-soak.hpas=$(SOAK_HPAS) -soak.pods=$(SOAK_PODS) -soak.duration=$(SOAK_DURATION)
