@@ -284,7 +284,8 @@ func soakChangeLoad(t *testing.T, ns, name string, perDep int32) (setAt, sampleA
 
 // soakRun is `kubectl hpa run` with its output in files and its /metrics endpoint.
 type soakRun struct {
-	cmd     *exec.Cmd
+	cmd *exec.Cmd
+	// pid is the host's id of the process (/proc is the host's).
 	pid     int
 	out     string
 	metrics string
@@ -315,7 +316,6 @@ func soakStartRun(t *testing.T, ns string) *soakRun {
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	r.pid = r.cmd.Process.Pid
 	go func() {
 		r.done <- r.cmd.Wait()
 		stdout.Close()
@@ -330,6 +330,10 @@ func soakStartRun(t *testing.T, ns string) *soakRun {
 	})
 	// kubectl execs the plugin in its own process, so the pid becomes kubectl-hpa's.
 	eventually(t, time.Minute, "kubectl has exec'd kubectl-hpa", func(context.Context) error {
+		var err error
+		if r.pid, err = soakHostPID(r.cmd.Process.Pid); err != nil {
+			return err
+		}
 		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", r.pid))
 		if err != nil {
 			return err
@@ -340,6 +344,42 @@ func soakStartRun(t *testing.T, ns string) *soakRun {
 		return nil
 	})
 	return r
+}
+
+// soakHostPID finds the host's id of a process of this PID namespace: /proc is the host's
+// mount (see cluster.HostPID), and its status lists a process's ids from the host's namespace
+// down to its own (NSpid).
+func soakHostPID(nsPID int) (int, error) {
+	own, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return 0, err
+	}
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err != nil || ns != own {
+			continue
+		}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+				ids := strings.Fields(rest)
+				if len(ids) > 0 && ids[len(ids)-1] == strconv.Itoa(nsPID) {
+					return pid, nil
+				}
+			}
+		}
+	}
+	return 0, fmt.Errorf("no process %d of this PID namespace in /proc", nsPID)
 }
 
 // stop interrupts run (as Ctrl-C does) and waits for it.
