@@ -445,9 +445,14 @@ func (c *Controller) reconcile(ctx context.Context, hpa *autoscalingv2.Horizonta
 	events := reason == ""
 
 	c.record(hpa, d.Events, events)
+	// A decision's writes share one context that outlives ctx by WriteGrace: once its scale
+	// write is sent, the status write recording it follows even if stop was asked meanwhile,
+	// so no rescale is left without its status (lastScaleTime, currentReplicas, conditions).
+	wctx, endWrites := c.writeContext(ctx)
+	defer endWrites()
 	var scaleErr error
 	if d.Rescale && write {
-		scaleErr = c.writeGuarded(ctx, func(wctx context.Context) error {
+		scaleErr = c.writeGuarded(ctx, wctx, func(wctx context.Context) error {
 			return c.scales.SetReplicas(wctx, hpa.Namespace, hpa.Spec.ScaleTargetRef, d.DesiredReplicas, dryRun)
 		})
 		rep.ScaleWritten = scaleErr == nil
@@ -455,7 +460,11 @@ func (c *Controller) reconcile(ctx context.Context, hpa *autoscalingv2.Horizonta
 	out := replicas.Apply(in, d, scaleErr)
 	c.record(hpa, out.Events, events)
 	if out.StatusChanged && write {
-		err := c.writeGuarded(ctx, func(wctx context.Context) error {
+		startIfStopping := ctx
+		if rep.ScaleWritten {
+			startIfStopping = wctx
+		}
+		err := c.writeGuarded(startIfStopping, wctx, func(wctx context.Context) error {
 			rv, err := c.updateStatus(wctx, hpa, out.Status, dryRun)
 			if err == nil && dryRun == nil {
 				c.mu.Lock()
@@ -527,14 +536,10 @@ func ForeignStatusWriter(hpa *autoscalingv2.HorizontalPodAutoscaler, own string,
 	return who, now.Sub(latest), true
 }
 
-// writeGuarded sends one write unless the controller is stopping; a write already sent gets
-// WriteGrace to finish after stop before it is abandoned.
-func (c *Controller) writeGuarded(ctx context.Context, write func(context.Context) error) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("write abandoned, the controller is stopping: %w", err)
-	}
+// writeContext returns the context a decision's writes are sent with: it is cancelled
+// WriteGrace after ctx is (or by end), so writes in flight when stop is asked may finish.
+func (c *Controller) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
 	stop := context.AfterFunc(ctx, func() {
 		t := c.clock.NewTimer(c.opts.WriteGrace)
 		select {
@@ -544,7 +549,18 @@ func (c *Controller) writeGuarded(ctx context.Context, write func(context.Contex
 			t.Stop()
 		}
 	})
-	defer stop()
+	return wctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// writeGuarded sends one write with wctx unless startIfStopping is done: a write not yet
+// sent when the controller is told to stop is abandoned.
+func (c *Controller) writeGuarded(startIfStopping, wctx context.Context, write func(context.Context) error) error {
+	if err := startIfStopping.Err(); err != nil {
+		return fmt.Errorf("write abandoned, the controller is stopping: %w", err)
+	}
 	return write(wctx)
 }
 
