@@ -8,7 +8,10 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
 )
 
 // TestRunReconcilesThroughInformersAndStops runs the whole loop against a fake clientset:
@@ -53,15 +56,91 @@ func TestRunReconcilesThroughInformersAndStops(t *testing.T) {
 	}
 }
 
-func TestWritesAreAbandonedOnceStopping(t *testing.T) {
-	f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2},
-		&fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	called := false
-	err := f.c.writeGuarded(ctx, func(context.Context) error { called = true; return nil })
-	if err == nil || called {
-		t.Errorf("write after stop: called %v, err %v; want not called and an error", called, err)
+// stopDuringScale is a ScaleTarget through which the test acts while a scale write is in
+// flight (before it reaches the API), as a stop signal landing at that moment would.
+type stopDuringScale struct {
+	ScaleTarget
+	during func(wctx context.Context) error
+}
+
+func (s stopDuringScale) SetReplicas(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference, desired int32, dryRun []string) error {
+	if err := s.during(ctx); err != nil {
+		return err
+	}
+	return s.ScaleTarget.SetReplicas(ctx, namespace, ref, desired, dryRun)
+}
+
+// TestStopNeverLeavesADecisionHalfApplied stops the controller at each point of applying a
+// decision (2 -> 4 replicas): a decision is applied whole (scale, then its status) or not at
+// all, and a write in flight gets WriteGrace after the stop, no more.
+func TestStopNeverLeavesADecisionHalfApplied(t *testing.T) {
+	cases := []struct {
+		name string
+		// stopAt wires the stop into the fixture; cancel is the controller's stop.
+		stopAt func(t *testing.T, f *fixture, cancel context.CancelFunc)
+		// wantScale and wantStatus are the stored results: spec.replicas and status.desiredReplicas.
+		wantScale, wantStatus int32
+		wantErr               bool
+	}{{
+		name:      "stop before the decision is applied: nothing is written",
+		stopAt:    func(_ *testing.T, _ *fixture, cancel context.CancelFunc) { cancel() },
+		wantScale: 2, wantStatus: 0, wantErr: true,
+	}, {
+		name: "stop while the scale write is in flight: the status write still follows",
+		stopAt: func(t *testing.T, f *fixture, cancel context.CancelFunc) {
+			f.c.scales = stopDuringScale{ScaleTarget: f.c.scales, during: func(context.Context) error { cancel(); return nil }}
+		},
+		wantScale: 4, wantStatus: 4,
+	}, {
+		name: "stop while the status write is in flight: it completes",
+		stopAt: func(t *testing.T, f *fixture, cancel context.CancelFunc) {
+			f.kube.PrependReactor("update", "horizontalpodautoscalers", func(core.Action) (bool, runtime.Object, error) {
+				cancel()
+				return false, nil, nil
+			})
+		},
+		wantScale: 4, wantStatus: 4,
+	}, {
+		name: "a scale write still in flight WriteGrace after the stop is abandoned, and no status claims it",
+		stopAt: func(t *testing.T, f *fixture, cancel context.CancelFunc) {
+			f.c.scales = stopDuringScale{ScaleTarget: f.c.scales, during: func(wctx context.Context) error {
+				stoppedAt := f.clock.Now()
+				cancel()
+				// The write hangs; time passes in quarters of the grace until it is abandoned.
+				for wctx.Err() == nil {
+					f.clock.Step(f.c.opts.WriteGrace / 4)
+					time.Sleep(time.Millisecond)
+				}
+				if waited := f.clock.Since(stoppedAt); waited < f.c.opts.WriteGrace {
+					t.Errorf("write abandoned %v after the stop, before its grace of %v", waited, f.c.opts.WriteGrace)
+				}
+				return wctx.Err()
+			}}
+		},
+		wantScale: 2, wantStatus: 0, wantErr: true,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2},
+				&fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			tc.stopAt(t, f, cancel)
+			_, err := f.c.reconcileKey(ctx, ns+"/web")
+			if (err != nil) != tc.wantErr {
+				t.Errorf("reconcile error %v, want error %v", err, tc.wantErr)
+			}
+			sc, err := f.scales.Scales(ns).Get(context.Background(), schema.GroupResource{Group: "apps", Resource: "deployments"}, "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sc.Spec.Replicas; got != tc.wantScale {
+				t.Errorf("spec.replicas %d, want %d", got, tc.wantScale)
+			}
+			if got := f.storedHPA(t, "web").Status.DesiredReplicas; got != tc.wantStatus {
+				t.Errorf("status.desiredReplicas %d, want %d; API actions %v", got, tc.wantStatus, f.kubeActions())
+			}
+		})
 	}
 }
 
