@@ -27,6 +27,23 @@ const DefaultMaxAge = 10 * time.Minute
 // HeapsterConfig.Timeout, Options.Timeout).
 var errReadTimeout = errors.New("metrics read timed out")
 
+// SourceFailure marks an error of a metrics source that answered badly or not at all
+// (see IsSourceFailure).
+type SourceFailure struct{ Err error }
+
+func (e SourceFailure) Error() string { return e.Err.Error() }
+func (e SourceFailure) Unwrap() error { return e.Err }
+
+// IsSourceFailure reports whether err, or an error it wraps, says that the metrics source
+// failed: it could not be reached or refused, answered an error status or too late, or
+// answered something that cannot be trusted (not the JSON asked for, no items, stale,
+// repeated or miscounted samples). Errors about what was asked (a metric type the source
+// does not serve, no pods matching) are not. Only the Heapster client marks its errors.
+func IsSourceFailure(err error) bool {
+	var sf SourceFailure
+	return errors.As(err, &sf)
+}
+
 // milliValue converts q to milli-units, refusing negative and absurdly large values
 // instead of letting Quantity.MilliValue saturate or wrap. The magnitude is checked on
 // the float approximation first: comparing or printing a quantity with a huge exponent

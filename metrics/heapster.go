@@ -125,18 +125,18 @@ func (h *heapsterClient) PodResource(ctx context.Context, namespace string, res 
 	path := fmt.Sprintf("/apis/metrics/v1alpha1/namespaces/%s/pods", namespace)
 	body, err := h.get(ctx, path, map[string]string{"labelSelector": selector.String()})
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, time.Time{}, SourceFailure{err}
 	}
 	items, err := decodeHeapsterPodMetrics(body)
 	if err != nil {
-		return nil, time.Time{}, badAnswer(h.where, path, err)
+		return nil, time.Time{}, SourceFailure{badAnswer(h.where, path, err)}
 	}
 	if len(items) == 0 {
-		return nil, time.Time{}, fmt.Errorf("no metrics returned from heapster (%s) for pods in %s matching %q; heapster may not have scraped them yet", h.where, namespace, selector.String())
+		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from heapster (%s) for pods in %s matching %q; heapster may not have scraped them yet", h.where, namespace, selector.String())}
 	}
 	samples, ts, err := podResourceSamples(items, res, container, h.cfg.Clock.Now(), h.cfg.MaxAge)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("%s: %s usage from GET %s: %w", h.where, res, path, err)
+		return nil, time.Time{}, SourceFailure{fmt.Errorf("%s: %s usage from GET %s: %w", h.where, res, path, err)}
 	}
 	return samples, ts, nil
 }
@@ -167,15 +167,15 @@ func (h *heapsterClient) PodsMetric(ctx context.Context, namespace, metricName s
 	path := fmt.Sprintf("/api/v1/model/namespaces/%s/pod-list/%s/metrics/%s", namespace, strings.Join(names, ","), metricName)
 	body, err := h.get(ctx, path, map[string]string{"start": now.Add(-heapsterQueryWindow).Format(time.RFC3339)})
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, time.Time{}, SourceFailure{err}
 	}
 	list, err := decodeHeapsterModel(body)
 	if err != nil {
-		return nil, time.Time{}, badAnswer(h.where, path, err)
+		return nil, time.Time{}, SourceFailure{badAnswer(h.where, path, err)}
 	}
 	samples, ts, err := heapsterPodsSamples(names, list, now, h.cfg.MaxAge)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("%s: metric %s from GET %s: %w", h.where, metricName, path, err)
+		return nil, time.Time{}, SourceFailure{fmt.Errorf("%s: metric %s from GET %s: %w", h.where, metricName, path, err)}
 	}
 	return samples, ts, nil
 }

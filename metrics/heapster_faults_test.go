@@ -91,6 +91,9 @@ func TestHeapsterFaultsFailTheReadWithTheCause(t *testing.T) {
 				if got != nil {
 					t.Errorf("samples returned beside the error: %v", got)
 				}
+				if !IsSourceFailure(err) {
+					t.Errorf("IsSourceFailure(%v) = false, want true", err)
+				}
 			})
 		}
 	}

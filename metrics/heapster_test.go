@@ -472,6 +472,11 @@ func TestHeapsterRefusesWhatItCannotServe(t *testing.T) {
 	checkErr(t, err, "external metrics are not supported by heapster; use --metrics-source=metrics-api")
 	_, _, err = c.PodsMetric(ctx, testNamespace, "qps", testSelector, labels.SelectorFromSet(labels.Set{"verb": "GET"}))
 	checkErr(t, err, `cannot filter metric qps by the metric selector "verb=GET"`)
+	_, _, err = c.PodsMetric(ctx, testNamespace, "qps", labels.SelectorFromSet(labels.Set{"app": "none"}), nil)
+	checkErr(t, err, `no pods matched the provided selector "app=none"`)
+	if IsSourceFailure(err) {
+		t.Errorf("asking for what heapster cannot serve is not heapster's failure: %v", err)
+	}
 }
 
 func TestHeapsterDirectURL(t *testing.T) {

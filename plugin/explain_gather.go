@@ -211,6 +211,15 @@ func (o *ExplainOptions) decisionExitError(hpa *autoscalingv2.HorizontalPodAutos
 			return &ExitError{Code: ExitMetricsUnavailable, Err: fmt.Errorf("%s is not served by this cluster, so metric %s cannot be read: %s", api, output.ShortName(spec), metricsAPIHint(api))}
 		}
 	}
+	// A source that answers badly (garbage, stale, 500s, timeouts) leaves the decision with
+	// no count: the explanation is printed, but a script must see the failure too.
+	if d.Phase == replicas.PhaseMetricsFailed {
+		for i, m := range d.Metrics {
+			if i < len(hpa.Spec.Metrics) && metrics.IsSourceFailure(m.Err) {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("metric %s of %s/%s cannot be read, so nothing would be scaled: %w", output.ShortName(hpa.Spec.Metrics[i]), ref.Kind, ref.Name, m.Err)}
+			}
+		}
+	}
 	return nil
 }
 

@@ -601,6 +601,11 @@ func TestExplainFailsWithDistinctCodesAndOneLine(t *testing.T) {
 			f.metricsErr = errors.New("no metrics source: the cluster serves none of metrics.k8s.io, custom.metrics.k8s.io, external.metrics.k8s.io; install metrics-server")
 			return f
 		}, []string{"web", "-n", "shop"}, ExitMetricsUnavailable, `no metrics source for metric cpu: no metrics source: the cluster serves none of`},
+		{"a metrics source answering badly", func() *fixture {
+			f := newFixture()
+			f.m.err = metrics.SourceFailure{Err: errors.New("heapster via service proxy kube-system/http:heapster: answered 500 to GET /apis/metrics/v1alpha1/namespaces/shop/pods")}
+			return f
+		}, []string{"web", "-n", "shop"}, ExitFailure, `metric cpu of Deployment/web cannot be read, so nothing would be scaled: failed to get cpu resource metric value: failed to get cpu utilization: unable to get metrics for resource cpu: heapster via service proxy kube-system/http:heapster: answered 500`},
 		{"bad metrics source flag", newFixture, []string{"web", "-n", "shop", "--metrics-source", "carrier-pigeon"}, ExitUsage, `unknown --metrics-source "carrier-pigeon"`},
 		{"bad what-if value", newFixture, []string{"web", "-n", "shop", "--set-target", "cpu=lots"}, ExitUsage, `is neither a percentage nor a quantity`},
 		{"what-if names an unknown metric", newFixture, []string{"web", "-n", "shop", "--assume", "memory=1Gi"}, ExitUsage, `metric "memory" is not in spec.metrics of this HPA (it has: 0=cpu)`},
