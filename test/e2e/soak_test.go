@@ -84,7 +84,7 @@ func TestSoak(t *testing.T) {
 	}
 	run := soakStartRun(t, ns)
 	fig.runStarted = time.Now()
-	sampler := soakSampleRSS(t, run.pid)
+	sampler := soakSampleRSS(run.pid)
 
 	soakWaitAllReconciled(t, ns, n, perDep)
 	fig.allReconciled = time.Now()
@@ -451,21 +451,28 @@ func (r *soakRun) scrape(t *testing.T) soakScrape {
 // soakRSS reads a process's resident set size in bytes.
 func soakRSS(t *testing.T, pid int) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	rss, err := soakReadRSS(pid)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return rss
+}
+
+func soakReadRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			if err != nil {
-				t.Fatalf("parsing %q: %v", line, err)
+				return 0, fmt.Errorf("parsing %q: %w", line, err)
 			}
-			return kb << 10
+			return kb << 10, nil
 		}
 	}
-	t.Fatalf("no VmRSS in /proc/%d/status", pid)
-	return 0
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }
 
 type soakRSSSample struct {
@@ -478,15 +485,15 @@ type soakSampler struct {
 	done   chan []soakRSSSample
 }
 
-func soakSampleRSS(t *testing.T, pid int) *soakSampler {
+func soakSampleRSS(pid int) *soakSampler {
 	s := &soakSampler{stopCh: make(chan struct{}), done: make(chan []soakRSSSample, 1)}
 	go func() {
 		var out []soakRSSSample
 		tick := time.NewTicker(*soakRSSEvery)
 		defer tick.Stop()
 		for {
-			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil && bytes.Contains(b, []byte("VmRSS:")) {
-				out = append(out, soakRSSSample{time.Now(), soakRSS(t, pid)})
+			if rss, err := soakReadRSS(pid); err == nil {
+				out = append(out, soakRSSSample{time.Now(), rss})
 			}
 			select {
 			case <-s.stopCh:
