@@ -111,7 +111,9 @@ func rbacRoleWithout(t *testing.T, role, name, group, resource, verb string) {
 	if _, err := shared.Client().RbacV1().ClusterRoles().Create(ctx, cut, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = shared.Client().RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = shared.Client().RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 }
 
 // rbacResult is one finished kubectl invocation.
