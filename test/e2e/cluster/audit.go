@@ -154,6 +154,33 @@ func (a auditLog) mark() (AuditMark, error) {
 	return AuditMark(st.Size()), nil
 }
 
+// endLine appends a newline when the log ends in the middle of a line (its writer was killed).
+func (a auditLog) endLine() error {
+	f, err := os.OpenFile(a.path, os.O_RDWR, 0)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return err
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, st.Size()-1); err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	if last[0] == '\n' {
+		return nil
+	}
+	if _, err := f.WriteAt([]byte("\n"), st.Size()); err != nil {
+		return fmt.Errorf("audit log: ending a torn line: %w", err)
+	}
+	return nil
+}
+
 func (a auditLog) since(m AuditMark, f AuditFilter) ([]AuditRequest, error) {
 	file, err := os.Open(a.path)
 	if err != nil {

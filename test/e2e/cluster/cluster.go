@@ -466,12 +466,17 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 	return c.StartAPIServer(ctx)
 }
 
-// StopAPIServer stops the API server (SIGTERM, SIGKILL after 10s) and returns once it has
-// exited: from then on every client, aggregated APIs and the service proxy included, gets
-// connection refused until StartAPIServer. etcd keeps the state.
+// StopAPIServer stops the API server and returns once it has exited: from then on every
+// client, aggregated APIs and the service proxy included, gets connection refused until
+// StartAPIServer. etcd keeps the state. The API server closes its port at SIGTERM but may
+// linger on open watches for long after; it gets apiServerStopGrace, then SIGKILL.
 func (c *Cluster) StopAPIServer() error {
-	return c.stopComponent(&c.apiServer, "kube-apiserver")
+	return c.stopComponent(&c.apiServer, "kube-apiserver", apiServerStopGrace)
 }
+
+// apiServerStopGrace is how long StopAPIServer waits after SIGTERM: enough to finish the
+// requests in flight, short enough that an outage lasts what the test asks for.
+const apiServerStopGrace = 2 * time.Second
 
 // StartAPIServer starts the API server stopped by StopAPIServer again with the same flags and
 // returns once /readyz passes.
@@ -479,19 +484,27 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	if err := c.checkStopped(&c.apiServer, "kube-apiserver"); err != nil {
 		return err
 	}
+	// A killed API server may have left half a line in the audit log; the next line must not
+	// be glued to it.
+	if err := c.audit.endLine(); err != nil {
+		return err
+	}
 	return c.startAPIServer(ctx)
 }
 
-// stopComponent stops *slot's process and records its pid for the leak check; the process
-// stays in *slot (exited) so that Pids and Stop keep seeing it until it is replaced.
-func (c *Cluster) stopComponent(slot **process, name string) error {
+// stopComponent stops *slot's process (SIGTERM, SIGKILL after grace) and records its pid for
+// the leak check; the process stays in *slot (exited) so that Pids and Stop keep seeing it
+// until it is replaced.
+func (c *Cluster) stopComponent(slot **process, name string, grace time.Duration) error {
 	c.mu.Lock()
 	p := *slot
 	c.mu.Unlock()
 	if p == nil || p.exited() {
 		return fmt.Errorf("cluster: %s is not running", name)
 	}
-	c.stopProcess(p)
+	if p.stopWithin(grace) {
+		c.cfg.Progress("%s did not exit within %s of SIGTERM and was killed", p.name, grace)
+	}
 	c.mu.Lock()
 	c.exited = append(c.exited, p.Pid())
 	c.mu.Unlock()
@@ -539,7 +552,7 @@ func (c *Cluster) startControllerManager(ctx context.Context, upstreamHPA bool) 
 // RestartControllerManager restarts kube-controller-manager, with or without the upstream
 // horizontal-pod-autoscaler controller.
 func (c *Cluster) RestartControllerManager(ctx context.Context, upstreamHPA bool) error {
-	if err := c.stopComponent(&c.kcm, "kube-controller-manager"); err != nil {
+	if err := c.stopComponent(&c.kcm, "kube-controller-manager", stopGrace); err != nil {
 		return err
 	}
 	return c.startControllerManager(ctx, upstreamHPA)

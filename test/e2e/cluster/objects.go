@@ -259,7 +259,7 @@ func (c *Cluster) metricsAPIAvailable(ctx context.Context, dyn dynamic.Interface
 // v1beta1.metrics.k8s.io as not Available. Requests for metrics.k8s.io fail from the moment
 // the process is gone; StartMetricsServer brings it back.
 func (c *Cluster) StopMetricsServer(ctx context.Context) error {
-	if err := c.stopComponent(&c.metrics, "metrics-server"); err != nil {
+	if err := c.stopComponent(&c.metrics, "metrics-server", stopGrace); err != nil {
 		return err
 	}
 	dyn, err := dynamic.NewForConfig(c.restCfg)

@@ -99,7 +99,10 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration, probe fu
 // stop sends SIGTERM, waits up to stopGrace, then SIGKILLs; it returns once the process is
 // reaped, and whether it had to be killed (a clean stop is preferred, a kill is no failure: the
 // API server, for one, may wait on open watches).
-func (p *process) stop() (killed bool) {
+func (p *process) stop() (killed bool) { return p.stopWithin(stopGrace) }
+
+// stopWithin is stop with another grace period.
+func (p *process) stopWithin(grace time.Duration) (killed bool) {
 	if p.exited() {
 		return false
 	}
@@ -107,7 +110,7 @@ func (p *process) stop() (killed bool) {
 	select {
 	case <-p.done:
 		return false
-	case <-time.After(stopGrace):
+	case <-time.After(grace):
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.done
