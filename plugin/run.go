@@ -70,6 +70,9 @@ type RunOptions struct {
 	MetricsBindAddress string
 	Controller         controller.Options
 
+	// LeaseDuration, RenewDeadline and RetryPeriod time the Lease as in kube-controller-manager.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+
 	// Metrics are the metrics source flags.
 	Metrics *metrics.Options
 
@@ -89,7 +92,11 @@ func NewRunOptions(configFlags *genericclioptions.ConfigFlags, streams genericio
 		LeaderElect: true,
 		LeaseName:   "kubectl-hpa",
 		Controller:  controller.DefaultOptions(),
-		Metrics:     metrics.NewOptions(),
+		// kube-controller-manager's defaults.
+		LeaseDuration: 15 * time.Second,
+		RenewDeadline: 10 * time.Second,
+		RetryPeriod:   2 * time.Second,
+		Metrics:       metrics.NewOptions(),
 		newMetrics: func(ctx context.Context, o *RunOptions, cfg *rest.Config) (metrics.Client, metrics.Selection, error) {
 			return o.Metrics.NewClient(ctx, cfg, clock.RealClock{})
 		},
@@ -135,6 +142,9 @@ func newCmdRun(o *RunOptions) *cobra.Command {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Hold a Lease while writing so two kubectl hpa run never both write (off with --dry-run=client)")
 	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "Name of the Lease")
 	fs.StringVar(&o.LeaseNamespace, "leader-elect-lease-namespace", o.LeaseNamespace, "Namespace of the Lease (default: the namespace watched, or the kubeconfig's with -A)")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a standby waits after the holder's last renewal before taking the Lease over (whole seconds)")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the holder keeps retrying a renewal before it stops writing and exits; less than the lease duration")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often the holder renews and a standby tries to acquire the Lease")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address serving Prometheus /metrics and /healthz, e.g. 127.0.0.1:8080 (off when empty)")
 	o.Metrics.AddFlags(fs)
 	fs.StringVarP(&o.Output, "output", "o", o.Output, `Output format: "" (a live table on a terminal, one line per decision otherwise) or "json" (one hpa.kubectl-hpa.io/v1alpha1 Explanation per decision, the schema of explain -o json; history.source is "controller" and a DryRun warning says when nothing was applied)`)
@@ -185,7 +195,17 @@ func (o *RunOptions) Validate() error {
 	if o.writes() && o.LeaderElect && (o.LeaseName == "" || o.LeaseNamespace == "") {
 		return usageErrorf("--leader-elect needs --leader-elect-lease-name and --leader-elect-lease-namespace")
 	}
+	if o.writes() && o.LeaderElect {
+		if err := o.leaseConfig().Validate(); err != nil {
+			return usageErrorf("--leader-elect-lease-duration, --leader-elect-renew-deadline, --leader-elect-retry-period: %w", err)
+		}
+	}
 	return nil
+}
+
+func (o *RunOptions) leaseConfig() controller.LeaseConfig {
+	return controller.LeaseConfig{Namespace: o.LeaseNamespace, Name: o.LeaseName,
+		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod}
 }
 
 // writes reports whether anything will be sent to the API server.
@@ -256,7 +276,8 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	}
 	if o.writes() && o.LeaderElect {
 		host, _ := os.Hostname()
-		lease := controller.LeaseConfig{Namespace: o.LeaseNamespace, Name: o.LeaseName, Identity: host + "_" + string(uuid.NewUUID())}
+		lease := o.leaseConfig()
+		lease.Identity = host + "_" + string(uuid.NewUUID())
 		logger.Info("Waiting for the lease before writing", "lease", klog.KRef(lease.Namespace, lease.Name), "identity", lease.Identity)
 		err = controller.RunWithLease(ctx, kube, lease, runLoop)
 	} else {
