@@ -27,6 +27,41 @@ type LeaseConfig struct {
 	ReleaseTimeout time.Duration
 }
 
+func (c LeaseConfig) withDefaults() LeaseConfig {
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = 15 * time.Second
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = 10 * time.Second
+	}
+	if c.RetryPeriod == 0 {
+		c.RetryPeriod = 2 * time.Second
+	}
+	if c.ReleaseTimeout == 0 {
+		c.ReleaseTimeout = 500 * time.Millisecond
+	}
+	return c
+}
+
+// Validate checks the timing (zero values take the defaults) as the leader elector would,
+// so that a bad value is reported before anything starts.
+func (c LeaseConfig) Validate() error {
+	c = c.withDefaults()
+	retryJittered := time.Duration(leaderelection.JitterFactor * float64(c.RetryPeriod))
+	switch {
+	case c.RetryPeriod < 0:
+		return fmt.Errorf("the lease retry period must be positive, got %v", c.RetryPeriod)
+	case c.LeaseDuration < time.Second:
+		// The Lease stores its duration in whole seconds.
+		return fmt.Errorf("the lease duration must be at least 1s, got %v", c.LeaseDuration)
+	case c.LeaseDuration <= c.RenewDeadline:
+		return fmt.Errorf("the lease duration (%v) must be greater than the renew deadline (%v)", c.LeaseDuration, c.RenewDeadline)
+	case c.RenewDeadline <= retryJittered:
+		return fmt.Errorf("the renew deadline (%v) must be greater than %v times the retry period (%v), %v", c.RenewDeadline, leaderelection.JitterFactor, c.RetryPeriod, retryJittered)
+	}
+	return nil
+}
+
 // ErrLostLease is returned by RunWithLease when the Lease was lost while running.
 var ErrLostLease = errors.New("lost the leader election lease; another kubectl hpa run took over")
 
@@ -34,17 +69,9 @@ var ErrLostLease = errors.New("lost the leader election lease; another kubectl h
 // (after run has returned, and only then releasing the Lease, so no write of ours can follow
 // a successor's) or with ErrLostLease when renewal failed.
 func RunWithLease(ctx context.Context, kube kubernetes.Interface, cfg LeaseConfig, run func(context.Context) error) error {
-	if cfg.LeaseDuration == 0 {
-		cfg.LeaseDuration = 15 * time.Second
-	}
-	if cfg.RenewDeadline == 0 {
-		cfg.RenewDeadline = 10 * time.Second
-	}
-	if cfg.RetryPeriod == 0 {
-		cfg.RetryPeriod = 2 * time.Second
-	}
-	if cfg.ReleaseTimeout == 0 {
-		cfg.ReleaseTimeout = 500 * time.Millisecond
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
 	}
 	logger := klog.FromContext(ctx)
 	lock := &resourcelock.LeaseLock{
