@@ -44,9 +44,9 @@ type Fault struct {
 	Status int `json:"status,omitempty"`
 	// ItemDelta is how many items FaultItemCount adds (> 0) or drops (< 0).
 	ItemDelta int `json:"itemDelta,omitempty"`
-	// Age is how much older FaultStale makes every timestamp.
+	// Age is how much older FaultStale makes every timestamp (in JSON: nanoseconds).
 	Age time.Duration `json:"age,omitempty"`
-	// Delay is how long FaultSlow holds an answer.
+	// Delay is how long FaultSlow holds an answer (in JSON: nanoseconds).
 	Delay time.Duration `json:"delay,omitempty"`
 }
 
