@@ -142,7 +142,13 @@ func (h *heapsterClient) PodResource(ctx context.Context, namespace string, res 
 }
 
 func (h *heapsterClient) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (PodSamples, time.Time, error) {
-	if metricSelector != nil && !metricSelector.Empty() {
+	// The controller turns an absent selector into labels.Nothing(), as upstream does, so
+	// only a selector with requirements asks for a filter Heapster cannot apply.
+	var filter labels.Requirements
+	if metricSelector != nil {
+		filter, _ = metricSelector.Requirements()
+	}
+	if len(filter) > 0 {
 		return nil, time.Time{}, fmt.Errorf("%s cannot filter metric %s by the metric selector %q; remove the selector or use --metrics-source=metrics-api with a custom metrics adapter", h.where, metricName, metricSelector.String())
 	}
 	if selector == nil {

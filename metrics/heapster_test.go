@@ -472,6 +472,13 @@ func TestHeapsterRefusesWhatItCannotServe(t *testing.T) {
 	checkErr(t, err, "external metrics are not supported by heapster; use --metrics-source=metrics-api")
 	_, _, err = c.PodsMetric(ctx, testNamespace, "qps", testSelector, labels.SelectorFromSet(labels.Set{"verb": "GET"}))
 	checkErr(t, err, `cannot filter metric qps by the metric selector "verb=GET"`)
+	// An absent metric selector reaches the client as labels.Nothing() (upstream's
+	// LabelSelectorAsSelector of nil) or labels.Everything(): no filter, nothing refused.
+	for _, none := range []labels.Selector{nil, labels.Nothing(), labels.Everything()} {
+		if _, _, err := c.PodsMetric(ctx, testNamespace, "qps", testSelector, none); err != nil {
+			t.Errorf("metric selector %#v: %v", none, err)
+		}
+	}
 	_, _, err = c.PodsMetric(ctx, testNamespace, "qps", labels.SelectorFromSet(labels.Set{"app": "none"}), nil)
 	checkErr(t, err, `no pods matched the provided selector "app=none"`)
 	if IsSourceFailure(err) {
