@@ -180,6 +180,13 @@ func faultWaitCondition(t *testing.T, ns string, typ autoscalingv2.HorizontalPod
 	return found
 }
 
+// faultPhases returns a logger of the test's phases with the time since the test started,
+// to see where a fault test spends its wall time (-v).
+func faultPhases(t *testing.T) func(string) {
+	start := time.Now()
+	return func(what string) { t.Logf("%6.1fs %s", time.Since(start).Seconds(), what) }
+}
+
 func faultSpecReplicas(t *testing.T, ns string) int32 {
 	t.Helper()
 	s, err := shared.Client().AppsV1().Deployments(ns).GetScale(context.Background(), "web", metav1.GetOptions{})
@@ -194,6 +201,7 @@ func faultSpecReplicas(t *testing.T, ns string) int32 {
 func TestFaultAPIServerOutageRunResumesAndDecidesAsUpstream(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "fault-apiserver")
+	phase := faultPhases(t)
 	const (
 		user        = "e2e:kubectl-hpa-fault-apiserver"
 		load        = 280
@@ -209,13 +217,15 @@ func TestFaultAPIServerOutageRunResumesAndDecidesAsUpstream(t *testing.T) {
 	}
 	// No scale-down window: a decision taken from a failed or half-synced read (pods or
 	// metrics missing, taken as idle) would scale down at once and show in the audit log.
-	// Without the Lease: an outage longer than its renew deadline ends a leader on purpose;
-	// what is under test here is the control loop across the outage.
+	// The Lease holder stops when it cannot renew within the renew deadline (by design, as
+	// kube-controller-manager); the deadline is set above this outage, stop and start
+	// included, so what is under test is the loop carrying on across it.
 	r := startRun(t, pluginAs(t, user), "-n", ns, "--sync-period="+faultSync.String(),
-		"--downscale-stabilization=0s", "--leader-elect=false", "-o", "json")
+		"--downscale-stabilization=0s", "--leader-elect-lease-duration=90s", "--leader-elect-renew-deadline=60s", "-o", "json")
 	beforeSteps := faultUpstreamScaleUp(2, load, first, maxReplicas)
 	before := beforeSteps[len(beforeSteps)-1]
 	waitSpecReplicas(t, ns, before)
+	phase(fmt.Sprintf("scaled to %d; stopping the API server", before))
 
 	stopped := true
 	t.Cleanup(func() {
@@ -235,6 +245,7 @@ func TestFaultAPIServerOutageRunResumesAndDecidesAsUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped = false
+	phase("API server ready again")
 	restarted, err := shared.AuditMark()
 	if err != nil {
 		t.Fatal(err)
@@ -246,8 +257,13 @@ func TestFaultAPIServerOutageRunResumesAndDecidesAsUpstream(t *testing.T) {
 	if got := faultSpecReplicas(t, ns); got != before {
 		t.Errorf("after the outage the Deployment has %d replicas, want %d (upstream's for %dm on %d pods at %d%%)", got, before, load, before, first)
 	}
+	phase("run reads metrics again")
 
 	// And it decides again from a change made after the outage: its HPA watch is back.
+	changed, err := shared.AuditMark()
+	if err != nil {
+		t.Fatal(err)
+	}
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		hpa := faultHPA(t, ns)
 		target := int32(then)
@@ -261,6 +277,7 @@ func TestFaultAPIServerOutageRunResumesAndDecidesAsUpstream(t *testing.T) {
 	afterSteps := faultUpstreamScaleUp(before, load, then, maxReplicas)
 	after := afterSteps[len(afterSteps)-1]
 	waitSpecReplicas(t, ns, after)
+	phase(fmt.Sprintf("scaled to %d", after))
 	// Let run sync a few more times from every pod's clean samples: a wrong decision would
 	// be another scale write.
 	waitMetricsAfterReadiness(t, ns)
@@ -270,6 +287,7 @@ func TestFaultAPIServerOutageRunResumesAndDecidesAsUpstream(t *testing.T) {
 	}
 	faultWaitMetricsSyncs(t, steady, user, 2, true)
 	faultAlive(t, r)
+	phase("two more syncs from clean samples")
 
 	if got := faultSpecReplicas(t, ns); got != after {
 		t.Errorf("final replicas %d, want %d (upstream's for %dm on %d pods at %d%%)", got, after, load, before, then)
@@ -285,6 +303,11 @@ func TestFaultAPIServerOutageRunResumesAndDecidesAsUpstream(t *testing.T) {
 			t.Errorf("unexpected Deployment write by run (want scale updates, retried only on conflict): %s", w)
 		}
 	}
+	// Nothing was decided from the outage: between the restart and the HPA change, no scale
+	// write at all.
+	if w := faultScaleWrites(faultRequests(t, restarted, user)); len(w) != len(faultScaleWrites(faultRequests(t, changed, user))) {
+		t.Errorf("run wrote the Deployment after the restart before the HPA changed:\n%s", cluster.SummarizeAudit(w))
+	}
 	// The outcome agrees with explain's reading of the same cluster.
 	if e := explainJSON(t, plugin(), ns); e.Decision == nil || e.Decision.DesiredReplicas != after {
 		t.Errorf("explain decides %+v, want %d replicas", e.Decision, after)
@@ -296,6 +319,7 @@ func TestFaultAPIServerOutageRunResumesAndDecidesAsUpstream(t *testing.T) {
 func TestFaultMetricsAPIUnavailableStopsScalingUntilItIsBack(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "fault-metrics")
+	phase := faultPhases(t)
 	const (
 		user = "e2e:kubectl-hpa-fault-metrics"
 		low  = 80  // 40% of request at a 50% target: hold
@@ -322,10 +346,12 @@ func TestFaultMetricsAPIUnavailableStopsScalingUntilItIsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	phase("run decides from metrics; stopping metrics-server")
 	if err := shared.StopMetricsServer(ctx); err != nil {
 		stopped = false
 		t.Fatal(err)
 	}
+	phase("APIService not Available")
 	// Were the metrics read, this load would scale the Deployment up.
 	shared.Load().Set(cluster.Workload{Namespace: ns, Selector: map[string]string{"app": "web"}}, cluster.Load{CPUMilli: high, MemoryBytes: 2 * 64 << 20})
 
@@ -352,10 +378,12 @@ func TestFaultMetricsAPIUnavailableStopsScalingUntilItIsBack(t *testing.T) {
 		t.Errorf("replicas %d while metrics were unavailable, want %d", got, hold)
 	}
 
+	phase("run held through the outage; starting metrics-server")
 	if err := shared.StartMetricsServer(ctx); err != nil {
 		t.Fatal(err)
 	}
 	stopped = false
+	phase("APIService Available and serving")
 	available, err := shared.AuditMark()
 	if err != nil {
 		t.Fatal(err)
@@ -364,6 +392,7 @@ func TestFaultMetricsAPIUnavailableStopsScalingUntilItIsBack(t *testing.T) {
 	want := steps[len(steps)-1]
 	waitSpecReplicas(t, ns, want)
 	faultWaitCondition(t, ns, autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound")
+	phase(fmt.Sprintf("scaled to %d, ScalingActive=True", want))
 
 	// Within two sync periods of the metrics API serving again: of run's syncs since then,
 	// the first or the second got metrics, and every later one did too. Counted in syncs
