@@ -14,6 +14,7 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
@@ -32,12 +33,17 @@ type hsFaultCase struct {
 	wantErr []string
 	// recover clears the fault and requires run to compute and scale again.
 	recover bool
+	// podsMetric gives the HPA a Pods metric (Heapster's model API, asked pod by pod)
+	// instead of cpu utilization.
+	podsMetric bool
 }
 
 // TestHsHeapsterFaultsFailSafe makes the Heapster stand-in misbehave for one namespace at a
 // time. explain must fail with one line naming the cause; run must set ScalingActive=False
 // with upstream's reason and the cause on the HPA in the API server, and must not scale,
-// though with good metrics it would (2 pods at 90% of their request against 50%).
+// though with good metrics the cpu HPA would (2 pods at 90% of their request against 50%).
+// A cpu answer with fewer pods than exist is not a fault: upstream counts the missing
+// pods conservatively, and so do we; the model API, asked pod by pod, must answer each.
 func TestHsHeapsterFaultsFailSafe(t *testing.T) {
 	t.Parallel()
 	const where = "heapster via service proxy kube-system/http:heapster:"
@@ -55,6 +61,10 @@ func TestHsHeapsterFaultsFailSafe(t *testing.T) {
 		name: "no items for the pods", slug: "none",
 		fault:   heapsterstandin.Fault{Kind: heapsterstandin.FaultItemCount, ItemDelta: -2},
 		wantErr: []string{"no metrics returned from heapster (" + where + ") for pods in $NS matching \"app=web\""},
+	}, {
+		name: "fewer model items than pods asked for", slug: "fewer", podsMetric: true,
+		fault:   heapsterstandin.Fault{Kind: heapsterstandin.FaultItemCount, ItemDelta: -1},
+		wantErr: []string{where, "metric qps from GET /api/v1/model/namespaces/$NS/pod-list/", "requested metrics for 2 pods, got metrics for 1"},
 	}, {
 		name: "stale timestamps", slug: "stale",
 		fault:   heapsterstandin.Fault{Kind: heapsterstandin.FaultStale, Age: 20 * time.Minute},
@@ -86,7 +96,13 @@ func hsFaultCheck(t *testing.T, tc hsFaultCase) {
 	}
 	createDeployment(t, ns, deploymentSpec{replicas: 2})
 	shared.Load().Set(cluster.Workload{Namespace: ns, Selector: map[string]string{"app": "web"}}, cluster.Load{CPUMilli: 180, MemoryBytes: 128 << 20})
-	createHPA(t, ns, hpaSpec{})
+	reason := "FailedGetResourceMetric"
+	if tc.podsMetric {
+		reason = "FailedGetPodsMetric"
+		hsCreatePodsMetricHPA(t, ns)
+	} else {
+		createHPA(t, ns, hpaSpec{})
+	}
 	hs := shared.Heapster()
 	// Without the fault Heapster would answer for both pods: what goes wrong is the fault.
 	eventually(t, 30*time.Second, "heapster knows both pods' load", func(context.Context) error {
@@ -101,6 +117,14 @@ func hsFaultCheck(t *testing.T, tc hsFaultCase) {
 		}
 		return nil
 	})
+	if tc.podsMetric {
+		// 30 qps per pod against an average target of 10: good data would triple the pods.
+		for _, p := range podsOf(t, ns, map[string]string{"app": "web"}) {
+			if err := hs.AppendPoint(ns, p.Name, "qps", heapsterstandin.Point{Timestamp: time.Now(), IntValue: 30}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	if err := hs.SetFault(ns, tc.fault); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +155,7 @@ func hsFaultCheck(t *testing.T, tc hsFaultCase) {
 	// run: ScalingActive=False with upstream's reason and the cause, on the HPA itself.
 	runFlags := append([]string{"-n", ns, "--metrics-source=heapster", "--sync-period=2s", "--cpu-initialization-period=1s", "-o", "json"}, tc.flags...)
 	r := startRun(t, k, runFlags...)
-	cond := hsWaitScalingActive(t, ns, corev1.ConditionFalse, "FailedGetResourceMetric")
+	cond := hsWaitScalingActive(t, ns, corev1.ConditionFalse, reason)
 	for _, w := range wantErr {
 		if !strings.Contains(cond.Message, w) {
 			t.Errorf("ScalingActive message lacks %q:\n%s", w, cond.Message)
@@ -162,6 +186,21 @@ func hsFaultCheck(t *testing.T, tc hsFaultCase) {
 	waitSpecReplicas(t, ns, 4)
 	if t.Failed() {
 		t.Logf("run output:\n%s", r.out.String())
+	}
+}
+
+// hsCreatePodsMetricHPA creates HPA web on Deployment web with one Pods metric, qps at an
+// average of 10, the kind of custom metric the Heapster-era controller read from Heapster's
+// model API.
+func hsCreatePodsMetricHPA(t *testing.T, ns string) {
+	t.Helper()
+	hpa := hpaSpec{}.build(ns)
+	hpa.Spec.Metrics = []autoscalingv2.MetricSpec{{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricSource{
+		Metric: autoscalingv2.MetricIdentifier{Name: "qps"},
+		Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: resource.NewQuantity(10, resource.DecimalSI)},
+	}}}
+	if _, err := shared.Client().AutoscalingV2().HorizontalPodAutoscalers(ns).Create(context.Background(), hpa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
