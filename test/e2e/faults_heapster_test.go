@@ -118,7 +118,7 @@ func hsFaultCheck(t *testing.T, tc hsFaultCase) {
 		return nil
 	})
 	if tc.podsMetric {
-		// 30 qps per pod against an average target of 10: good data would triple the pods.
+		// 30 qps per pod against an average target of 10: good data would scale up.
 		for _, p := range podsOf(t, ns, map[string]string{"app": "web"}) {
 			if err := hs.AppendPoint(ns, p.Name, "qps", heapsterstandin.Point{Timestamp: time.Now(), IntValue: 30}); err != nil {
 				t.Fatal(err)
