@@ -309,7 +309,7 @@ func TestFaultAPIServerOutageRunResumesAndDecidesAsUpstream(t *testing.T) {
 		t.Errorf("run wrote the Deployment after the restart before the HPA changed:\n%s", cluster.SummarizeAudit(w))
 	}
 	// The outcome agrees with explain's reading of the same cluster.
-	if e := explainJSON(t, plugin(), ns); e.Decision == nil || e.Decision.DesiredReplicas != after {
+	if e := explainJSON(t, pluginAs(t, user), ns); e.Decision == nil || e.Decision.DesiredReplicas != after {
 		t.Errorf("explain decides %+v, want %d replicas", e.Decision, after)
 	}
 }
