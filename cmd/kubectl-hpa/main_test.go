@@ -1,17 +1,46 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 )
+
+// stopHelperEnv makes the test binary act as a command whose stop hangs, for the tests that
+// need a real process to signal.
+const stopHelperEnv = "KUBECTL_HPA_STOP_HELPER_DEADLINE"
+
+// exitHelperForced is the helper's exit code when its stop deadline passed.
+const exitHelperForced = 3
+
+func TestMain(m *testing.M) {
+	if d, err := time.ParseDuration(os.Getenv(stopHelperEnv)); err == nil {
+		stopHelper(d)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func stopHelper(deadline time.Duration) {
+	ctx, release := notifyStop(context.Background(), clock.RealClock{}, deadline, os.Stderr, func() { os.Exit(exitHelperForced) })
+	defer release()
+	fmt.Println("ready")
+	<-ctx.Done()
+	// A stop that never finishes.
+	select {}
+}
 
 // lockedBuffer is an io.Writer safe for the watch goroutine and the test.
 type lockedBuffer struct {
@@ -85,6 +114,75 @@ func TestNotifyStop(t *testing.T) {
 			}
 			if tc.signal == 0 && clk.HasWaiters() {
 				t.Error("a deadline is running although no signal came")
+			}
+		})
+	}
+}
+
+// TestAStopThatHangsStillEndsTheProcess signals a real process whose stop hangs: a second
+// signal ends it at once (by the signal), and without one the deadline ends it through
+// forceExit, with a message.
+func TestAStopThatHangsStillEndsTheProcess(t *testing.T) {
+	cases := []struct {
+		name     string
+		deadline time.Duration
+		// repeat sends the signal again until the process ends.
+		repeat       bool
+		wantSignaled bool
+		wantCode     int
+		wantStderr   string
+	}{
+		{name: "a second Ctrl-C ends it by the signal", deadline: time.Hour, repeat: true, wantSignaled: true, wantCode: -1},
+		{name: "the deadline ends it, saying why", deadline: 50 * time.Millisecond, wantCode: exitHelperForced, wantStderr: "still stopping 50ms after the signal"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), stopHelperEnv+"="+tc.deadline.String())
+			var stderr lockedBuffer
+			cmd.Stderr = &stderr
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
+				t.Fatalf("helper said %q, %v; want ready", line, err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var waitErr error
+		signals:
+			for {
+				if err := cmd.Process.Signal(syscall.SIGINT); err != nil && !errors.Is(err, os.ErrProcessDone) {
+					t.Fatal(err)
+				}
+				select {
+				case waitErr = <-done:
+					break signals
+				case <-time.After(50 * time.Millisecond):
+					if !tc.repeat {
+						waitErr = <-done
+						break signals
+					}
+				}
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("helper killed after the test's bound: %v", waitErr)
+			}
+			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			if ws.Signaled() != tc.wantSignaled || cmd.ProcessState.ExitCode() != tc.wantCode {
+				t.Errorf("helper ended with %v (signaled %v, code %d), want signaled %v, code %d", waitErr, ws.Signaled(), cmd.ProcessState.ExitCode(), tc.wantSignaled, tc.wantCode)
+			}
+			if tc.wantSignaled && ws.Signal() != syscall.SIGINT {
+				t.Errorf("helper ended by %v, want SIGINT", ws.Signal())
+			}
+			if got := stderr.String(); !strings.Contains(got, tc.wantStderr) {
+				t.Errorf("helper stderr %q, want %q", got, tc.wantStderr)
 			}
 		})
 	}
