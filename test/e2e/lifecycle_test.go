@@ -56,7 +56,7 @@ type lifeProc struct {
 
 func lifeStart(t *testing.T, k cluster.Kubectl, args ...string) *lifeProc {
 	t.Helper()
-	// kubectl execs the plugin in its own process, so signals reach kubectl-hpa itself.
+	// kubectl replaces itself with the plugin (exec), so signals reach kubectl-hpa itself.
 	cmd := k.Command(context.Background(), append([]string{"hpa", "run"}, args...)...)
 	p := &lifeProc{cmd: cmd, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = &p.out, &p.out
