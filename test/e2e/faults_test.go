@@ -259,7 +259,10 @@ func TestFaultAPIServerOutageRunResumesAndDecidesAsUpstream(t *testing.T) {
 	}
 	phase("run reads metrics again")
 
-	// And it decides again from a change made after the outage: its HPA watch is back.
+	// And it decides again from a change made after the outage: its HPA watch is back. The
+	// change comes once every pod has a sample taken after its readiness, so that upstream
+	// takes one step to the new count.
+	waitMetricsAfterReadiness(t, ns)
 	changed, err := shared.AuditMark()
 	if err != nil {
 		t.Fatal(err)
