@@ -9,9 +9,11 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -29,6 +31,12 @@ import (
 //
 // An informer is started only once an HPA targets its kind, so a namespace full of
 // ReplicaSets costs nothing when every HPA targets a Deployment.
+//
+// A cached object older than our own last scale write of it is not used either: the read is
+// live until the informer has caught up. An informer can lag a write by a whole back-off
+// (after the API server was away, its watch re-lists only after up to 30s), and a decision
+// from the scale before our write would write the same rescale again, or count from a
+// replica count that is gone.
 type CachedScales struct {
 	live    ScaleTarget
 	factory informers.SharedInformerFactory
@@ -38,6 +46,15 @@ type CachedScales struct {
 	stop   <-chan struct{}
 	logger klog.Logger
 	kinds  map[schema.GroupKind]*cachedKind
+	// written is the resource version of our last scale write per target ("resource/ns/name")
+	// until the target's informer has caught up with it.
+	written map[string]string
+}
+
+// versionedScaleWriter is a ScaleTarget whose writes report the target's resource version
+// after the write (ScaleClient); without it, cached reads are not held back after a write.
+type versionedScaleWriter interface {
+	SetReplicasVersion(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference, desired int32, dryRun []string) (string, error)
 }
 
 type cachedKind struct {
@@ -53,7 +70,8 @@ type cachedKind struct {
 // for all) from informers over kube, and everything else from live.
 func NewCachedScales(kube kubernetes.Interface, namespace string, live ScaleTarget) *CachedScales {
 	return &CachedScales{
-		live: live,
+		live:    live,
+		written: map[string]string{},
 		// Scales are read on every sync, so the caches need no resync of their own.
 		factory: informers.NewSharedInformerFactoryWithOptions(kube, 0,
 			informers.WithNamespace(namespace), informers.WithTransform(stripScaleSource)),
@@ -154,18 +172,42 @@ func (c *CachedScales) Scale(ctx context.Context, namespace string, ref autoscal
 	return c.live.Scale(ctx, namespace, ref)
 }
 
-// SetReplicas implements ScaleTarget with the live client.
+// SetReplicas implements ScaleTarget with the live client, and holds cached reads of the
+// target back until its informer has seen the write.
 func (c *CachedScales) SetReplicas(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference, desired int32, dryRun []string) error {
-	return c.live.SetReplicas(ctx, namespace, ref, desired, dryRun)
+	w, ok := c.live.(versionedScaleWriter)
+	if !ok {
+		return c.live.SetReplicas(ctx, namespace, ref, desired, dryRun)
+	}
+	rv, err := w.SetReplicasVersion(ctx, namespace, ref, desired, dryRun)
+	if err != nil || len(dryRun) > 0 || rv == "" {
+		return err
+	}
+	if k, ok := c.kind(ref); ok {
+		c.mu.Lock()
+		c.written[writtenKey(k, namespace, ref.Name)] = rv
+		c.mu.Unlock()
+	}
+	return nil
 }
 
-func (c *CachedScales) cached(namespace string, ref autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, bool) {
-	// Like the live read, only the group of apiVersion selects the kind.
+func writtenKey(k *cachedKind, namespace, name string) string {
+	return k.resource + "/" + namespace + "/" + name
+}
+
+// kind is the cached kind ref names, if any. Like the live read, only the group of
+// apiVersion selects the kind.
+func (c *CachedScales) kind(ref autoscalingv2.CrossVersionObjectReference) (*cachedKind, bool) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		return nil, false
 	}
 	k, ok := c.kinds[schema.GroupKind{Group: gv.Group, Kind: ref.Kind}]
+	return k, ok
+}
+
+func (c *CachedScales) cached(namespace string, ref autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, bool) {
+	k, ok := c.kind(ref)
 	if !ok {
 		return nil, false
 	}
@@ -177,7 +219,37 @@ func (c *CachedScales) cached(namespace string, ref autoscalingv2.CrossVersionOb
 	if err != nil || !exists {
 		return nil, false
 	}
+	if !c.caughtUp(writtenKey(k, namespace, ref.Name), obj) {
+		return nil, false
+	}
 	return k.toScale(obj)
+}
+
+// caughtUp reports whether the cached obj is at least as new as our last write of it, and
+// forgets the write once it is.
+func (c *CachedScales) caughtUp(key string, obj any) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wrote, ok := c.written[key]
+	if !ok {
+		return true
+	}
+	m, err := apimeta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	cmp, err := resourceversion.CompareResourceVersion(m.GetResourceVersion(), wrote)
+	if err != nil {
+		// Versions that cannot be ordered: read live this once and trust the cache after.
+		delete(c.written, key)
+		return false
+	}
+	if cmp < 0 {
+		c.logger.V(4).Info("The cached target is older than our last scale write; reading it live", "target", key, "cached", m.GetResourceVersion(), "written", wrote)
+		return false
+	}
+	delete(c.written, key)
+	return true
 }
 
 // informer returns k's informer, starting it on first use; nil before Start.

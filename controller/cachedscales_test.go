@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -245,5 +247,106 @@ func TestCachedScaleSelectorIsTheRegistrysString(t *testing.T) {
 				t.Errorf("scale actions %q, want none", got)
 			}
 		})
+	}
+}
+
+func TestCachedScaleOlderThanOurWriteIsReadLiveUntilTheInformerCatchesUp(t *testing.T) {
+	// The informer holds the Deployment at version 1 with 2 replicas; the scale subresource
+	// answers our write with version 7. Until the informer has seen version 7, its 2 replicas
+	// are the past: a decision from them would write the same rescale again.
+	f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2},
+		&fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+	if err := f.kube.Tracker().Add(newDeployment("web", ptr.To[int32](2), 2, webSelector())); err != nil {
+		t.Fatal(err)
+	}
+	f.scales.mu.Lock()
+	f.scales.scales[ns+"/web"].ResourceVersion = "7"
+	f.scales.mu.Unlock()
+	f.startScaleCache(t, []schema.GroupKind{deploymentKind})
+	informer := f.c.cachedScales.informer(f.c.cachedScales.kinds[deploymentKind])
+
+	syncs := []struct {
+		name string
+		// cached is the Deployment the informer holds at this sync (nil: unchanged).
+		cached       *appsv1.Deployment
+		wantActions  []string
+		wantSpec     int32
+		wantRescaled bool
+	}{
+		{name: "the first sync reads the cache and writes the rescale", wantSpec: 2, wantRescaled: true,
+			wantActions: []string{"get deployments/scale web", "update deployments/scale web replicas=4 dryRun=[]"}},
+		{name: "the cache still holds version 1: the scale is read live and nothing is written again", wantSpec: 4,
+			wantActions: []string{"get deployments/scale web"}},
+		{name: "an unrelated newer event that is still older than the write: live again", wantSpec: 4,
+			cached:      withVersion(newDeployment("web", ptr.To[int32](2), 3, webSelector()), "5"),
+			wantActions: []string{"get deployments/scale web"}},
+		{name: "the informer has seen the write: the cache is read again", wantSpec: 4,
+			cached: withVersion(newDeployment("web", ptr.To[int32](4), 2, webSelector()), "7")},
+	}
+	for i, s := range syncs {
+		if s.cached != nil {
+			if err := f.kube.Tracker().Update(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, s.cached, ns); err != nil {
+				t.Fatal(err)
+			}
+			waitCachedVersion(t, informer, s.cached.ResourceVersion)
+		}
+		before := len(f.scales.recorded())
+		if err := f.sync(t, "web"); err != nil {
+			t.Fatalf("sync %d (%s): %v", i, s.name, err)
+		}
+		if diff := cmp.Diff(s.wantActions, f.scales.recorded()[before:], cmpEmptyIsNil); diff != "" {
+			t.Errorf("sync %d (%s): scale actions (-want +got):\n%s", i, s.name, diff)
+		}
+		rep := f.reports[len(f.reports)-1]
+		if rep.Input.Scale == nil || rep.Input.Scale.SpecReplicas != s.wantSpec || rep.ScaleWritten != s.wantRescaled {
+			t.Errorf("sync %d (%s): read %+v, scale written %t; want spec %d, written %t", i, s.name, rep.Input.Scale, rep.ScaleWritten, s.wantSpec, s.wantRescaled)
+		}
+	}
+}
+
+func TestCachedScalesKeepNoHoldAfterADryRunWrite(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), nil, nil, map[string]int32{"web": 2}, &fakeMetrics{})
+	if err := f.kube.Tracker().Add(newDeployment("web", ptr.To[int32](2), 2, webSelector())); err != nil {
+		t.Fatal(err)
+	}
+	f.scales.mu.Lock()
+	f.scales.scales[ns+"/web"].ResourceVersion = "7"
+	f.scales.mu.Unlock()
+	f.startScaleCache(t, []schema.GroupKind{deploymentKind})
+	ref := newHPA("web").Spec.ScaleTargetRef
+	if err := f.c.scales.SetReplicas(t.Context(), ns, ref, 4, []string{metav1.DryRunAll}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(f.scales.recorded())
+	got, err := f.c.scales.Scale(t.Context(), ns, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SpecReplicas != 2 || len(f.scales.recorded()) != before {
+		t.Errorf("after a dryRun=All write: read %+v with scale actions %q, want the cached 2 replicas and no GET", got, f.scales.recorded()[before:])
+	}
+}
+
+var cmpEmptyIsNil = cmp.Comparer(func(a, b []string) bool { return slices.Equal(a, b) })
+
+func withVersion(d *appsv1.Deployment, rv string) *appsv1.Deployment {
+	d.ResourceVersion = rv
+	return d
+}
+
+// waitCachedVersion waits until the informer holds Deployment web at resource version rv.
+func waitCachedVersion(t *testing.T, inf cache.SharedIndexInformer, rv string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for {
+		if obj, ok, _ := inf.GetIndexer().GetByKey(ns + "/web"); ok && obj.(*appsv1.Deployment).ResourceVersion == rv {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the informer never held version %s", rv)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }

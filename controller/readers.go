@@ -93,14 +93,23 @@ func (c *ScaleClient) get(ctx context.Context, namespace string, ref autoscaling
 // failed write and retrying on conflicts with client-go's default backoff, as upstream.
 // dryRun is passed through to the API server (metav1.DryRunAll or nil).
 func (c *ScaleClient) SetReplicas(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference, desired int32, dryRun []string) error {
+	_, err := c.SetReplicasVersion(ctx, namespace, ref, desired, dryRun)
+	return err
+}
+
+// SetReplicasVersion is SetReplicas returning the target's resource version after the write,
+// so that a cache can tell whether it has seen the write yet.
+func (c *ScaleClient) SetReplicasVersion(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference, desired int32, dryRun []string) (string, error) {
 	s, gr, err := c.get(ctx, namespace, ref)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	var rv string
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		s.Spec.Replicas = desired
-		_, err := c.Scales.Scales(namespace).Update(ctx, gr, s, metav1.UpdateOptions{DryRun: dryRun, FieldManager: c.FieldManager})
+		updated, err := c.Scales.Scales(namespace).Update(ctx, gr, s, metav1.UpdateOptions{DryRun: dryRun, FieldManager: c.FieldManager})
 		if err == nil {
+			rv = updated.ResourceVersion
 			return nil
 		}
 		if latest, getErr := c.Scales.Scales(namespace).Get(ctx, gr, ref.Name, metav1.GetOptions{}); getErr == nil {
@@ -108,6 +117,7 @@ func (c *ScaleClient) SetReplicas(ctx context.Context, namespace string, ref aut
 		}
 		return err
 	})
+	return rv, err
 }
 
 // ListerPods reads pods from an informer cache.
