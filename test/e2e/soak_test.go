@@ -43,8 +43,9 @@ const (
 	// soakPodMilli is every pod's steady usage: exactly the HPAs' 50% target of a 100m request,
 	// which the load model makes exact, so a steady HPA has nothing to write.
 	soakPodMilli = 50
-	// soakHighMilli is the per-pod usage after the load change: 500% of the request, far above
-	// what the scale-up policies allow in one step, so the expected write is their limit.
+	// soakHighMilli is the per-pod usage after the load change: 500% of the request asks for 10x
+	// the pods, so the one expected write goes straight to maxReplicas (2x the pods, which the
+	// default scale-up policies allow in one step).
 	soakHighMilli = 500
 )
 
@@ -408,9 +409,9 @@ func (r *soakRun) decisions(t *testing.T) int {
 
 // soakScrape is what the figures need from run's /metrics.
 type soakScrape struct {
-	at                      time.Time
-	reconciles, reconcileSz float64
-	heapBytes               float64
+	at                        time.Time
+	reconciles, reconcileSecs float64
+	heapBytes                 float64
 }
 
 func (r *soakRun) scrape(t *testing.T) soakScrape {
@@ -437,7 +438,7 @@ func (r *soakRun) scrape(t *testing.T) soakScrape {
 		case "horizontal_pod_autoscaler_controller_reconciliation_duration_seconds_count":
 			s.reconciles += value()
 		case "horizontal_pod_autoscaler_controller_reconciliation_duration_seconds_sum":
-			s.reconcileSz += value()
+			s.reconcileSecs += value()
 		case "go_memstats_heap_inuse_bytes":
 			s.heapBytes = value()
 		}
@@ -730,7 +731,7 @@ func (f *soakFigures) steady(t *testing.T, reqs []cluster.AuditRequest, from, to
 		f.reqsPerSyncAll = float64(all) / f.reconcileCount
 		secs := m2.at.Sub(m1.at).Seconds()
 		f.passFromThroughput = time.Duration(float64(f.hpas) / (f.reconcileCount / secs) * float64(time.Second))
-		f.meanReconcile = time.Duration((m2.reconcileSz - m1.reconcileSz) / f.reconcileCount * float64(time.Second))
+		f.meanReconcile = time.Duration((m2.reconcileSecs - m1.reconcileSecs) / f.reconcileCount * float64(time.Second))
 		f.passFromBusy = f.meanReconcile * time.Duration(f.hpas) / soakWorkers
 	}
 }
