@@ -68,6 +68,8 @@ type RunOptions struct {
 	LeaseName          string
 	LeaseNamespace     string
 	MetricsBindAddress string
+	KubeAPIQPS         float32
+	KubeAPIBurst       int
 	Controller         controller.Options
 
 	// LeaseDuration, RenewDeadline and RetryPeriod time the Lease as in kube-controller-manager.
@@ -96,7 +98,11 @@ func NewRunOptions(configFlags *genericclioptions.ConfigFlags, streams genericio
 		LeaseDuration: 15 * time.Second,
 		RenewDeadline: 10 * time.Second,
 		RetryPeriod:   2 * time.Second,
-		Metrics:       metrics.NewOptions(),
+		// client-go's own default (5/s) caps a sync pass at 5 HPAs a second: measured on the
+		// real cluster, 1,000 HPAs took 3m20s per pass instead of one 15s sync period.
+		KubeAPIQPS:   100,
+		KubeAPIBurst: 200,
+		Metrics:      metrics.NewOptions(),
 		newMetrics: func(ctx context.Context, o *RunOptions, cfg *rest.Config) (metrics.Client, metrics.Selection, error) {
 			return o.Metrics.NewClient(ctx, cfg, clock.RealClock{})
 		},
@@ -145,6 +151,8 @@ func newCmdRun(o *RunOptions) *cobra.Command {
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a standby waits after the holder's last renewal before taking the Lease over (whole seconds)")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the holder keeps retrying a renewal before it stops writing and exits; less than the lease duration")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often the holder renews and a standby tries to acquire the Lease")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second each API client (Kubernetes, scales, metrics) may send; a sync costs one request per HPA in steady state")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests each API client may send in a burst above --kube-api-qps")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address serving Prometheus /metrics and /healthz, e.g. 127.0.0.1:8080 (off when empty)")
 	o.Metrics.AddFlags(fs)
 	fs.StringVarP(&o.Output, "output", "o", o.Output, `Output format: "" (a live table on a terminal, one line per decision otherwise) or "json" (one hpa.kubectl-hpa.io/v1alpha1 Explanation per decision, the schema of explain -o json; history.source is "controller" and a DryRun warning says when nothing was applied)`)
@@ -186,6 +194,9 @@ func (o *RunOptions) Validate() error {
 	if o.Controller.SyncPeriod <= 0 {
 		return usageErrorf("--sync-period must be positive, got %v", o.Controller.SyncPeriod)
 	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
+		return usageErrorf("--kube-api-qps must be positive and --kube-api-burst at least 1, got %v and %d", o.KubeAPIQPS, o.KubeAPIBurst)
+	}
 	if _, err := labels.Parse(o.Selector); err != nil {
 		return usageErrorf("--selector %q: %w", o.Selector, err)
 	}
@@ -220,6 +231,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "kubectl-hpa/" + Version().Version + " (run)"
+	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("creating the Kubernetes client: %w", err)

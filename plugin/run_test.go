@@ -138,6 +138,8 @@ func TestRunValidate(t *testing.T) {
 		{"bad selector", func(o *RunOptions) { o.Selector = "a in (" }, true},
 		{"leader election without a lease namespace", func(o *RunOptions) { o.LeaseNamespace = "" }, true},
 		{"no lease needed when writing nothing", func(o *RunOptions) { o.LeaseNamespace = ""; o.DryRun = "client" }, false},
+		{"zero api qps", func(o *RunOptions) { o.KubeAPIQPS = 0 }, true},
+		{"zero api burst", func(o *RunOptions) { o.KubeAPIBurst = 0 }, true},
 		{"bad metrics source", func(o *RunOptions) { o.Metrics.Source = "carrier-pigeon" }, true},
 	}
 	for _, tc := range cases {
