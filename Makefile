@@ -20,7 +20,7 @@ build:
 ## verify: formatting, vet, tidy modules, import direction
 verify:
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet -tags e2e ./...
+	$(GO) vet -tags "e2e soak" ./...
 	hack/verify-tidy.sh
 	hack/verify-imports.sh
 
