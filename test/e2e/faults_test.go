@@ -424,6 +424,7 @@ func TestFaultConcurrentHPAWriterConflictIsRetriedAndNothingIsLost(t *testing.T)
 	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "fault-conflict")
+	phase := faultPhases(t)
 	const user = "e2e:kubectl-hpa-fault-conflict"
 	loadedWorkload(t, ns, 2, 80)
 	createHPA(t, ns, hpaSpec{})
@@ -432,6 +433,7 @@ func TestFaultConcurrentHPAWriterConflictIsRetriedAndNothingIsLost(t *testing.T)
 		t.Fatal(err)
 	}
 	r := startRun(t, pluginAs(t, user), "-n", ns, "--sync-period="+faultSync.String(), "-o", "json")
+	phase("workload ready; run and the concurrent writer start")
 
 	// The writer changes spec.maxReplicas every time (a new generation, so run writes a new
 	// status.observedGeneration each time), between two values above the decision.
@@ -516,6 +518,7 @@ func TestFaultConcurrentHPAWriterConflictIsRetriedAndNothingIsLost(t *testing.T)
 		return fmt.Errorf("conflict %t, re-read after it %t, no successful status write after them yet", conflict, reread)
 	})
 	stopWriter()
+	phase("run's status write conflicted and was retried")
 	mu.Lock()
 	final, writerErr := last, wErr
 	mu.Unlock()
