@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -84,10 +85,32 @@ func (r *versionResolver) version(ctx context.Context) (string, error) {
 	}
 	v, ok := pickVersion(served, r.group, r.prefs)
 	if !ok {
-		return "", fmt.Errorf("%s (%s) is %w", r.group, joinVersions(r.prefs), errNotServed)
+		if v, err = r.unlisted(ctx); err != nil {
+			return "", err
+		}
 	}
 	r.chosen = v
 	return v, nil
+}
+
+// unlisted asks each version of a group that discovery did not list, to tell a group the
+// cluster has not registered (404: install something) from one registered but failing
+// now, which discovery leaves out while its APIService is unavailable (the aggregator
+// answers 503: wait or repair, installing would not help).
+func (r *versionResolver) unlisted(ctx context.Context) (string, error) {
+	for _, v := range r.prefs {
+		gv := r.group + "/" + v
+		_, err := callCtx(ctx, func() (*metav1.APIResourceList, error) { return r.discovery.ServerResourcesForGroupVersion(gv) })
+		switch {
+		case err == nil:
+			return v, nil
+		case apierrors.IsNotFound(err):
+			continue
+		default:
+			return "", fmt.Errorf("%s is registered but unavailable: %w; check the APIService (kubectl get apiservices) and the server behind it", gv, err)
+		}
+	}
+	return "", fmt.Errorf("%s (%s) is %w", r.group, joinVersions(r.prefs), errNotServed)
 }
 
 // current is the remembered version, "" if none.

@@ -277,8 +277,9 @@ func (a *apiClient) apiError(what, gv, verb, namespace string, r *versionResolve
 		r.Invalidate()
 		return fmt.Errorf("%s (%s): %w; the metric or object may not exist, or %s is no longer served (kubectl get apiservices)", what, gv, err, group)
 	case apierrors.IsServiceUnavailable(err):
-		r.Invalidate()
-		return fmt.Errorf("%s (%s): unavailable: %w; the server behind the APIService is not ready (kubectl get apiservices)", what, gv, err)
+		// The aggregator answers 503 for a registered APIService it cannot reach: the
+		// version stays known, so the next read says the same rather than "not served".
+		return fmt.Errorf("%s: %w; %s is registered but unavailable: check the APIService (kubectl get apiservices) and the server behind it", what, err, gv)
 	default:
 		return fmt.Errorf("%s (%s): %w", what, gv, err)
 	}

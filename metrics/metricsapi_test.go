@@ -461,3 +461,49 @@ func TestCallsWithoutContextStopWaitingAtTheDeadline(t *testing.T) {
 	close(release)
 	wg.Wait()
 }
+
+func TestAnUnavailableResourceMetricsAPIIsNotCalledUninstalled(t *testing.T) {
+	unavailable := apierrors.NewServiceUnavailable("the server is currently unable to handle the request (get pods.metrics.k8s.io)")
+	tests := []struct {
+		name string
+		// listed is what discovery lists; probe is the answer for a group version it does not list.
+		listed  []string
+		probe   error
+		wantErr []string
+	}{
+		{name: "an APIService left out of discovery that answers 503 is unavailable, not uninstalled", probe: unavailable,
+			wantErr: []string{"unable to fetch metrics from resource metrics API: metrics.k8s.io/v1 is registered but unavailable: the server is currently unable to handle the request", "kubectl get apiservices"}},
+		{name: "a group version that answers 404 is not installed", probe: apierrors.NewNotFound(schema.GroupResource{}, ""),
+			wantErr: []string{"metrics.k8s.io (v1 or v1beta1) is not served by this cluster; install metrics-server"}},
+		{name: "a listed version that answers 503 quotes the server as upstream does", listed: []string{"metrics.k8s.io/v1beta1"},
+			wantErr: []string{"unable to fetch metrics from resource metrics API: the server is currently unable to handle the request (get pods.metrics.k8s.io); metrics.k8s.io/v1beta1 is registered but unavailable"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newAPIFixture(tc.listed...)
+			f.discovery.PrependReactor("get", "resource", func(core.Action) (bool, runtime.Object, error) {
+				return tc.probe != nil, nil, tc.probe
+			})
+			f.resource.PrependReactor("list", "pods", func(core.Action) (bool, runtime.Object, error) {
+				return true, nil, unavailable
+			})
+			c := f.client(t)
+			// The second read shows what a later sync reports: one failure must not turn
+			// into "not served".
+			for i := range 2 {
+				_, _, err := c.PodResource(context.Background(), "ns", corev1.ResourceCPU, labels.Everything(), "")
+				if err == nil {
+					t.Fatalf("read %d: no error", i+1)
+				}
+				for _, w := range tc.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("read %d: error %q does not contain %q", i+1, err, w)
+					}
+				}
+				if tc.probe == nil && strings.Contains(err.Error(), "install") {
+					t.Errorf("read %d: error %q tells to install what is installed", i+1, err)
+				}
+			}
+		})
+	}
+}
