@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"io"
+	"net/http"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -62,65 +65,105 @@ func (c LeaseConfig) Validate() error {
 	return nil
 }
 
-// ErrLostLease is returned by RunWithLease when the Lease was lost while running.
-var ErrLostLease = errors.New("lost the leader election lease; another kubectl hpa run took over")
+// Term is one tenure as the Lease holder.
+type Term struct {
+	// Leading is cancelled the moment leadership ends (the renewal failed for the renew
+	// deadline), and not by a stop: the context run gets is cancelled by both, and writes
+	// in flight at a stop may finish (their grace), while at the end of leadership none
+	// may, since a successor can take over once the lease duration has passed.
+	Leading context.Context
+}
 
-// RunWithLease runs run(ctx) only while holding the Lease. It returns when ctx is cancelled
-// (after run has returned, and only then releasing the Lease, so no write of ours can follow
-// a successor's) or with ErrLostLease when renewal failed.
+// RunWithLease is RunTerms for a run that needs no Term.
 func RunWithLease(ctx context.Context, kube kubernetes.Interface, cfg LeaseConfig, run func(context.Context) error) error {
+	return RunTerms(ctx, kube, cfg, func(ctx context.Context, _ Term) error { return run(ctx) })
+}
+
+// RunTerms runs run only while holding the Lease, until ctx is cancelled or run fails.
+// When leadership ends (renewals failed for the renew deadline: the API server is away, or
+// another holder took the Lease), run's context is cancelled before anything else, one
+// line says why, and the Lease is campaigned for again; run is called anew, with a fresh
+// Term, each time it is reacquired. On stop the Lease is released once run has returned,
+// so no write of ours can follow a successor's. It returns nil when ctx is cancelled.
+func RunTerms(ctx context.Context, kube kubernetes.Interface, cfg LeaseConfig, run func(context.Context, Term) error) error {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	logger := klog.FromContext(ctx)
-	lock := &resourcelock.LeaseLock{
+	lock := &watchedLock{Interface: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
 		Client:     kube.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
+	}}
+	for {
+		lost, err := runTerm(ctx, lock, cfg, run)
+		if err != nil || !lost || ctx.Err() != nil {
+			return err
+		}
+		logger.Info("Lost the lease: stopped writing; campaigning for it again", "lease", klog.KRef(cfg.Namespace, cfg.Name),
+			"identity", cfg.Identity, "reason", lock.lossReason(cfg.RenewDeadline))
 	}
-	// The elector runs on its own context, cancelled only once run has returned: the Lease
-	// is released after our last write.
+}
+
+// runTerm campaigns for the Lease and runs run while holding it. lost reports that
+// leadership ended while ctx was live.
+func runTerm(ctx context.Context, lock *watchedLock, cfg LeaseConfig, run func(context.Context, Term) error) (lost bool, err error) {
+	logger := klog.FromContext(ctx)
+	ref := klog.KRef(cfg.Namespace, cfg.Name)
+	// The elector runs on its own context: once leading, it keeps renewing until run has
+	// returned, and only a stop while campaigning cancels it early.
 	electCtx, cancelElect := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelElect()
 	var (
-		started atomic.Bool
+		mu      sync.Mutex
+		started bool // run was called; guarded by mu
+		ended   bool // the term ended before leading; guarded by mu
 		runErr  error
 		runDone = make(chan struct{})
 	)
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   cfg.LeaseDuration,
-		RenewDeadline:   cfg.RenewDeadline,
-		RetryPeriod:     cfg.RetryPeriod,
-		ReleaseOnCancel: true,
+		Lock:          lock,
+		LeaseDuration: cfg.LeaseDuration,
+		RenewDeadline: cfg.RenewDeadline,
+		RetryPeriod:   cfg.RetryPeriod,
+		// The elector's own release would run between the failed renewal and the
+		// cancellation of leadCtx, for up to the renew deadline, while run still writes;
+		// releasing is done here instead, after run has returned.
+		ReleaseOnCancel: false,
 		Name:            cfg.Namespace + "/" + cfg.Name,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leadCtx context.Context) {
-				started.Store(true)
+				mu.Lock()
+				if ended {
+					mu.Unlock()
+					return
+				}
+				started = true
+				mu.Unlock()
 				defer close(runDone)
-				defer cancelElect()
 				runCtx, cancel := context.WithCancel(leadCtx)
 				defer cancel()
 				stop := context.AfterFunc(ctx, cancel)
 				defer stop()
-				logger.Info("Acquired the lease", "lease", klog.KRef(cfg.Namespace, cfg.Name), "identity", cfg.Identity)
-				runErr = run(runCtx)
+				logger.Info("Acquired the lease", "lease", ref, "identity", cfg.Identity)
+				runErr = run(runCtx, Term{Leading: leadCtx})
 			},
 			OnStoppedLeading: func() {},
 			OnNewLeader: func(id string) {
-				if id != cfg.Identity {
-					logger.Info("Another instance holds the lease; waiting", "lease", klog.KRef(cfg.Namespace, cfg.Name), "holder", id)
+				if id != cfg.Identity && id != "" {
+					logger.Info("Another instance holds the lease; waiting", "lease", ref, "holder", id)
 				}
 			},
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("configuring leader election on Lease %s/%s: %w", cfg.Namespace, cfg.Name, err)
+		return false, fmt.Errorf("configuring leader election on Lease %s/%s: %w", cfg.Namespace, cfg.Name, err)
 	}
-	// Stop waiting for the Lease when asked to stop before acquiring it.
 	stopWaiting := context.AfterFunc(ctx, func() {
-		if !started.Load() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !started {
 			cancelElect()
 		}
 	})
@@ -132,26 +175,153 @@ func RunWithLease(ctx context.Context, kube kubernetes.Interface, cfg LeaseConfi
 	}()
 	select {
 	case <-electorDone:
-		// Stopped before acquiring, or the Lease was lost.
-		if !started.Load() {
+		mu.Lock()
+		led := started
+		ended = true
+		mu.Unlock()
+		if !led {
+			// Stopped while campaigning; the Lease may have been won meanwhile.
+			release(ctx, lock, cfg)
+			return false, nil
+		}
+		// Leadership ended: the elector has cancelled run's context; wait for run.
+		<-runDone
+		if ctx.Err() != nil {
+			release(ctx, lock, cfg)
+			return false, runErr
+		}
+		return runErr == nil, runErr
+	case <-runDone:
+		// run returned while leading (a stop, or its own failure): stop renewing, then
+		// release.
+		cancelElect()
+		<-electorDone
+		release(ctx, lock, cfg)
+		return false, runErr
+	}
+}
+
+// release gives the Lease up if it still names us, as the elector would, within
+// cfg.ReleaseTimeout; an unreleased Lease expires after the lease duration.
+func release(ctx context.Context, lock *watchedLock, cfg LeaseConfig) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ReleaseTimeout)
+	defer cancel()
+	err := func() error {
+		rec, _, err := lock.Get(rctx)
+		if err != nil {
+			return err
+		}
+		if rec.HolderIdentity != cfg.Identity {
 			return nil
 		}
-		<-runDone
-	case <-runDone:
-		// run returned and cancelled the elector, which now releases the Lease.
-		t := time.NewTimer(cfg.ReleaseTimeout)
-		defer t.Stop()
-		select {
-		case <-electorDone:
-		case <-t.C:
-			logger.Info("Releasing the lease is taking too long; it expires on its own", "lease", klog.KRef(cfg.Namespace, cfg.Name), "after", cfg.LeaseDuration)
+		now := metav1.Now()
+		return lock.Update(rctx, resourcelock.LeaderElectionRecord{
+			LeaderTransitions: rec.LeaderTransitions, LeaseDurationSeconds: 1, RenewTime: now, AcquireTime: now})
+	}()
+	if err != nil {
+		klog.FromContext(ctx).Info("Could not release the lease; it expires on its own", "lease", klog.KRef(cfg.Namespace, cfg.Name), "after", cfg.LeaseDuration, "err", err)
+	}
+}
+
+// watchedLock remembers what the last Lease requests saw, to say why leadership ended.
+type watchedLock struct {
+	resourcelock.Interface
+	mu      sync.Mutex
+	lastErr error  // of the last request, nil after a success
+	holder  string // the holder last read or written
+}
+
+func (l *watchedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	rec, raw, err := l.Interface.Get(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastErr = err
+	if err == nil {
+		l.holder = rec.HolderIdentity
+	}
+	return rec, raw, err
+}
+
+func (l *watchedLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	return l.note(rec, l.Interface.Create(ctx, rec))
+}
+
+func (l *watchedLock) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	return l.note(rec, l.Interface.Update(ctx, rec))
+}
+
+func (l *watchedLock) note(rec resourcelock.LeaderElectionRecord, err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lastErr = err
+	if err == nil {
+		l.holder = rec.HolderIdentity
+	}
+	return err
+}
+
+// lossReason says why renewals stopped: another holder in the Lease, or the last error.
+func (l *watchedLock) lossReason(renewDeadline time.Duration) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holder != "" && l.holder != l.Identity() {
+		return fmt.Sprintf("another instance, %s, now holds it", l.holder)
+	}
+	if l.lastErr != nil {
+		return fmt.Sprintf("renewing it failed for the renew deadline (%v), the API server may be unreachable: %v", renewDeadline, l.lastErr)
+	}
+	return fmt.Sprintf("renewing it did not succeed within the renew deadline (%v)", renewDeadline)
+}
+
+// errNotLeading fails the requests of a term that has ended.
+var errNotLeading = errors.New("not sent: this process no longer holds the lease")
+
+// FenceConfig returns a copy of cfg whose requests end with leading: once it is done, a
+// request fails before it is sent and one in flight is cancelled. Clients built from it
+// for one Term cannot write after the Term, whatever grace their callers give writes.
+func FenceConfig(cfg *rest.Config, leading context.Context) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper { return &fencedTransport{next: next, leading: leading} })
+	return cfg
+}
+
+type fencedTransport struct {
+	next    http.RoundTripper
+	leading context.Context
+}
+
+func (f *fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if f.leading.Err() != nil {
+		return nil, errNotLeading
+	}
+	ctx, cancel := context.WithCancelCause(req.Context())
+	stop := context.AfterFunc(f.leading, func() { cancel(errNotLeading) })
+	done := func() {
+		stop()
+		cancel(nil)
+	}
+	resp, err := f.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		done()
+		if context.Cause(ctx) == errNotLeading {
+			return nil, fmt.Errorf("%w: %w", errNotLeading, err)
 		}
+		return nil, err
 	}
-	if runErr != nil {
-		return runErr
-	}
-	if ctx.Err() == nil {
-		return ErrLostLease
-	}
-	return nil
+	// The body (a watch's stream included) belongs to the request: the fence holds
+	// until it is closed.
+	resp.Body = &fencedBody{ReadCloser: resp.Body, done: done}
+	return resp, nil
+}
+
+type fencedBody struct {
+	io.ReadCloser
+	once sync.Once
+	done func()
+}
+
+func (b *fencedBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.done)
+	return err
 }

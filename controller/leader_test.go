@@ -2,11 +2,28 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 )
 
 func TestLeaseConfigValidateRefusesTimingsTheElectorCannotKeep(t *testing.T) {
@@ -44,5 +61,217 @@ func TestRunWithLeaseRefusesAnInvalidTimingBeforeRunning(t *testing.T) {
 		func(context.Context) error { called = true; return nil })
 	if err == nil || called {
 		t.Errorf("RunWithLease with lease duration = renew deadline: err %v, run called %v; want an error and no run", err, called)
+	}
+}
+
+// termLog records what the run of each term did, in order.
+type termLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *termLog) add(e string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+func (l *termLog) has(e string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Contains(l.events, e)
+}
+
+func (l *termLog) snapshot() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.events)
+}
+
+// waitFor polls cond; the test's own deadline bounds it.
+func waitFor(cond func() bool) {
+	for !cond() {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRunTermsStopsWritingWhenTheLeaseIsLostAndResumesWhenReacquired(t *testing.T) {
+	leases := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	cases := []struct {
+		name string
+		// failVerbs fail with failErr during the fault.
+		failVerbs []string
+		failErr   error
+		// takeOver, if set, is what another instance writes into the Lease as the fault begins.
+		takeOver        *coordinationv1.Lease
+		wantReason      []string
+		wantTransitions int32
+	}{
+		{
+			name:      "the API server away past the renew deadline: the same identity takes the Lease back",
+			failVerbs: []string{"get", "update", "create"}, failErr: errors.New("dial tcp 127.0.0.1:6443: connect: connection refused"),
+			wantReason:      []string{"renewing it failed for the renew deadline (1s)", "connection refused"},
+			wantTransitions: 0,
+		},
+		{
+			name:      "another instance took the Lease: run waits until it expires, then takes it over",
+			failVerbs: []string{"update"}, failErr: apierrors.NewConflict(leases.GroupResource(), "kubectl-hpa", errors.New("the object has been modified")),
+			takeOver: &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubectl-hpa"}, Spec: coordinationv1.LeaseSpec{
+				HolderIdentity: ptr.To("other"), LeaseDurationSeconds: ptr.To[int32](2), LeaseTransitions: ptr.To[int32](1),
+				AcquireTime: &metav1.MicroTime{Time: time.Now()}, RenewTime: &metav1.MicroTime{Time: time.Now()}}},
+			wantReason:      []string{"another instance, other, now holds it"},
+			wantTransitions: 2,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			kube := fake.NewClientset()
+			var failing atomic.Bool
+			kube.PrependReactor("*", "leases", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				if failing.Load() && slices.Contains(tc.failVerbs, a.GetVerb()) {
+					return true, nil, tc.failErr
+				}
+				return false, nil, nil
+			})
+			var logs strings.Builder
+			var logMu sync.Mutex
+			logger := funcr.New(func(prefix, args string) {
+				logMu.Lock()
+				defer logMu.Unlock()
+				fmt.Fprintln(&logs, prefix, args)
+			}, funcr.Options{})
+			ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+			defer cancel()
+
+			var log termLog
+			terms := 0
+			var leadings []context.Context
+			done := make(chan error, 1)
+			go func() {
+				done <- RunTerms(ctx, kube, LeaseConfig{Namespace: ns, Name: "kubectl-hpa", Identity: "me",
+					LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond},
+					func(ctx context.Context, term Term) error {
+						terms++
+						n := terms
+						leadings = append(leadings, term.Leading)
+						log.add(fmt.Sprintf("start %d", n))
+						for {
+							// A write is attempted only while run's context is live, as the
+							// controller's are.
+							select {
+							case <-ctx.Done():
+								log.add(fmt.Sprintf("end %d", n))
+								return nil
+							case <-time.After(20 * time.Millisecond):
+								log.add(fmt.Sprintf("write %d", n))
+							}
+						}
+					})
+			}()
+			waitFor(func() bool { return log.has("write 1") })
+			// Under the fake's lock no renewal of ours is half done while the fault begins.
+			kube.Lock()
+			failing.Store(true)
+			if tc.takeOver != nil {
+				if err := kube.Tracker().Update(leases, tc.takeOver, ns); err != nil {
+					kube.Unlock()
+					t.Fatal(err)
+				}
+			}
+			kube.Unlock()
+			log.add("fault")
+			waitFor(func() bool { return log.has("end 1") })
+			if err := leadings[0].Err(); err == nil {
+				t.Error("term 1 ended with its Leading context live")
+			}
+			// Let the new campaign try a few times while the fault lasts.
+			time.Sleep(500 * time.Millisecond)
+			failing.Store(false)
+			log.add("fault over")
+			waitFor(func() bool { return log.has("write 2") })
+
+			lease, err := kube.CoordinationV1().Leases(ns).Get(context.Background(), "kubectl-hpa", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ptrValue(lease.Spec.HolderIdentity); got != "me" {
+				t.Errorf("holder after the fault = %q, want me", got)
+			}
+			if got := ptrValue(lease.Spec.LeaseTransitions); got != tc.wantTransitions {
+				t.Errorf("leaseTransitions after the fault = %d, want %d", got, tc.wantTransitions)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("RunTerms after cancel: %v", err)
+			}
+
+			events := log.snapshot()
+			fault, end1, over, start2 := slices.Index(events, "fault"), slices.Index(events, "end 1"), slices.Index(events, "fault over"), slices.Index(events, "start 2")
+			if !(fault < end1 && end1 < over && over < start2) {
+				t.Errorf("events %v: want the fault, then term 1's end, then the fault over, then term 2", events)
+			}
+			for _, e := range events[end1+1 : start2] {
+				if strings.HasPrefix(e, "write") {
+					t.Errorf("events %v: %q between losing the lease and reacquiring it", events, e)
+				}
+			}
+			logMu.Lock()
+			text := logs.String()
+			logMu.Unlock()
+			for _, w := range append([]string{"Lost the lease: stopped writing; campaigning for it again"}, tc.wantReason...) {
+				if !strings.Contains(text, w) {
+					t.Errorf("logs do not contain %q:\n%s", w, text)
+				}
+			}
+		})
+	}
+}
+
+func TestFenceConfigEndsRequestsWithTheTerm(t *testing.T) {
+	arrived := make(chan struct{}, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		if r.URL.Path == "/slow" {
+			<-r.Context().Done()
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	leading, endTerm := context.WithCancel(context.Background())
+	defer endTerm()
+	rt, err := rest.TransportFor(FenceConfig(&rest.Config{Host: srv.URL}, leading))
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(path string) error {
+		req, err := http.NewRequest(http.MethodPut, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := do("/ok"); err != nil {
+		t.Fatalf("a request while leading: %v", err)
+	}
+	<-arrived
+	inFlight := make(chan error, 1)
+	go func() { inFlight <- do("/slow") }()
+	<-arrived
+	endTerm()
+	if err := <-inFlight; !errors.Is(err, errNotLeading) {
+		t.Errorf("a request in flight when the term ended: %v, want it cancelled with %v", err, errNotLeading)
+	}
+	if err := do("/ok"); !errors.Is(err, errNotLeading) {
+		t.Errorf("a request after the term: %v, want %v", err, errNotLeading)
+	}
+	select {
+	case <-arrived:
+		t.Error("a request after the term reached the server")
+	default:
 	}
 }

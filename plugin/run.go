@@ -149,7 +149,7 @@ func newCmdRun(o *RunOptions) *cobra.Command {
 	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "Name of the Lease")
 	fs.StringVar(&o.LeaseNamespace, "leader-elect-lease-namespace", o.LeaseNamespace, "Namespace of the Lease (default: the namespace watched, or the kubeconfig's with -A)")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a standby waits after the holder's last renewal before taking the Lease over (whole seconds)")
-	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the holder keeps retrying a renewal before it stops writing and exits; less than the lease duration")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the holder keeps retrying a renewal before it stops writing and campaigns for the Lease again; less than the lease duration")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often the holder renews and a standby tries to acquire the Lease")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second each API client (Kubernetes, scales, metrics) may send; a sync costs one request per HPA in steady state")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests each API client may send in a burst above --kube-api-qps")
@@ -252,27 +252,39 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return err
 	}
 
-	mon := monitor.New()
 	r := newRunRenderer(o, mc.Source())
-	c, err := controller.New(o.Controller, controller.Deps{Kube: kube, Scales: scales, Metrics: mc, Monitor: mon, Sink: r.report})
-	if err != nil {
-		return usageErrorf("%w", err)
+	leased := o.writes() && o.LeaderElect
+	newController := func(kube kubernetes.Interface, scales controller.ScaleTarget) (*controller.Controller, error) {
+		// A fresh monitor per controller: a new term's informers count every HPA again.
+		return controller.New(o.Controller, controller.Deps{Kube: kube, Scales: scales, Metrics: mc, Monitor: monitor.New(), Sink: r.report})
 	}
-
-	var leading atomic.Bool
-	healthz := c.Healthz
-	if o.writes() && o.LeaderElect {
-		// A standby waiting for the Lease is healthy: a liveness probe failing on it would only
-		// restart it, over and over, while the leader works.
-		healthz = func() error {
-			if !leading.Load() {
-				return nil
-			}
-			return c.Healthz()
+	var (
+		// mon is the latest controller's monitor, served on /metrics.
+		mon atomic.Pointer[monitor.Monitor]
+		// active is the controller running now; nil while waiting for the Lease.
+		active atomic.Pointer[controller.Controller]
+		c      *controller.Controller
+	)
+	mon.Store(monitor.New())
+	if !leased {
+		if c, err = newController(kube, scales); err != nil {
+			return usageErrorf("%w", err)
 		}
+		mon.Store(c.Monitor())
+		active.Store(c)
+	}
+	healthz := func() error {
+		c := active.Load()
+		if c == nil {
+			// A standby waiting for the Lease is healthy: a liveness probe failing on it
+			// would only restart it, over and over, while the leader works.
+			return nil
+		}
+		return c.Healthz()
 	}
 	if o.MetricsBindAddress != "" {
-		stop, err := runServeMetrics(ctx, o.MetricsBindAddress, mon.Handler(healthz))
+		h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { mon.Load().Handler(healthz).ServeHTTP(w, req) })
+		stop, err := runServeMetrics(ctx, o.MetricsBindAddress, h)
 		if err != nil {
 			return err
 		}
@@ -281,24 +293,34 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	renderDone := r.start(ctx)
 	defer renderDone()
 
-	runLoop := func(ctx context.Context) error {
-		leading.Store(true)
-		defer leading.Store(false)
+	if !leased {
 		return c.Run(ctx, o.Workers)
 	}
-	if o.writes() && o.LeaderElect {
-		host, _ := os.Hostname()
-		lease := o.leaseConfig()
-		lease.Identity = host + "_" + string(uuid.NewUUID())
-		logger.Info("Waiting for the lease before writing", "lease", klog.KRef(lease.Namespace, lease.Name), "identity", lease.Identity)
-		err = controller.RunWithLease(ctx, kube, lease, runLoop)
-	} else {
-		err = runLoop(ctx)
-	}
-	if errors.Is(err, controller.ErrLostLease) {
-		return &ExitError{Code: ExitFailure, Err: err}
-	}
-	return err
+	host, _ := os.Hostname()
+	lease := o.leaseConfig()
+	lease.Identity = host + "_" + string(uuid.NewUUID())
+	logger.Info("Waiting for the lease before writing", "lease", klog.KRef(lease.Namespace, lease.Name), "identity", lease.Identity)
+	return controller.RunTerms(ctx, kube, lease, func(ctx context.Context, term controller.Term) error {
+		// Every request of this term's clients ends with the term: a write even already
+		// sent is cancelled the moment the Lease is lost, before a successor may take it.
+		fenced := controller.FenceConfig(cfg, term.Leading)
+		kube, err := kubernetes.NewForConfig(fenced)
+		if err != nil {
+			return fmt.Errorf("creating the Kubernetes client: %w", err)
+		}
+		scales, err := controller.NewScaleClient(fenced)
+		if err != nil {
+			return err
+		}
+		c, err := newController(kube, scales)
+		if err != nil {
+			return usageErrorf("%w", err)
+		}
+		mon.Store(c.Monitor())
+		active.Store(c)
+		defer active.Store(nil)
+		return c.Run(ctx, o.Workers)
+	})
 }
 
 // preflight checks, before anything starts, that every permission run needs is granted, and
