@@ -180,6 +180,10 @@ func runTerm(ctx context.Context, lock *watchedLock, cfg LeaseConfig, run func(c
 		ended = true
 		mu.Unlock()
 		if !led {
+			if ctx.Err() == nil {
+				// Won and lost again before run was even called.
+				return true, nil
+			}
 			// Stopped while campaigning; the Lease may have been won meanwhile.
 			release(ctx, lock, cfg)
 			return false, nil
