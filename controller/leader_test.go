@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/ptr"
 )
 
@@ -62,6 +62,24 @@ func TestRunWithLeaseRefusesAnInvalidTimingBeforeRunning(t *testing.T) {
 	if err == nil || called {
 		t.Errorf("RunWithLease with lease duration = renew deadline: err %v, run called %v; want an error and no run", err, called)
 	}
+}
+
+// lockedBuffer collects log output written from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // termLog records what the run of each term did, in order.
@@ -133,13 +151,8 @@ func TestRunTermsStopsWritingWhenTheLeaseIsLostAndResumesWhenReacquired(t *testi
 				}
 				return false, nil, nil
 			})
-			var logs strings.Builder
-			var logMu sync.Mutex
-			logger := funcr.New(func(prefix, args string) {
-				logMu.Lock()
-				defer logMu.Unlock()
-				fmt.Fprintln(&logs, prefix, args)
-			}, funcr.Options{})
+			var logs lockedBuffer
+			logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&logs)))
 			ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 			defer cancel()
 
@@ -215,9 +228,7 @@ func TestRunTermsStopsWritingWhenTheLeaseIsLostAndResumesWhenReacquired(t *testi
 					t.Errorf("events %v: %q between losing the lease and reacquiring it", events, e)
 				}
 			}
-			logMu.Lock()
 			text := logs.String()
-			logMu.Unlock()
 			for _, w := range append([]string{"Lost the lease: stopped writing; campaigning for it again"}, tc.wantReason...) {
 				if !strings.Contains(text, w) {
 					t.Errorf("logs do not contain %q:\n%s", w, text)
