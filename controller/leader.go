@@ -59,6 +59,11 @@ func (c LeaseConfig) Validate() error {
 		return fmt.Errorf("the lease duration must be at least 1s, got %v", c.LeaseDuration)
 	case c.LeaseDuration <= c.RenewDeadline:
 		return fmt.Errorf("the lease duration (%v) must be greater than the renew deadline (%v)", c.LeaseDuration, c.RenewDeadline)
+	case c.RenewDeadline+c.RetryPeriod >= c.LeaseDuration:
+		// The holder gives up writing only a retry period plus the renew deadline after its
+		// last renewal, and a standby may take over a lease duration after it: the first must
+		// come first, or both could write.
+		return fmt.Errorf("the lease duration (%v) must be greater than the renew deadline (%v) plus the retry period (%v)", c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
 	case c.RenewDeadline <= retryJittered:
 		return fmt.Errorf("the renew deadline (%v) must be greater than %v times the retry period (%v), %v", c.RenewDeadline, leaderelection.JitterFactor, c.RetryPeriod, retryJittered)
 	}

@@ -37,6 +37,7 @@ func TestLeaseConfigValidateRefusesTimingsTheElectorCannotKeep(t *testing.T) {
 		{"a lease shorter than a second cannot be stored", LeaseConfig{LeaseDuration: 900 * time.Millisecond, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, "at least 1s"},
 		{"the lease must outlast the renew deadline", LeaseConfig{LeaseDuration: 5 * time.Second, RenewDeadline: 5 * time.Second}, "greater than the renew deadline"},
 		{"the renew deadline must allow a jittered retry", LeaseConfig{LeaseDuration: 5 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 2 * time.Second}, "times the retry period"},
+		{"the holder must stop writing before a standby may take over", LeaseConfig{LeaseDuration: 5 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: 1500 * time.Millisecond}, "plus the retry period"},
 		{"a negative retry period", LeaseConfig{RetryPeriod: -time.Second}, "must be positive"},
 	}
 	for _, tc := range cases {
