@@ -7,15 +7,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/util/retry"
@@ -31,8 +29,6 @@ const (
 	// faultSync is run's --sync-period in these tests: short, so that several periods fit in
 	// a fault of a few seconds.
 	faultSync = 2 * time.Second
-	// faultWriterPause is the concurrent HPA writer's pause between two of its writes.
-	faultWriterPause = 100 * time.Millisecond
 	// faultRequestMilli is the CPU request of every pod of deploymentSpec.
 	faultRequestMilli = 100
 )
@@ -416,9 +412,11 @@ func TestFaultMetricsAPIUnavailableStopsScalingUntilItIsBack(t *testing.T) {
 	}
 }
 
-// TestFaultConcurrentHPAWriterConflictIsRetriedAndNothingIsLost: another client rewrites the
-// HPA's labels, annotations and spec.maxReplicas in a tight loop (about ten writes a second)
-// while run writes status.
+// TestFaultConcurrentHPAWriterConflictIsRetriedAndNothingIsLost: another client changes the
+// HPA's labels, annotations and spec.maxReplicas between run's read of the HPA and run's status
+// write. The test makes that happen every time rather than hoping for it: run reads metrics from
+// a Heapster URL the test serves (lifeHeapster), which holds run's first reconcile after it took
+// the HPA from its cache and before it writes status, until the other writer is done.
 func TestFaultConcurrentHPAWriterConflictIsRetriedAndNothingIsLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -426,109 +424,71 @@ func TestFaultConcurrentHPAWriterConflictIsRetriedAndNothingIsLost(t *testing.T)
 	phase := faultPhases(t)
 	const user = "e2e:kubectl-hpa-fault-conflict"
 	loadedWorkload(t, ns, 2, 80)
+	// No status yet, so run's first reconcile writes one.
 	createHPA(t, ns, hpaSpec{})
+	hold := newLifeHold(user)
+	defer hold.Release()
 	mark, err := shared.AuditMark()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startRun(t, pluginAs(t, user), "-n", ns, "--sync-period="+faultSync.String(), "-o", "json")
-	phase("workload ready; run and the concurrent writer start")
-
-	// The writer changes spec.maxReplicas every time (a new generation, so run writes a new
-	// status.observedGeneration each time), between two values above the decision.
-	type written struct {
-		seq int
-		max int32
+	r := startRun(t, pluginAs(t, user), "-n", ns, "--sync-period="+faultSync.String(), "-o", "json",
+		"--metrics-source=heapster", "--heapster-url="+lifeHeapster(t, ns, hold))
+	select {
+	case what := <-hold.arrived:
+		phase("run's first reconcile is held at " + what)
+	case err := <-r.done:
+		t.Fatalf("run exited before its metrics read was held: %v\n%s", err, r.out.String())
+	case <-time.After(90 * time.Second):
+		t.Fatal("run read no metrics within 90s")
 	}
-	var (
-		mu   sync.Mutex
-		last written
-		wErr error
-	)
-	stop := make(chan struct{})
-	done := make(chan struct{})
+
+	// The other writer's changes, one write each: every label and annotation under a key of its
+	// own, so that losing any one write shows; maxReplicas, a new generation each time, stays
+	// above the decision.
 	hpas := shared.Client().AutoscalingV2().HorizontalPodAutoscalers(ns)
-	go func() {
-		defer close(done)
-		for seq := 1; ; seq++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			hpa, err := hpas.Get(ctx, "web", metav1.GetOptions{})
-			if err != nil {
-				mu.Lock()
-				wErr = err
-				mu.Unlock()
-				return
-			}
-			s := strconv.Itoa(seq)
-			if hpa.Labels == nil {
-				hpa.Labels = map[string]string{}
-			}
-			if hpa.Annotations == nil {
-				hpa.Annotations = map[string]string{}
-			}
-			hpa.Labels["fault-writer"] = s
-			hpa.Annotations["e2e.kubectl-hpa.io/fault-writer"] = "seq-" + s
-			hpa.Spec.MaxReplicas = 10 + int32(seq%2)
-			if _, err := hpas.Update(ctx, hpa, metav1.UpdateOptions{}); err != nil {
-				if apierrors.IsConflict(err) {
-					continue // run wrote status meanwhile; read again
-				}
-				mu.Lock()
-				wErr = err
-				mu.Unlock()
-				return
-			}
-			mu.Lock()
-			last = written{seq, hpa.Spec.MaxReplicas}
-			mu.Unlock()
-			// Faster than about ten writes a second, a writer starves every read-modify-write
-			// of the HPA on a busy API server (its own as much as run's): a conflict needs a
-			// write landing between run's read and run's write, not a write every millisecond.
-			time.Sleep(faultWriterPause)
+	maxes := []int32{11, 12, 13}
+	for i, m := range maxes {
+		hpa, err := hpas.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	stopWriter := sync.OnceFunc(func() { close(stop); <-done })
-	t.Cleanup(stopWriter)
-
-	// Run's status write met a conflict, re-read the HPA, and wrote again successfully.
-	isStatusWrite := func(q cluster.AuditRequest) bool {
-		return q.Verb == "update" && q.Resource == "horizontalpodautoscalers" && q.Subresource == "status"
+		if hpa.Status.ObservedGeneration != nil {
+			t.Fatalf("the HPA has a status while run's first reconcile is held: %+v", hpa.Status)
+		}
+		metav1.SetMetaDataLabel(&hpa.ObjectMeta, faultWriterKey(i), "set")
+		metav1.SetMetaDataAnnotation(&hpa.ObjectMeta, "e2e.kubectl-hpa.io/"+faultWriterKey(i), "set")
+		hpa.Spec.MaxReplicas = m
+		if _, err := hpas.Update(ctx, hpa, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("the other writer's write %d: %v", i+1, err)
+		}
 	}
-	eventually(t, 90*time.Second, "run's status write conflicts and is retried", func(context.Context) error {
+	hold.Release()
+	phase("the other writer is done; run's metrics read is released")
+
+	// Run's first status write carries the resourceVersion it read before the other writer's
+	// writes: 409. updateStatus (controller.go) then re-reads the HPA and puts the same status
+	// on the fresh copy: 200.
+	want := []string{"update status 409", "get 200", "update status 200"}
+	var got []string
+	eventually(t, time.Minute, "run's status write conflicts, run re-reads the HPA and writes status again", func(context.Context) error {
 		reqs, err := shared.AuditSince(mark, cluster.AuditFilter{User: user, Namespace: ns})
 		if err != nil {
 			return err
 		}
-		conflict, reread := false, false
-		for _, q := range reqs {
-			switch {
-			case isStatusWrite(q) && q.Code == 409:
-				conflict = true
-			case conflict && q.Verb == "get" && q.Resource == "horizontalpodautoscalers" && q.Subresource == "":
-				reread = true
-			case conflict && reread && isStatusWrite(q) && q.Code == 200:
-				return nil
-			}
+		got = faultHPARequests(reqs)
+		if len(got) < len(want) {
+			return fmt.Errorf("run's HPA requests so far %v", got)
 		}
-		return fmt.Errorf("conflict %t, re-read after it %t, no successful status write after them yet", conflict, reread)
+		got = got[:len(want)]
+		return nil
 	})
-	stopWriter()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("run's first HPA requests (-want +got):\n%s", diff)
+	}
 	phase("run's status write conflicted and was retried")
-	mu.Lock()
-	final, writerErr := last, wErr
-	mu.Unlock()
-	if writerErr != nil {
-		t.Fatalf("the concurrent writer failed: %v", writerErr)
-	}
-	if final.seq == 0 {
-		t.Fatal("the concurrent writer never got a write through")
-	}
 
-	// Run catches up with the writer's last generation, then the writer's changes are all there.
+	// Run catches up with the writer's last generation, and everything the writer set is there.
 	eventually(t, time.Minute, "run's status observes the writer's last generation", func(ctx context.Context) error {
 		hpa, err := hpas.Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
@@ -541,12 +501,43 @@ func TestFaultConcurrentHPAWriterConflictIsRetriedAndNothingIsLost(t *testing.T)
 	})
 	faultAlive(t, r)
 	hpa := faultHPA(t, ns)
-	s := strconv.Itoa(final.seq)
-	if hpa.Labels["fault-writer"] != s || hpa.Annotations["e2e.kubectl-hpa.io/fault-writer"] != "seq-"+s || hpa.Spec.MaxReplicas != final.max {
-		t.Errorf("the writer's last write (seq %d, maxReplicas %d) is not what the HPA holds: labels %v, annotations %v, maxReplicas %d",
-			final.seq, final.max, hpa.Labels, hpa.Annotations, hpa.Spec.MaxReplicas)
+	for i := range maxes {
+		k := faultWriterKey(i)
+		if hpa.Labels[k] != "set" || hpa.Annotations["e2e.kubectl-hpa.io/"+k] != "set" {
+			t.Errorf("the other writer's write %d is lost: labels %v, annotations %v", i+1, hpa.Labels, hpa.Annotations)
+		}
+	}
+	if hpa.Spec.MaxReplicas != maxes[len(maxes)-1] {
+		t.Errorf("maxReplicas %d, want the other writer's last %d", hpa.Spec.MaxReplicas, maxes[len(maxes)-1])
 	}
 	if w := faultScaleWrites(faultRequests(t, mark, user)); len(w) != 0 {
 		t.Errorf("run scaled while only the HPA's limits above its decision changed:\n%s", cluster.SummarizeAudit(w))
 	}
+}
+
+func faultWriterKey(i int) string { return fmt.Sprintf("fault-writer-%d", i+1) }
+
+// faultHPARequests lists run's status updates of the HPA from the first one on, with the
+// plain reads of the HPA among them, as "verb [status] code"; it stops at a request still
+// in flight (no code yet), whose place is known but not its outcome.
+func faultHPARequests(reqs []cluster.AuditRequest) []string {
+	var out []string
+	for _, q := range reqs {
+		if q.Resource != "horizontalpodautoscalers" || q.APIGroup != "autoscaling" {
+			continue
+		}
+		status := q.Verb == "update" && q.Subresource == "status"
+		if !status && (len(out) == 0 || q.Verb != "get" || q.Subresource != "") {
+			continue
+		}
+		if q.Code == 0 {
+			break
+		}
+		if status {
+			out = append(out, fmt.Sprintf("update status %d", q.Code))
+		} else {
+			out = append(out, fmt.Sprintf("get %d", q.Code))
+		}
+	}
+	return out
 }
