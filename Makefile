@@ -81,6 +81,9 @@ E2E_TIMEOUT ?= 15m
 E2E_RUN ?= .
 # E2E_TAGS lets work in progress add its own build tag next to e2e.
 E2E_TAGS ?= e2e
+# Parallel e2e tests mostly wait on the cluster (metrics windows, sync periods), so more of
+# them than cores run side by side.
+E2E_PARALLEL ?= 4
 
 .PHONY: testbin test-e2e demo
 
@@ -91,7 +94,7 @@ test-e2e: build
 	@testbin=$$(hack/build-testbin.sh | tail -n1) && \
 	$(GO) test -c -race -tags '$(E2E_TAGS)' -o $(BIN)/e2e.test ./test/e2e && \
 	cd test/e2e && KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_PLUGIN_DIR=$(BIN) \
-		$(BIN)/e2e.test -test.v -test.timeout $(E2E_TIMEOUT) -test.run '$(E2E_RUN)'
+		$(BIN)/e2e.test -test.v -test.parallel $(E2E_PARALLEL) -test.timeout $(E2E_TIMEOUT) -test.run '$(E2E_RUN)'
 
 demo: build
 	@testbin=$$(hack/build-testbin.sh | tail -n1) && \
