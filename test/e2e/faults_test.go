@@ -224,24 +224,10 @@ func TestFaultAPIServerOutageRunResumesAndDecidesAsUpstream(t *testing.T) {
 	waitSpecReplicas(t, ns, before)
 	phase(fmt.Sprintf("scaled to %d; stopping the API server", before))
 
-	stopped := true
-	t.Cleanup(func() {
-		if stopped {
-			if err := shared.StartAPIServer(ctx); err != nil {
-				t.Errorf("starting the API server again after a failed test: %v", err)
-			}
-		}
-	})
-	if err := shared.StopAPIServer(); err != nil {
-		stopped = false
-		t.Fatal(err)
-	}
+	restore := faultOutage(t, "the API server", shared.StopAPIServer, func() error { return shared.StartAPIServer(ctx) })
 	time.Sleep(3 * faultSync) // several syncs, each failing to read metrics and to write
 	faultAlive(t, r)
-	if err := shared.StartAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stopped = false
+	restore()
 	phase("API server ready again")
 	restarted, err := shared.AuditMark()
 	if err != nil {
@@ -334,23 +320,12 @@ func TestFaultMetricsAPIUnavailableStopsScalingUntilItIsBack(t *testing.T) {
 		t.Fatalf("test set-up: upstream would scale %d pods at %dm to %v, want a hold", hold, low, steps)
 	}
 
-	stopped := true
-	t.Cleanup(func() {
-		if stopped {
-			if err := shared.StartMetricsServer(ctx); err != nil {
-				t.Errorf("starting metrics-server again after a failed test: %v", err)
-			}
-		}
-	})
 	mark, err := shared.AuditMark()
 	if err != nil {
 		t.Fatal(err)
 	}
 	phase("run decides from metrics; stopping metrics-server")
-	if err := shared.StopMetricsServer(ctx); err != nil {
-		stopped = false
-		t.Fatal(err)
-	}
+	restore := faultOutage(t, "metrics-server", func() error { return shared.StopMetricsServer(ctx) }, func() error { return shared.StartMetricsServer(ctx) })
 	phase("APIService not Available")
 	// Were the metrics read, this load would scale the Deployment up.
 	shared.Load().Set(cluster.Workload{Namespace: ns, Selector: map[string]string{"app": "web"}}, cluster.Load{CPUMilli: high, MemoryBytes: 2 * 64 << 20})
@@ -379,10 +354,7 @@ func TestFaultMetricsAPIUnavailableStopsScalingUntilItIsBack(t *testing.T) {
 	}
 
 	phase("run held through the outage; starting metrics-server")
-	if err := shared.StartMetricsServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stopped = false
+	restore()
 	phase("APIService Available and serving")
 	available, err := shared.AuditMark()
 	if err != nil {
@@ -540,4 +512,28 @@ func faultHPARequests(reqs []cluster.AuditRequest) []string {
 		}
 	}
 	return out
+}
+
+// faultOutage stops a component every test shares and returns what brings it back; should the
+// test end before calling it, cleanup brings it back for the tests that follow.
+func faultOutage(t *testing.T, what string, stop, start func() error) (restore func()) {
+	t.Helper()
+	if err := stop(); err != nil {
+		t.Fatalf("stopping %s: %v", what, err)
+	}
+	down := true
+	t.Cleanup(func() {
+		if down {
+			if err := start(); err != nil {
+				t.Errorf("starting %s again after a failed test: %v", what, err)
+			}
+		}
+	})
+	return func() {
+		t.Helper()
+		if err := start(); err != nil {
+			t.Fatalf("starting %s again: %v", what, err)
+		}
+		down = false
+	}
 }

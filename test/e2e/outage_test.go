@@ -56,18 +56,7 @@ func TestOutageLongerThanTheRenewDeadlineRunCampaignsAgainAndWritesAgain(t *test
 		t.Fatalf("the Lease holder %q is not this run", holder)
 	}
 
-	stopped := true
-	t.Cleanup(func() {
-		if stopped {
-			if err := shared.StartAPIServer(ctx); err != nil {
-				t.Errorf("starting the API server again after a failed test: %v", err)
-			}
-		}
-	})
-	if err := shared.StopAPIServer(); err != nil {
-		stopped = false
-		t.Fatal(err)
-	}
+	restore := faultOutage(t, "the API server", shared.StopAPIServer, func() error { return shared.StartAPIServer(ctx) })
 	// Everything after this mark was sent after the restart.
 	down, err := shared.AuditMark()
 	if err != nil {
@@ -75,10 +64,7 @@ func TestOutageLongerThanTheRenewDeadlineRunCampaignsAgainAndWritesAgain(t *test
 	}
 	time.Sleep(outageFor)
 	faultAlive(t, r)
-	if err := shared.StartAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stopped = false
+	restore()
 
 	var reacquired cluster.AuditRequest
 	eventually(t, time.Minute, "run writes the Lease again", func(context.Context) error {
@@ -157,22 +143,11 @@ func TestOutageMetricsServerDownIsReportedUnavailableNotUninstalled(t *testing.T
 	r := startRun(t, pluginAs(t, user), "-n", ns, "--sync-period=1s", "-o", "json")
 	faultWaitCondition(t, ns, autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound")
 
-	stopped := true
-	t.Cleanup(func() {
-		if stopped {
-			if err := shared.StartMetricsServer(ctx); err != nil {
-				t.Errorf("starting metrics-server again after a failed test: %v", err)
-			}
-		}
-	})
 	mark, err := shared.AuditMark()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := shared.StopMetricsServer(ctx); err != nil {
-		stopped = false
-		t.Fatal(err)
-	}
+	restore := faultOutage(t, "metrics-server", func() error { return shared.StopMetricsServer(ctx) }, func() error { return shared.StartMetricsServer(ctx) })
 	faultWaitCondition(t, ns, autoscalingv2.ScalingActive, corev1.ConditionFalse, "FailedGetResourceMetric")
 	// Several failed syncs after the first: the message must not change its story.
 	faultWaitMetricsSyncs(t, mark, user, 4, false)
@@ -185,9 +160,6 @@ func TestOutageMetricsServerDownIsReportedUnavailableNotUninstalled(t *testing.T
 	if strings.Contains(cond.Message, "install") || strings.Contains(cond.Message, "not served") {
 		t.Errorf("ScalingActive message %q calls an unavailable metrics API uninstalled", cond.Message)
 	}
-	if err := shared.StartMetricsServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stopped = false
+	restore()
 	faultWaitCondition(t, ns, autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound")
 }
