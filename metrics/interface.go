@@ -4,8 +4,11 @@
 // objects into plain samples in milli-units; it never logs and knows nothing of the
 // decision core.
 //
-// Options (flags --metrics-source, --heapster-*, --metrics-max-age) chooses and builds a
-// Client; Options.NewClient returns it with a Selection saying what was chosen and why.
+// Options (flags --metrics-source, --heapster-*, --metrics-max-age, --metrics-timeout)
+// chooses and builds a Client; Options.NewClient returns it with a Selection saying what was
+// chosen and why. Every read is bounded by --metrics-timeout (default 10s) and abandoned at
+// it; an https --heapster-url is verified (--heapster-certificate-authority), and plain http
+// to a host other than loopback needs --heapster-insecure-http.
 //
 // Beyond upstream, every implementation refuses rather than passes on: negative values,
 // values above MaxMilliValue, pods listed twice, and samples older than --metrics-max-age
