@@ -540,8 +540,11 @@ func TestLifeOnlyTheLeaseHolderWritesAndTheStandbyTakesOverAfterAKill(t *testing
 	}
 	acquired := lease.Spec.AcquireTime.Time
 	maxTakeover := leaseDuration + time.Duration(2*(1+leaderelection.JitterFactor)*float64(retryPeriod)) + latency
-	// The Lease's times have microsecond precision.
-	if took := acquired.Sub(lastRenew); took < leaseDuration-time.Millisecond || took > maxTakeover {
+	// Both times are wall-clock stamps of two processes, while the elector waits on the
+	// monotonic clock: on this VM the wall clock is adjusted under us (a takeover was once
+	// stamped 14ms short of the lease duration), so the lower bound allows wallClockSlack.
+	const wallClockSlack = 100 * time.Millisecond
+	if took := acquired.Sub(lastRenew); took < leaseDuration-wallClockSlack || took > maxTakeover {
 		t.Errorf("takeover %v after the holder's last renewal, want within [%v, %v]", took, leaseDuration, maxTakeover)
 	}
 
