@@ -125,6 +125,7 @@ func runTerm(ctx context.Context, lock *watchedLock, cfg LeaseConfig, run func(c
 		started bool // run was called; guarded by mu
 		ended   bool // the term ended before leading; guarded by mu
 		runErr  error
+		leading context.Context // the term's; written before runDone is closed
 		runDone = make(chan struct{})
 	)
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
@@ -151,6 +152,7 @@ func runTerm(ctx context.Context, lock *watchedLock, cfg LeaseConfig, run func(c
 				defer cancel()
 				stop := context.AfterFunc(ctx, cancel)
 				defer stop()
+				leading = leadCtx
 				logger.Info("Acquired the lease", "lease", ref, "identity", cfg.Identity)
 				runErr = run(runCtx, Term{Leading: leadCtx})
 			},
@@ -201,6 +203,13 @@ func runTerm(ctx context.Context, lock *watchedLock, cfg LeaseConfig, run func(c
 		}
 		return runErr == nil, runErr
 	case <-runDone:
+		// The elector cancels the term's context before it returns, so run may return
+		// first when leadership ends: that is a loss too, and the elector is already
+		// finishing on its own.
+		if leading.Err() != nil && ctx.Err() == nil && runErr == nil {
+			<-electorDone
+			return true, nil
+		}
 		// run returned while leading (a stop, or its own failure): stop renewing, then
 		// release.
 		cancelElect()
