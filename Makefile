@@ -30,7 +30,7 @@ test: verify test-unit test-fuzz test-parity test-krew test-e2e
 	@echo "make test: all suites passed"
 
 test-unit:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 5m ./...
 
 ## test-fuzz: every fuzz target of the decision core and the metrics decoders for FUZZTIME each
 test-fuzz: test-fuzz-core test-fuzz-metrics

@@ -108,8 +108,14 @@ func (l *termLog) snapshot() []string {
 }
 
 // waitFor polls cond; the test's own deadline bounds it.
-func waitFor(cond func() bool) {
+// waitFor fails the test if cond does not hold within 30s (the lease timings are seconds).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30s for %s", what)
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
@@ -182,7 +188,7 @@ func TestRunTermsStopsWritingWhenTheLeaseIsLostAndResumesWhenReacquired(t *testi
 						}
 					})
 			}()
-			waitFor(func() bool { return log.has("write 1") })
+			waitFor(t, "term 1's first write", func() bool { return log.has("write 1") })
 			// Under the fake's lock no renewal of ours is half done while the fault begins.
 			kube.Lock()
 			failing.Store(true)
@@ -194,7 +200,7 @@ func TestRunTermsStopsWritingWhenTheLeaseIsLostAndResumesWhenReacquired(t *testi
 			}
 			kube.Unlock()
 			log.add("fault")
-			waitFor(func() bool { return log.has("end 1") })
+			waitFor(t, "term 1 to end", func() bool { return log.has("end 1") })
 			if err := leadings[0].Err(); err == nil {
 				t.Error("term 1 ended with its Leading context live")
 			}
@@ -202,7 +208,7 @@ func TestRunTermsStopsWritingWhenTheLeaseIsLostAndResumesWhenReacquired(t *testi
 			time.Sleep(500 * time.Millisecond)
 			failing.Store(false)
 			log.add("fault over")
-			waitFor(func() bool { return log.has("write 2") })
+			waitFor(t, "term 2's first write", func() bool { return log.has("write 2") })
 
 			lease, err := kube.CoordinationV1().Leases(ns).Get(context.Background(), "kubectl-hpa", metav1.GetOptions{})
 			if err != nil {
