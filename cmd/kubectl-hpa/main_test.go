@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
 	"syscall"
@@ -135,6 +136,12 @@ func TestAStopThatHangsStillEndsTheProcess(t *testing.T) {
 		{name: "a second Ctrl-C ends it by the signal", deadline: time.Hour, repeat: true, wantSignaled: true, wantCode: -1},
 		{name: "the deadline ends it, saying why", deadline: 50 * time.Millisecond, wantCode: exitHelperForced, wantStderr: "still stopping 50ms after the signal"},
 	}
+	// A shell's background job starts with SIGINT ignored, and a child inherits that, so
+	// its second Ctrl-C would be ignored too. Handled signals are reset to the default at
+	// exec: handling SIGINT here gives the helper the disposition a terminal gives kubectl.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT)
+	defer signal.Stop(sigs)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
