@@ -38,7 +38,7 @@ func (e SourceFailure) Unwrap() error { return e.Err }
 // failed: it could not be reached or refused, answered an error status or too late, or
 // answered something that cannot be trusted (not the JSON asked for, no items, stale,
 // repeated or miscounted samples). Errors about what was asked (a metric type the source
-// does not serve, no pods matching) are not. Only the Heapster client marks its errors.
+// does not serve, no permission, no such metric) are not. Every client marks its errors.
 func IsSourceFailure(err error) bool {
 	var sf SourceFailure
 	return errors.As(err, &sf)

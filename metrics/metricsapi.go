@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -125,11 +126,11 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 		}
 	}
 	if len(items) == 0 {
-		return nil, time.Time{}, fmt.Errorf("no metrics returned from resource metrics API (%s) for pods in %s matching %q; metrics-server may not have scraped them yet", gv, namespace, selector.String())
+		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from resource metrics API (%s) for pods in %s matching %q; metrics-server may not have scraped them yet", gv, namespace, selector.String())}
 	}
 	samples, ts, err := podResourceSamples(items, res, container, a.clock.Now(), a.maxAge)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("resource metrics API (%s): %s usage: %w", gv, res, err)
+		return nil, time.Time{}, SourceFailure{fmt.Errorf("resource metrics API (%s): %s usage: %w", gv, res, err)}
 	}
 	return samples, ts, nil
 }
@@ -149,7 +150,7 @@ func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string
 		return nil, time.Time{}, a.apiError(what, gv, "get pods."+customMetricsGroup+" (metric "+metricName+")", namespace, a.customVersions, err)
 	}
 	if len(list.Items) == 0 {
-		return nil, time.Time{}, fmt.Errorf("no metrics returned from custom metrics API (%s) for metric %s of pods in %s matching %q", gv, metricName, namespace, selector.String())
+		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from custom metrics API (%s) for metric %s of pods in %s matching %q", gv, metricName, namespace, selector.String())}
 	}
 	now := a.clock.Now()
 	out := make(PodSamples, len(list.Items))
@@ -163,7 +164,7 @@ func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string
 			err = fmt.Errorf("pod %s is listed twice", name)
 		}
 		if err != nil {
-			return nil, time.Time{}, fmt.Errorf("custom metrics API (%s): metric %s: %w", gv, metricName, err)
+			return nil, time.Time{}, SourceFailure{fmt.Errorf("custom metrics API (%s): metric %s: %w", gv, metricName, err)}
 		}
 		out[name] = s
 	}
@@ -196,7 +197,7 @@ func (a *apiClient) ObjectMetric(ctx context.Context, namespace, metricName stri
 	}
 	s, err := a.customSample(*value, object.Kind+" "+object.Name, a.clock.Now())
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("custom metrics API (%s): metric %s: %w", apiGV, metricName, err)
+		return 0, time.Time{}, SourceFailure{fmt.Errorf("custom metrics API (%s): metric %s: %w", apiGV, metricName, err)}
 	}
 	return s.MilliValue, s.Timestamp, nil
 }
@@ -216,7 +217,7 @@ func (a *apiClient) ExternalMetric(ctx context.Context, namespace, metricName st
 		return nil, time.Time{}, a.apiError(what, gv, "list "+metricName+"."+externalMetricsGroup, namespace, a.externalVersions, err)
 	}
 	if len(list.Items) == 0 {
-		return nil, time.Time{}, fmt.Errorf("no metrics returned from external metrics API (%s) for metric %s matching %q in %s", gv, metricName, selector.String(), namespace)
+		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from external metrics API (%s) for metric %s matching %q in %s", gv, metricName, selector.String(), namespace)}
 	}
 	now := a.clock.Now()
 	out := make([]int64, 0, len(list.Items))
@@ -226,7 +227,7 @@ func (a *apiClient) ExternalMetric(ctx context.Context, namespace, metricName st
 			err = checkFresh(m.Timestamp.Time, now, a.maxAge, fmt.Sprintf("value %d", i))
 		}
 		if err != nil {
-			return nil, time.Time{}, fmt.Errorf("external metrics API (%s): metric %s: %w", gv, metricName, err)
+			return nil, time.Time{}, SourceFailure{fmt.Errorf("external metrics API (%s): metric %s: %w", gv, metricName, err)}
 		}
 		out = append(out, v)
 	}
@@ -258,7 +259,9 @@ func versionError(what string, err error, hint string) error {
 	case errors.Is(err, errNotServed):
 		return fmt.Errorf("%s: %w; %s", what, err, hint)
 	case isTimeout(err):
-		return fmt.Errorf("%s: no answer in time: %w", what, err)
+		return SourceFailure{fmt.Errorf("%s: no answer in time: %w", what, err)}
+	case sourceFailed(err):
+		return SourceFailure{fmt.Errorf("%s: %w", what, err)}
 	default:
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -270,7 +273,7 @@ func (a *apiClient) apiError(what, gv, verb, namespace string, r *versionResolve
 	group, _, _ := strings.Cut(gv, "/")
 	switch {
 	case isTimeout(err):
-		return fmt.Errorf("%s (%s): no answer in time: %w; check the APIService (kubectl get apiservices) and the server behind it, or raise --request-timeout", what, gv, err)
+		return SourceFailure{fmt.Errorf("%s (%s): no answer in time: %w; check the APIService (kubectl get apiservices) and the server behind it, or raise --request-timeout", what, gv, err)}
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("%s (%s): forbidden: %w; you need RBAC permission to %s in %s", what, gv, err, verb, namespace)
 	case apierrors.IsNotFound(err):
@@ -279,10 +282,27 @@ func (a *apiClient) apiError(what, gv, verb, namespace string, r *versionResolve
 	case apierrors.IsServiceUnavailable(err):
 		// The aggregator answers 503 for a registered APIService it cannot reach: the
 		// version stays known, so the next read says the same rather than "not served".
-		return fmt.Errorf("%s: %w; %s is registered but unavailable: check the APIService (kubectl get apiservices) and the server behind it", what, err, gv)
+		return SourceFailure{fmt.Errorf("%s: %w; %s is registered but unavailable: check the APIService (kubectl get apiservices) and the server behind it", what, err, gv)}
+	case sourceFailed(err):
+		return SourceFailure{fmt.Errorf("%s (%s): %w", what, gv, err)}
 	default:
 		return fmt.Errorf("%s (%s): %w", what, gv, err)
 	}
+}
+
+// sourceFailed reports an error of the server rather than of the request: no answer, an
+// unreadable one, or a 5xx or 429 status. A 4xx says what was asked is wrong (a bad
+// selector, no such metric, no permission) and is reported as such.
+func sourceFailed(err error) bool {
+	if isTimeout(err) {
+		return true
+	}
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		code := st.Status().Code
+		return code >= 500 || code == http.StatusTooManyRequests
+	}
+	return true
 }
 
 func orEverything(s labels.Selector) labels.Selector {

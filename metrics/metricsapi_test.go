@@ -190,6 +190,8 @@ func TestMetricsAPIErrorsSayWhatToDo(t *testing.T) {
 		list    runtime.Object
 		err     error
 		wantErr []string
+		// wantSourceFailure: the source failed (not what was asked), so explain exits 1.
+		wantSourceFailure bool
 	}{
 		{name: "an unserved API says what to install", served: nil,
 			wantErr: []string{"unable to fetch metrics from resource metrics API", "metrics.k8s.io (v1 or v1beta1) is not served by this cluster", "install metrics-server", "--metrics-source=heapster"}},
@@ -198,19 +200,23 @@ func TestMetricsAPIErrorsSayWhatToDo(t *testing.T) {
 		{name: "404 points at the APIService", served: []string{"metrics.k8s.io/v1beta1"}, err: notFound,
 			wantErr: []string{"kubectl get apiservices"}},
 		{name: "503 points at the APIService", served: []string{"metrics.k8s.io/v1beta1"}, err: unavailable,
-			wantErr: []string{"unavailable", "kubectl get apiservices"}},
+			wantErr: []string{"unavailable", "kubectl get apiservices"}, wantSourceFailure: true},
+		{name: "500 is the source's failure", served: []string{"metrics.k8s.io/v1beta1"}, err: apierrors.NewInternalError(errors.New("boom")),
+			wantErr: []string{"unable to fetch metrics from resource metrics API", "boom"}, wantSourceFailure: true},
+		{name: "a refused connection is the source's failure", served: []string{"metrics.k8s.io/v1beta1"}, err: errors.New("dial tcp 10.0.0.1:443: connect: connection refused"),
+			wantErr: []string{"connection refused"}, wantSourceFailure: true},
 		{name: "a deadline says so", served: []string{"metrics.k8s.io/v1beta1"}, err: context.DeadlineExceeded,
-			wantErr: []string{"no answer in time"}},
+			wantErr: []string{"no answer in time"}, wantSourceFailure: true},
 		{name: "no items", served: []string{"metrics.k8s.io/v1beta1"}, list: &metricsv1beta1.PodMetricsList{},
-			wantErr: []string{"no metrics returned from resource metrics API"}},
+			wantErr: []string{"no metrics returned from resource metrics API"}, wantSourceFailure: true},
 		{name: "stale samples are refused", served: []string{"metrics.k8s.io/v1beta1"}, list: v1beta1PodMetrics(ts.Add(-time.Hour), podCPU{"a", map[string]string{"c": "1"}}),
-			wantErr: []string{"the sample of pod a is stale", "1h0m0s old"}},
+			wantErr: []string{"the sample of pod a is stale", "1h0m0s old"}, wantSourceFailure: true},
 		{name: "negative usage is refused", served: []string{"metrics.k8s.io/v1beta1"}, list: v1beta1PodMetrics(ts, podCPU{"a", map[string]string{"c": "-1"}}),
-			wantErr: []string{"pod a: container c cpu: negative value -1"}},
+			wantErr: []string{"pod a: container c cpu: negative value -1"}, wantSourceFailure: true},
 		{name: "huge usage is refused", served: []string{"metrics.k8s.io/v1beta1"}, list: v1beta1PodMetrics(ts, podCPU{"a", map[string]string{"c": "1E"}}),
-			wantErr: []string{"pod a: container c cpu: absurdly large value 1e+18"}},
+			wantErr: []string{"pod a: container c cpu: absurdly large value 1e+18"}, wantSourceFailure: true},
 		{name: "duplicate pods are refused", served: []string{"metrics.k8s.io/v1beta1"}, list: v1beta1PodMetrics(ts, podCPU{"a", map[string]string{"c": "1"}}, podCPU{"a", map[string]string{"c": "1"}}),
-			wantErr: []string{"pod a is listed twice"}},
+			wantErr: []string{"pod a is listed twice"}, wantSourceFailure: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -229,6 +235,9 @@ func TestMetricsAPIErrorsSayWhatToDo(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
+			}
+			if got := IsSourceFailure(err); got != tc.wantSourceFailure {
+				t.Errorf("IsSourceFailure(%q) = %v, want %v", err, got, tc.wantSourceFailure)
 			}
 		})
 	}
@@ -311,19 +320,21 @@ func TestCustomMetricsErrors(t *testing.T) {
 		items   []cmv1beta2.MetricValue
 		err     error
 		wantErr []string
+		// wantSourceFailure: the source failed (not what was asked), so explain exits 1.
+		wantSourceFailure bool
 	}{
 		{name: "an unserved API says what to install", wantErr: []string{"custom.metrics.k8s.io (v1beta2 or v1beta1) is not served", "custom metrics adapter"}},
-		{name: "no items", served: []string{"custom.metrics.k8s.io/v1beta1"}, wantErr: []string{"no metrics returned from custom metrics API (custom.metrics.k8s.io/v1beta1)"}},
+		{name: "no items", served: []string{"custom.metrics.k8s.io/v1beta1"}, wantErr: []string{"no metrics returned from custom metrics API (custom.metrics.k8s.io/v1beta1)"}, wantSourceFailure: true},
 		{name: "negative values are refused", served: []string{"custom.metrics.k8s.io/v1beta1"}, items: []cmv1beta2.MetricValue{metricValue("Pod", "a", "-1", ts, nil)},
-			wantErr: []string{"metric qps: pod a: negative value -1"}},
+			wantErr: []string{"metric qps: pod a: negative value -1"}, wantSourceFailure: true},
 		{name: "negative windows are refused", served: []string{"custom.metrics.k8s.io/v1beta1"}, items: []cmv1beta2.MetricValue{metricValue("Pod", "a", "1", ts, new(int64(-1)))},
-			wantErr: []string{"negative windowSeconds -1"}},
+			wantErr: []string{"negative windowSeconds -1"}, wantSourceFailure: true},
 		{name: "stale values are refused", served: []string{"custom.metrics.k8s.io/v1beta1"}, items: []cmv1beta2.MetricValue{metricValue("Pod", "a", "1", ts.Add(-11*time.Minute), nil)},
-			wantErr: []string{"the value of pod a is stale"}},
+			wantErr: []string{"the value of pod a is stale"}, wantSourceFailure: true},
 		{name: "unnamed pods are refused", served: []string{"custom.metrics.k8s.io/v1beta1"}, items: []cmv1beta2.MetricValue{metricValue("Pod", "", "1", ts, nil)},
-			wantErr: []string{"an item names no pod"}},
+			wantErr: []string{"an item names no pod"}, wantSourceFailure: true},
 		{name: "duplicate pods are refused", served: []string{"custom.metrics.k8s.io/v1beta1"}, items: []cmv1beta2.MetricValue{metricValue("Pod", "a", "1", ts, nil), metricValue("Pod", "a", "2", ts, nil)},
-			wantErr: []string{"pod a is listed twice"}},
+			wantErr: []string{"pod a is listed twice"}, wantSourceFailure: true},
 		{name: "403 names the permission", served: []string{"custom.metrics.k8s.io/v1beta1"}, err: apierrors.NewForbidden(schema.GroupResource{Group: "custom.metrics.k8s.io", Resource: "pods"}, "*", errors.New("no")),
 			wantErr: []string{"forbidden", "get pods.custom.metrics.k8s.io (metric qps) in ns"}},
 	}
@@ -344,6 +355,9 @@ func TestCustomMetricsErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not contain %q", err, w)
 				}
+			}
+			if got := IsSourceFailure(err); got != tc.wantSourceFailure {
+				t.Errorf("IsSourceFailure(%q) = %v, want %v", err, got, tc.wantSourceFailure)
 			}
 		})
 	}
@@ -414,14 +428,17 @@ func TestExternalMetricsErrors(t *testing.T) {
 		items   []emv1beta1.ExternalMetricValue
 		err     error
 		wantErr string
+		// wantSourceFailure: the source failed (not what was asked), so explain exits 1.
+		wantSourceFailure bool
 	}{
 		{name: "an unserved API says what to install", wantErr: "external.metrics.k8s.io (v1beta1) is not served by this cluster; install an external metrics adapter"},
-		{name: "no items", served: []string{"external.metrics.k8s.io/v1beta1"}, wantErr: "no metrics returned from external metrics API"},
+		{name: "no items", served: []string{"external.metrics.k8s.io/v1beta1"}, wantErr: "no metrics returned from external metrics API", wantSourceFailure: true},
 		{name: "negative values", served: []string{"external.metrics.k8s.io/v1beta1"}, items: []emv1beta1.ExternalMetricValue{{Timestamp: metav1.NewTime(apiNow), Value: resource.MustParse("-3")}},
-			wantErr: "negative value -3"},
+			wantErr: "negative value -3", wantSourceFailure: true},
 		{name: "stale values", served: []string{"external.metrics.k8s.io/v1beta1"}, items: []emv1beta1.ExternalMetricValue{{Timestamp: metav1.NewTime(apiNow.Add(-time.Hour)), Value: resource.MustParse("3")}},
-			wantErr: "value 0 is stale"},
-		{name: "503", served: []string{"external.metrics.k8s.io/v1beta1"}, err: apierrors.NewServiceUnavailable("down"), wantErr: "unavailable"},
+			wantErr: "value 0 is stale", wantSourceFailure: true},
+		{name: "503", served: []string{"external.metrics.k8s.io/v1beta1"}, err: apierrors.NewServiceUnavailable("down"), wantErr: "unavailable", wantSourceFailure: true},
+		{name: "400 is what was asked, not the source", served: []string{"external.metrics.k8s.io/v1beta1"}, err: apierrors.NewBadRequest("invalid selector"), wantErr: "invalid selector"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -434,6 +451,9 @@ func TestExternalMetricsErrors(t *testing.T) {
 			})
 			_, _, err := f.client(t).ExternalMetric(context.Background(), "ns", "queue", nil)
 			checkErr(t, err, tc.wantErr)
+			if got := IsSourceFailure(err); got != tc.wantSourceFailure {
+				t.Errorf("IsSourceFailure(%v) = %v, want %v", err, got, tc.wantSourceFailure)
+			}
 		})
 	}
 }
