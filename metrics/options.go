@@ -288,6 +288,18 @@ func (o *Options) NewClientFrom(ctx context.Context, c Clients, clk clock.Passiv
 	if v, ok := pickVersion(served, resourceMetricsGroup, resourceMetricsVersions); ok {
 		return o.metricsAPI(c, clk, served, fmt.Sprintf("auto: the cluster serves %s/%s", resourceMetricsGroup, v))
 	}
+	// Discovery also leaves out a registered metrics API whose server is down. Falling back
+	// to Heapster then would switch sources for the length of an outage (and for all of a
+	// run started during one), so a registered API is chosen and its reads fail until it
+	// is back, as kube-controller-manager's would.
+	probe := newVersionResolver(c.Discovery, resourceMetricsGroup, resourceMetricsVersions, "")
+	if _, err := probe.unlisted(ctx); !errors.Is(err, errNotServed) {
+		reason := fmt.Sprintf("auto: %s is registered", resourceMetricsGroup)
+		if err != nil {
+			reason = fmt.Sprintf("auto: %s is registered but unavailable now", resourceMetricsGroup)
+		}
+		return o.metricsAPI(c, clk, served, reason)
+	}
 	svcErr := o.heapsterServiceExists(ctx, c.Kube)
 	if svcErr == nil {
 		return o.heapster(c, clk, fmt.Sprintf("auto: %s is not served, service %s/%s exists", resourceMetricsGroup, o.HeapsterNamespace, o.HeapsterService))

@@ -95,12 +95,14 @@ func heapsterService() *corev1.Service {
 
 func TestNewClientChoosesTheSource(t *testing.T) {
 	tests := []struct {
-		name       string
-		source     string
-		url        string
-		served     []string
-		objects    []runtime.Object
-		forbidden  bool
+		name      string
+		source    string
+		url       string
+		served    []string
+		objects   []runtime.Object
+		forbidden bool
+		// probe answers discovery for a group version it does not list (nil: 404).
+		probe      error
 		wantSource string
 		wantReason string
 		wantDetail string
@@ -112,6 +114,12 @@ func TestNewClientChoosesTheSource(t *testing.T) {
 		{name: "auto takes heapster when metrics.k8s.io is not served and the service exists", objects: []runtime.Object{heapsterService()},
 			wantSource: SourceHeapster, wantReason: "auto: metrics.k8s.io is not served, service kube-system/heapster exists",
 			wantDetail: "heapster via service proxy kube-system/http:heapster:"},
+		{name: "auto keeps a registered metrics.k8s.io whose server is down rather than switching to heapster", objects: []runtime.Object{heapsterService()},
+			probe:      apierrors.NewServiceUnavailable("the server is currently unable to handle the request"),
+			wantSource: SourceMetricsAPI, wantReason: "auto: metrics.k8s.io is registered but unavailable now"},
+		{name: "auto keeps a registered metrics.k8s.io whose server is down when there is no heapster either",
+			probe:      apierrors.NewServiceUnavailable("the server is currently unable to handle the request"),
+			wantSource: SourceMetricsAPI, wantReason: "auto: metrics.k8s.io is registered but unavailable now"},
 		{name: "auto takes the metrics APIs for custom metrics when there is neither", served: []string{"external.metrics.k8s.io/v1beta1"},
 			wantSource: SourceMetricsAPI, wantReason: "resource metrics will fail"},
 		{name: "auto with nothing at all is an actionable error",
@@ -130,6 +138,9 @@ func TestNewClientChoosesTheSource(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newAPIFixture(tc.served...)
+			f.discovery.PrependReactor("get", "resource", func(core.Action) (bool, runtime.Object, error) {
+				return tc.probe != nil, nil, tc.probe
+			})
 			kube := fake.NewClientset(tc.objects...)
 			if tc.forbidden {
 				kube.PrependReactor("get", "services", func(core.Action) (bool, runtime.Object, error) {

@@ -207,7 +207,9 @@ func (o *ExplainOptions) decisionExitError(hpa *autoscalingv2.HorizontalPodAutos
 			return &ExitError{Code: ExitMetricsUnavailable, Err: fmt.Errorf("no metrics source for metric %s: %w", output.ShortName(spec), err)}
 		}
 		heapster := o.clients.MetricsSelection.Source == metrics.SourceHeapster
-		if api := requiredAPI(spec.Type, heapster); api != "" && len(served) > 0 && !served[api] {
+		// A registered API whose server is down is left out of discovery too; its reads
+		// are source failures, reported below.
+		if api := requiredAPI(spec.Type, heapster); api != "" && len(served) > 0 && !served[api] && !metrics.IsSourceFailure(m.Err) {
 			return &ExitError{Code: ExitMetricsUnavailable, Err: fmt.Errorf("%s is not served by this cluster, so metric %s cannot be read: %s", api, output.ShortName(spec), metricsAPIHint(api))}
 		}
 	}
