@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -248,11 +246,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return fmt.Errorf("workers must be at least 1, got %d", workers)
 	}
 	logger := klog.FromContext(ctx)
+	var events *eventWriter
 	if c.recorder == nil {
-		b := record.NewBroadcaster(record.WithContext(ctx))
-		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.kube.CoreV1().Events(metav1.NamespaceAll)})
-		defer b.Shutdown()
-		c.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent})
+		events = newEventWriter(ctx, c.kube, c.clock)
+		// On an early return there is nothing to wait for; after the workers ran, the
+		// flush below waits for their events first.
+		defer events.flush(ctx)
+		c.recorder = events.recorder
 	}
 	c.hpaFactory.Start(ctx.Done())
 	c.podFactory.Start(ctx.Done())
@@ -283,8 +283,14 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	<-ctx.Done()
 	logger.Info("Stopping: no new work is taken")
+	// The decisions' writes in flight and then their events share one grace from now.
+	grace, endGrace := c.writeContext(ctx)
+	defer endGrace()
 	c.queue.ShutDown()
 	wg.Wait()
+	if events != nil {
+		events.flush(grace)
+	}
 	return nil
 }
 

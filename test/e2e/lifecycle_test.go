@@ -29,6 +29,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -395,6 +396,15 @@ func TestLifeSignalMidReconcileStopsWithinTwoSecondsReleasingTheLeaseWithNoHalfA
 					if scales != 1 || statuses != 1 || sc.Spec.Replicas != 2 || hpa.Status.DesiredReplicas != 2 || hpa.Status.LastScaleTime == nil {
 						t.Errorf("scale writes %d, status writes %d, spec.replicas %d, status desired %d, lastScaleTime %v; want the decision 1 -> 2 applied whole: 1, 1, 2, 2, set\nwrites:\n%s",
 							scales, statuses, sc.Spec.Replicas, hpa.Status.DesiredReplicas, hpa.Status.LastScaleTime, cluster.SummarizeAudit(writes))
+					}
+					// Its event too: events recorded during the stop's grace are written before exit.
+					events, err := shared.Client().CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+						FieldSelector: fields.OneTermEqualSelector("reason", "SuccessfulRescale").String()})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(events.Items) != 1 || !strings.HasPrefix(events.Items[0].Message, "New size: 2;") {
+						t.Errorf("SuccessfulRescale events after the stop: %+v, want one, New size: 2", events.Items)
 					}
 				} else if scales+statuses != 0 {
 					t.Errorf("run wrote %d scales and %d statuses after a signal during its metrics read, want none (the decision never started)\nwrites:\n%s",

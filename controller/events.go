@@ -1,0 +1,190 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// eventWriter sends the controller's events to the API server as client-go's broadcaster
+// sink does (correlation, aggregation, the spam filter, retries while the server is
+// away), but it knows which recorded events are not written yet, so a stop can wait for
+// them: the events of a decision whose writes finish during the stop's grace are
+// written too, not dropped with the broadcaster.
+type eventWriter struct {
+	kube       kubernetes.Interface
+	clock      clock.Clock
+	correlator *record.EventCorrelator
+	// retries and retryWait are upstream's 12 tries, 10s apart (the first wait jittered).
+	retries   int
+	retryWait time.Duration
+
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+
+	mu        sync.Mutex
+	pending   int             // recorded and not yet written or given up; guarded by mu
+	drained   []chan struct{} // closed when pending drops to 0; guarded by mu
+	stopping  chan struct{}   // closed by flush: no more retries
+	flushOnce sync.Once
+}
+
+func newEventWriter(ctx context.Context, kube kubernetes.Interface, clk clock.Clock) *eventWriter {
+	w := &eventWriter{
+		kube: kube, clock: clk,
+		correlator: record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{}),
+		retries:    12, retryWait: 10 * time.Second,
+		stopping: make(chan struct{}),
+	}
+	// The broadcaster outlives ctx: it is shut down by flush, after the last decision.
+	w.broadcaster = record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
+	w.broadcaster.StartEventWatcher(func(e *corev1.Event) { w.write(klog.FromContext(ctx), e) })
+	w.recorder = &countingRecorder{EventRecorder: w.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent}), w: w}
+	return w
+}
+
+// flush waits until every recorded event is written or given up, or until ctx is done,
+// then shuts the broadcaster down; calls after the first do nothing.
+func (w *eventWriter) flush(ctx context.Context) {
+	w.flushOnce.Do(func() {
+		close(w.stopping)
+		defer w.broadcaster.Shutdown()
+		w.wait(ctx)
+	})
+}
+
+// wait reports whether every recorded event was written or given up before ctx ended.
+func (w *eventWriter) wait(ctx context.Context) bool {
+	w.mu.Lock()
+	if w.pending == 0 {
+		w.mu.Unlock()
+		return true
+	}
+	ch := make(chan struct{})
+	w.drained = append(w.drained, ch)
+	left := w.pending
+	w.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		klog.FromContext(ctx).Info("Stopping before every event was written", "unwritten", left)
+		return false
+	}
+}
+
+func (w *eventWriter) add() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pending++
+}
+
+func (w *eventWriter) done() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pending--; w.pending == 0 {
+		for _, ch := range w.drained {
+			close(ch)
+		}
+		w.drained = nil
+	}
+}
+
+// write sends one event, retrying transport errors until it is written, refused, out of
+// tries, or the writer is stopping.
+func (w *eventWriter) write(logger klog.Logger, e *corev1.Event) {
+	defer w.done()
+	res, err := w.correlator.EventCorrelate(e)
+	if err != nil {
+		logger.Error(err, "Event correlation failed")
+	}
+	if res.Skip {
+		return
+	}
+	for try := 1; ; try++ {
+		err := w.send(res.Event, res.Patch)
+		if err == nil {
+			return
+		}
+		var status apierrors.APIStatus
+		if errors.As(err, &status) {
+			// The server refused the event itself; sending it again would not help.
+			logger.V(2).Info("Server rejected event", "event", klog.KObj(res.Event), "reason", res.Event.Reason, "err", err)
+			return
+		}
+		if try >= w.retries {
+			logger.Error(err, "Unable to write event (retry limit exceeded)", "event", klog.KObj(res.Event), "reason", res.Event.Reason)
+			return
+		}
+		wait := w.retryWait
+		if try == 1 {
+			wait = time.Duration(rand.Int64N(int64(w.retryWait)))
+		}
+		select {
+		case <-w.stopping:
+			logger.Error(err, "Unable to write event (stopping)", "event", klog.KObj(res.Event), "reason", res.Event.Reason)
+			return
+		case <-w.clock.After(wait):
+		}
+	}
+}
+
+// send patches an aggregated event's count, or creates the event (also when the one to
+// patch is gone).
+func (w *eventWriter) send(e *corev1.Event, patch []byte) error {
+	client := w.kube.CoreV1().Events(e.Namespace)
+	// A request in flight is not cut short by the stop: the stop's own deadline bounds it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var (
+		written *corev1.Event
+		err     error
+	)
+	if e.Count > 1 {
+		written, err = client.Patch(ctx, e.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	}
+	if e.Count <= 1 || apierrors.IsNotFound(err) {
+		fresh := e.DeepCopy()
+		fresh.ResourceVersion = ""
+		written, err = client.Create(ctx, fresh, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	w.correlator.UpdateState(written)
+	return nil
+}
+
+// countingRecorder counts each event before the broadcaster queues it.
+type countingRecorder struct {
+	record.EventRecorder
+	w *eventWriter
+}
+
+func (r *countingRecorder) Event(object runtime.Object, eventtype, reason, message string) {
+	r.w.add()
+	r.EventRecorder.Event(object, eventtype, reason, message)
+}
+
+func (r *countingRecorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	r.w.add()
+	r.EventRecorder.Eventf(object, eventtype, reason, messageFmt, args...)
+}
+
+func (r *countingRecorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
+	r.w.add()
+	r.EventRecorder.AnnotatedEventf(object, annotations, eventtype, reason, messageFmt, args...)
+}

@@ -1,0 +1,196 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+// storedEvents lists the events the fake API server holds as "reason: message xcount".
+func storedEvents(t *testing.T, kube *fake.Clientset) []string {
+	t.Helper()
+	list, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		out = append(out, fmt.Sprintf("%s: %s x%d", e.Reason, e.Message, e.Count))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestEventWriterWritesWhatWasRecordedBeforeTheStop(t *testing.T) {
+	cases := []struct {
+		name string
+		// record records on w after the run's context was cancelled.
+		record func(w *eventWriter, hpa *autoscalingv2.HorizontalPodAutoscaler)
+		want   []string
+	}{
+		{
+			name: "events recorded after the run's context ended are still written",
+			record: func(w *eventWriter, hpa *autoscalingv2.HorizontalPodAutoscaler) {
+				w.recorder.Event(hpa, corev1.EventTypeNormal, "SuccessfulRescale", "New size: 4; reason: cpu resource utilization (percentage of request) above target")
+				w.recorder.Eventf(hpa, corev1.EventTypeWarning, "FailedUpdateStatus", "conflict %d", 1)
+			},
+			want: []string{"FailedUpdateStatus: conflict 1 x1", "SuccessfulRescale: New size: 4; reason: cpu resource utilization (percentage of request) above target x1"},
+		},
+		{
+			name: "a repeated event is counted on the one event, as upstream's sink does",
+			record: func(w *eventWriter, hpa *autoscalingv2.HorizontalPodAutoscaler) {
+				for range 3 {
+					w.recorder.Event(hpa, corev1.EventTypeWarning, "FailedGetResourceMetric", "no metrics")
+				}
+			},
+			want: []string{"FailedGetResourceMetric: no metrics x3"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			kube := fake.NewClientset()
+			ctx, cancel := context.WithCancel(context.Background())
+			w := newEventWriter(ctx, kube, testingclock.NewFakeClock(time.Now()))
+			cancel()
+			tc.record(w, newHPA("web"))
+			flushed := make(chan struct{})
+			go func() {
+				defer close(flushed)
+				w.flush(context.Background())
+			}()
+			select {
+			case <-flushed:
+			case <-time.After(30 * time.Second):
+				t.Fatal("flush did not return within 30s")
+			}
+			if got := storedEvents(t, kube); !slices.Equal(got, tc.want) {
+				t.Errorf("stored events %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEventWriterFlushIsBoundedByItsContext(t *testing.T) {
+	cases := []struct {
+		name string
+		// api answers the event create.
+		api func(release <-chan struct{}) error
+		// wantDeadline: flush waits until its deadline; otherwise it returns at once.
+		wantDeadline bool
+	}{
+		{name: "an event write the API server holds is waited for until the deadline", api: func(release <-chan struct{}) error { <-release; return nil },
+			wantDeadline: true},
+		{name: "an API server that cannot be reached is not retried once stopping", api: func(<-chan struct{}) error {
+			return errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			defer close(release)
+			kube := fake.NewClientset()
+			var mu sync.Mutex
+			attempts := 0
+			kube.PrependReactor("create", "events", func(core.Action) (bool, runtime.Object, error) {
+				mu.Lock()
+				attempts++
+				mu.Unlock()
+				return true, nil, tc.api(release)
+			})
+			w := newEventWriter(context.Background(), kube, testingclock.NewFakeClock(time.Now()))
+			w.recorder.Event(newHPA("web"), corev1.EventTypeNormal, "SuccessfulRescale", "New size: 4")
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			flushed := make(chan struct{})
+			go func() {
+				defer close(flushed)
+				w.flush(ctx)
+			}()
+			select {
+			case <-flushed:
+			case <-time.After(30 * time.Second):
+				t.Fatal("flush did not return within 30s of its 200ms deadline")
+			}
+			if got := ctx.Err() != nil; got != tc.wantDeadline {
+				t.Errorf("flush returned at its deadline: %v, want %v", got, tc.wantDeadline)
+			}
+			// The retry waits on the fake clock, which does not move: one attempt, and the
+			// stop ends the retries.
+			mu.Lock()
+			defer mu.Unlock()
+			if attempts != 1 {
+				t.Errorf("%d create attempts, want 1", attempts)
+			}
+		})
+	}
+}
+
+func TestEventWriterDoesNotResendWhatTheServerRefused(t *testing.T) {
+	kube := fake.NewClientset()
+	attempts := 0
+	kube.PrependReactor("create", "events", func(core.Action) (bool, runtime.Object, error) {
+		attempts++
+		return true, nil, apierrors.NewForbidden(corev1.Resource("events"), "", errors.New("no"))
+	})
+	w := newEventWriter(context.Background(), kube, testingclock.NewFakeClock(time.Now()))
+	w.recorder.Event(newHPA("web"), corev1.EventTypeNormal, "SuccessfulRescale", "New size: 4")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w.flush(ctx)
+	if ctx.Err() != nil {
+		t.Error("flush waited for its deadline although the server had refused the event")
+	}
+	if attempts != 1 {
+		t.Errorf("%d create attempts, want 1", attempts)
+	}
+}
+
+// TestRunWritesTheEventsOfADecisionAppliedDuringTheStop: a stop lands while the scale write
+// is in flight; the write and its status follow within the grace, and so do their events.
+func TestRunWritesTheEventsOfADecisionAppliedDuringTheStop(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), nil, nil, map[string]int32{"web": 2}, &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+	kube := fake.NewClientset(newHPA("web"), webPods()[0], webPods()[1])
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	scales := stopDuringScale{ScaleTarget: &ScaleClient{Scales: f.scales, Mapper: testMapper()}, during: func(context.Context) error { cancel(); return nil }}
+	c, err := New(DefaultOptions(), Deps{Kube: kube, Scales: scales, Metrics: f.metrics, Clock: f.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, 1) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return within 30s of the stop")
+	}
+	stored, err := kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status.DesiredReplicas != 4 {
+		t.Fatalf("status.desiredReplicas %d, want 4 (the decision applied during the stop)", stored.Status.DesiredReplicas)
+	}
+	got := storedEvents(t, kube)
+	if !slices.ContainsFunc(got, func(e string) bool {
+		return e == "SuccessfulRescale: New size: 4; reason: cpu resource utilization (percentage of request) above target x1"
+	}) {
+		t.Errorf("stored events %q, want the SuccessfulRescale of 2 -> 4", got)
+	}
+}
