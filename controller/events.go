@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/reference"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -168,23 +169,36 @@ func (w *eventWriter) send(e *corev1.Event, patch []byte) error {
 	return nil
 }
 
-// countingRecorder counts each event before the broadcaster queues it.
+// countingRecorder counts each event before the broadcaster queues it. Events the
+// recorder would drop before queuing (an object without a reference, an unknown type) are
+// not counted; one the broadcaster drops because its queue is full (1000 events) is, and
+// makes the stop wait for its full grace.
 type countingRecorder struct {
 	record.EventRecorder
 	w *eventWriter
 }
 
-func (r *countingRecorder) Event(object runtime.Object, eventtype, reason, message string) {
+func (r *countingRecorder) count(object runtime.Object, eventtype string) {
+	if _, err := reference.GetReference(scheme.Scheme, object); err != nil {
+		return
+	}
+	if eventtype != corev1.EventTypeNormal && eventtype != corev1.EventTypeWarning {
+		return
+	}
 	r.w.add()
+}
+
+func (r *countingRecorder) Event(object runtime.Object, eventtype, reason, message string) {
+	r.count(object, eventtype)
 	r.EventRecorder.Event(object, eventtype, reason, message)
 }
 
 func (r *countingRecorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	r.w.add()
+	r.count(object, eventtype)
 	r.EventRecorder.Eventf(object, eventtype, reason, messageFmt, args...)
 }
 
 func (r *countingRecorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
-	r.w.add()
+	r.count(object, eventtype)
 	r.EventRecorder.AnnotatedEventf(object, annotations, eventtype, reason, messageFmt, args...)
 }

@@ -138,6 +138,22 @@ func TestEventWriterFlushIsBoundedByItsContext(t *testing.T) {
 	}
 }
 
+func TestEventWriterDoesNotWaitForEventsTheRecorderDrops(t *testing.T) {
+	kube := fake.NewClientset()
+	w := newEventWriter(context.Background(), kube, testingclock.NewFakeClock(time.Now()))
+	w.recorder.Event(newHPA("web"), "Bogus", "Reason", "an event of no known type is dropped by the recorder")
+	w.recorder.Event(nil, corev1.EventTypeNormal, "Reason", "an event about nothing is dropped by the recorder")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w.flush(ctx)
+	if ctx.Err() != nil {
+		t.Error("flush waited for its deadline for events the recorder had dropped")
+	}
+	if got := storedEvents(t, kube); len(got) != 0 {
+		t.Errorf("stored events %q, want none", got)
+	}
+}
+
 func TestEventWriterDoesNotResendWhatTheServerRefused(t *testing.T) {
 	kube := fake.NewClientset()
 	attempts := 0
