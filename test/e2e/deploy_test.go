@@ -100,12 +100,25 @@ type deployProcess struct {
 	done chan error
 }
 
-func deployStart(t *testing.T, c deployContainer, kubeconfig string) *deployProcess {
+// deployMountServiceAccount runs its arguments with the ServiceAccount files of $SA_DIR at
+// the path the kubelet mounts them, in a mount namespace of their own (a tmpfs over /run,
+// which /var/run points to), so the machine's /run is untouched.
+const deployMountServiceAccount = `mount -t tmpfs tmpfs /run && mkdir -p /run/secrets/kubernetes.io/serviceaccount && cp "$SA_DIR"/token "$SA_DIR"/ca.crt "$SA_DIR"/namespace /run/secrets/kubernetes.io/serviceaccount/ && exec "$@"`
+
+// deployStart runs one replica as the pod would: no kubeconfig, only the in-cluster
+// environment and ServiceAccount files (saEnv, saDir), so client-go's in-cluster
+// configuration is what connects it.
+func deployStart(t *testing.T, c deployContainer, saDir string, saEnv []string) *deployProcess {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	// The image has kubectl-hpa on PATH; here it is the binary built for the test.
-	cmd := exec.CommandContext(ctx, filepath.Join(os.Getenv(pluginDirEnv), filepath.Base(c.argv[0])), c.argv[1:]...)
-	cmd.Env = append(append(os.Environ(), c.env...), "KUBECONFIG="+kubeconfig)
+	// The image has kubectl-hpa on PATH; here it is the binary built for the test. unshare
+	// and sh exec it, so signals reach it directly.
+	bin := filepath.Join(os.Getenv(pluginDirEnv), filepath.Base(c.argv[0]))
+	cmd := exec.CommandContext(ctx, "unshare", append([]string{"--mount", "--propagation", "private", "--", "sh", "-c", deployMountServiceAccount, "sh", bin}, c.argv[1:]...)...)
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "HOME=")
+	})
+	cmd.Env = append(append(append(env, c.env...), saEnv...), "SA_DIR="+saDir, "HOME="+t.TempDir())
 	p := &deployProcess{c: c, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = &p.out, &p.out
 	// What the kubelet sends when the pod is deleted.
@@ -152,8 +165,12 @@ func deployHealthz(ctx context.Context, url string) error {
 	return nil
 }
 
-// TestDeployInClusterManifestsAutoscaleAsTheServiceAccount is not parallel: the Deployment runs
-// `run -A`, which would reconcile every other test's HPAs.
+// TestDeployInClusterManifestsAutoscaleAsTheServiceAccount applies deploy/ and runs the
+// Deployment's container command as local processes the way its pods run it: no kubeconfig,
+// the ServiceAccount's token, CA and namespace where the kubelet mounts them, and the
+// KUBERNETES_SERVICE_* environment, so client-go's in-cluster configuration connects them.
+// It is not parallel: the Deployment runs `run -A`, which would reconcile every other
+// test's HPAs.
 func TestDeployInClusterManifestsAutoscaleAsTheServiceAccount(t *testing.T) {
 	ctx := context.Background()
 	rbacApplyRoles(t)
@@ -193,7 +210,8 @@ func TestDeployInClusterManifestsAutoscaleAsTheServiceAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig, err := shared.RbacTokenKubeconfig("deploy-"+deployServiceAccount, deployNamespace, tr.Status.Token)
+	saDir := t.TempDir()
+	saEnv, err := shared.InClusterFiles(saDir, deployNamespace, tr.Status.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +222,7 @@ func TestDeployInClusterManifestsAutoscaleAsTheServiceAccount(t *testing.T) {
 	var procs []*deployProcess
 	for i := range replicas {
 		// Each replica's own address, as each pod has its own IP.
-		procs = append(procs, deployStart(t, deployContainerFor(t, dep, fmt.Sprintf("127.0.0.%d", i+2)), kubeconfig))
+		procs = append(procs, deployStart(t, deployContainerFor(t, dep, fmt.Sprintf("127.0.0.%d", i+2)), saDir, saEnv))
 	}
 	t.Logf("running %d replicas as: %s", replicas, strings.Join(procs[0].c.argv, " "))
 

@@ -41,6 +41,18 @@ func (c *Cluster) RbacUserKubeconfig(user string, groups ...string) (string, err
 	return path, c.writeKubeconfig(name, kp)
 }
 
+// InClusterFiles writes what the kubelet mounts into a pod for its ServiceAccount (token,
+// ca.crt, namespace) into dir, and returns the environment that points client-go's
+// in-cluster configuration at this cluster's API server.
+func (c *Cluster) InClusterFiles(dir, namespace, token string) ([]string, error) {
+	for name, data := range map[string][]byte{"token": []byte(token), "ca.crt": c.pki.ca.certPEM, "namespace": []byte(namespace)} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, fmt.Errorf("cluster: writing the in-cluster %s: %w", name, err)
+		}
+	}
+	return []string{"KUBERNETES_SERVICE_HOST=127.0.0.1", "KUBERNETES_SERVICE_PORT=" + strconv.Itoa(c.cfg.APIPort)}, nil
+}
+
 // RbacTokenKubeconfig writes a kubeconfig named name that authenticates with a bearer token
 // (a ServiceAccount's, from a TokenRequest), trusts the cluster's CA and defaults to namespace,
 // as a pod's in-cluster configuration does.
