@@ -20,6 +20,12 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// eventTries and eventRetryWait are upstream's: 12 tries, 10s apart (the first wait jittered).
+const (
+	eventTries     = 12
+	eventRetryWait = 10 * time.Second
+)
+
 // eventWriter sends the controller's events to the API server as client-go's broadcaster
 // sink does (correlation, aggregation, the spam filter, retries while the server is
 // away), but it knows which recorded events are not written yet, so a stop can wait for
@@ -29,9 +35,6 @@ type eventWriter struct {
 	kube       kubernetes.Interface
 	clock      clock.Clock
 	correlator *record.EventCorrelator
-	// retries and retryWait are upstream's 12 tries, 10s apart (the first wait jittered).
-	retries   int
-	retryWait time.Duration
 
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
@@ -47,8 +50,7 @@ func newEventWriter(ctx context.Context, kube kubernetes.Interface, clk clock.Cl
 	w := &eventWriter{
 		kube: kube, clock: clk,
 		correlator: record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{}),
-		retries:    12, retryWait: 10 * time.Second,
-		stopping: make(chan struct{}),
+		stopping:   make(chan struct{}),
 	}
 	// The broadcaster outlives ctx: it is shut down by flush, after the last decision.
 	w.broadcaster = record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
@@ -67,12 +69,12 @@ func (w *eventWriter) flush(ctx context.Context) {
 	})
 }
 
-// wait reports whether every recorded event was written or given up before ctx ended.
-func (w *eventWriter) wait(ctx context.Context) bool {
+// wait returns once every recorded event is written or given up, or ctx has ended.
+func (w *eventWriter) wait(ctx context.Context) {
 	w.mu.Lock()
 	if w.pending == 0 {
 		w.mu.Unlock()
-		return true
+		return
 	}
 	ch := make(chan struct{})
 	w.drained = append(w.drained, ch)
@@ -80,10 +82,8 @@ func (w *eventWriter) wait(ctx context.Context) bool {
 	w.mu.Unlock()
 	select {
 	case <-ch:
-		return true
 	case <-ctx.Done():
 		klog.FromContext(ctx).Info("Stopping before every event was written", "unwritten", left)
-		return false
 	}
 }
 
@@ -126,13 +126,13 @@ func (w *eventWriter) write(logger klog.Logger, e *corev1.Event) {
 			logger.V(2).Info("Server rejected event", "event", klog.KObj(res.Event), "reason", res.Event.Reason, "err", err)
 			return
 		}
-		if try >= w.retries {
+		if try >= eventTries {
 			logger.Error(err, "Unable to write event (retry limit exceeded)", "event", klog.KObj(res.Event), "reason", res.Event.Reason)
 			return
 		}
-		wait := w.retryWait
+		wait := eventRetryWait
 		if try == 1 {
-			wait = time.Duration(rand.Int64N(int64(w.retryWait)))
+			wait = time.Duration(rand.Int64N(int64(eventRetryWait)))
 		}
 		select {
 		case <-w.stopping:
