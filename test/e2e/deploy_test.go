@@ -21,6 +21,8 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 
 // What deploy/kubectl-hpa.yaml creates.
@@ -149,22 +151,6 @@ func (p *deployProcess) identity() string {
 	return ""
 }
 
-func deployHealthz(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return nil
-}
-
 // TestDeployInClusterManifestsAutoscaleAsTheServiceAccount applies deploy/ and runs the
 // Deployment's container command as local processes the way its pods run it: no kubeconfig,
 // the ServiceAccount's token, CA and namespace where the kubelet mounts them, and the
@@ -230,7 +216,7 @@ func TestDeployInClusterManifestsAutoscaleAsTheServiceAccount(t *testing.T) {
 
 	for _, p := range procs {
 		eventually(t, 30*time.Second, "/healthz answers 200 at "+p.c.healthz, func(ctx context.Context) error {
-			return deployHealthz(ctx, p.c.healthz)
+			return cluster.Probe(ctx, http.DefaultClient, p.c.healthz)
 		})
 	}
 	lease, err := cs.CoordinationV1().Leases(deployNamespace).Get(ctx, "kubectl-hpa", metav1.GetOptions{})

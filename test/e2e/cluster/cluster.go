@@ -395,7 +395,7 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	c.mu.Unlock()
 	hc := &http.Client{Timeout: 2 * time.Second}
 	return p.waitReady(ctx, 30*time.Second, func(ctx context.Context) error {
-		return probe(ctx, hc, client+"/health")
+		return Probe(ctx, hc, client+"/health")
 	})
 }
 
@@ -454,7 +454,7 @@ func (c *Cluster) waitAPIServer(ctx context.Context, p *process) error {
 	}}
 	defer hc.CloseIdleConnections()
 	url := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(c.cfg.APIPort)) + "/readyz"
-	return p.waitReady(ctx, 90*time.Second, func(ctx context.Context) error { return probe(ctx, hc, url) })
+	return p.waitReady(ctx, 90*time.Second, func(ctx context.Context) error { return Probe(ctx, hc, url) })
 }
 
 // RestartAPIServer stops the API server (SIGTERM) and starts it again with the same flags,
@@ -584,8 +584,8 @@ func (c *Cluster) startNode(ctx context.Context) error {
 	return n.start(ctx)
 }
 
-// probe GETs url and wants 200.
-func probe(ctx context.Context, hc *http.Client, url string) error {
+// Probe GETs url with hc and wants 200.
+func Probe(ctx context.Context, hc *http.Client, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
