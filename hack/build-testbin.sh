@@ -1,52 +1,104 @@
 #!/usr/bin/env bash
-# Builds the real control-plane binaries used by the end-to-end tests and the demo:
-# kube-apiserver and kube-controller-manager v1.37.2, etcd (the version k8s.io/kubernetes
-# requires) and metrics-server v0.8.0. They are cached under a directory keyed by the
-# tools modules' go.sum, so a warm run only checks that they exist.
-# Prints the binary directory on stdout's last line.
+# Builds the real components the end-to-end tests and the demo run: kube-apiserver and
+# kube-controller-manager v1.37.2, etcd (the version k8s.io/kubernetes requires) and
+# metrics-server v0.8.0, all from Go modules.
+#
+# Every component is cached on its own, under a key made of its inputs (its module's go.mod and
+# go.sum, and the text of its build function below), so changing one component's recipe, or
+# this script elsewhere, rebuilds only that component. The test set is a directory of symbolic
+# links to the cached binaries, keyed by the components' keys; its path is stdout's last line.
+#
+# Environment: KUBECTL_HPA_TESTBIN names a directory to build the set into instead (no cache);
+# XDG_CACHE_HOME moves the cache (default ~/.cache/kubectl-hpa).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tools=$root/test/e2e/tools
-key=$(cat "$tools/go.sum" "$tools/metricsserver/go.sum" "$0" | sha256sum | cut -c1-12)
-bin=${KUBECTL_HPA_TESTBIN:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-hpa/testbin/$key}
-want=(kube-apiserver kube-controller-manager etcd metrics-server)
-missing=()
-for b in "${want[@]}"; do [ -x "$bin/$b" ] || missing+=("$b"); done
-if [ ${#missing[@]} -eq 0 ]; then echo "$bin"; exit 0; fi
-mkdir -p "$(dirname "$bin")"
-# One build at a time per cache key: a second caller (make and a test binary, two CI jobs)
-# waits for the first and then finds the binaries.
-exec 9>"$bin.lock"
-if ! flock -n 9; then
-  echo "build-testbin: another build of $bin is running; waiting for it" >&2
-  flock 9
-fi
-missing=()
-for b in "${want[@]}"; do [ -x "$bin/$b" ] || missing+=("$b"); done
-if [ ${#missing[@]} -eq 0 ]; then echo "$bin"; exit 0; fi
-mkdir -p "$bin.partial"
-command -v go >/dev/null || { echo "build-testbin: go not found on PATH" >&2; exit 1; }
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-hpa
+
 V=v1.37.2
-ldf="-s -w -X k8s.io/component-base/version.gitVersion=$V -X k8s.io/component-base/version.gitMajor=1 \
+# The version stamped into the control plane, as a release build of v1.37.2 would carry.
+k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$V -X k8s.io/component-base/version.gitMajor=1 \
  -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean \
  -X k8s.io/component-base/version.buildDate=2026-01-01T00:00:00Z -X k8s.io/client-go/pkg/version.gitVersion=$V \
  -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=37"
-start=$(date +%s)
-echo "build-testbin: building ${missing[*]} into $bin (cold: about 15 minutes on 2 cores)" >&2
-for b in "${missing[@]}"; do
-  t0=$(date +%s)
-  case "$b" in
-    kube-apiserver|kube-controller-manager)
-      (cd "$tools" && go build -trimpath -ldflags "$ldf" -o "$bin.partial/$b" "k8s.io/kubernetes/cmd/$b") ;;
-    etcd)
-      (cd "$tools" && go build -trimpath -ldflags "-s -w" -o "$bin.partial/etcd" ./cmd/etcd) ;;
-    metrics-server)
-      (cd "$tools/metricsserver" && go build -trimpath -ldflags "-s -w" -o "$bin.partial/metrics-server" sigs.k8s.io/metrics-server/cmd/metrics-server) ;;
-  esac
-  echo "build-testbin: $b built in $(( $(date +%s) - t0 ))s" >&2
+
+# build_<component> OUT_DIR: builds the component's binaries into OUT_DIR.
+build_controlplane() {
+  (cd "$tools" && go build -trimpath -ldflags "$k8s_ldflags" -o "$1/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
+  (cd "$tools" && go build -trimpath -ldflags "$k8s_ldflags" -o "$1/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager)
+  (cd "$tools" && go build -trimpath -ldflags "-s -w" -o "$1/etcd" ./cmd/etcd)
+}
+build_metricsserver() {
+  (cd "$tools/metricsserver" && go build -trimpath -ldflags "-s -w" -o "$1/metrics-server" sigs.k8s.io/metrics-server/cmd/metrics-server)
+}
+
+# component NAME: binaries it provides, and the files that together with its build function
+# (and, for the control plane, the version ldflags) decide its key.
+components=(controlplane metricsserver)
+binaries_controlplane=(kube-apiserver kube-controller-manager etcd)
+inputs_controlplane=("$tools/go.mod" "$tools/go.sum" "$tools/tools.go" "$tools/cmd/etcd/main.go")
+binaries_metricsserver=(metrics-server)
+inputs_metricsserver=("$tools/metricsserver/go.mod" "$tools/metricsserver/go.sum")
+
+key_of() { # component
+  local c=$1 inputs
+  inputs="inputs_$c[@]"
+  { cat "${!inputs}"; declare -f "build_$c"; [ "$c" = controlplane ] && echo "$k8s_ldflags"; } |
+    sha256sum | cut -c1-12
+}
+
+have_all() { # dir component
+  local b bins="binaries_$2[@]"
+  for b in "${!bins}"; do [ -x "$1/$b" ] || return 1; done
+}
+
+# ensure component DIR: builds the component into DIR unless it is there already. One build
+# per directory at a time: a second caller (make and a test binary, two worktrees) waits for
+# the first and then finds the binaries.
+ensure() {
+  local c=$1 dir=$2 t0
+  have_all "$dir" "$c" && return 0
+  mkdir -p "$(dirname "$dir")"
+  exec 9>"$dir.lock"
+  if ! flock -n 9; then
+    echo "build-testbin: another build of $c is running; waiting for it" >&2
+    flock 9
+  fi
+  if ! have_all "$dir" "$c"; then
+    command -v go >/dev/null || { echo "build-testbin: go not found on PATH" >&2; exit 1; }
+    t0=$(date +%s)
+    echo "build-testbin: building $c into $dir" >&2
+    rm -rf "$dir.partial" && mkdir -p "$dir.partial"
+    "build_$c" "$dir.partial"
+    mkdir -p "$dir"
+    local b bins="binaries_$c[@]"
+    for b in "${!bins}"; do mv "$dir.partial/$b" "$dir/$b"; done
+    rm -rf "$dir.partial"
+    echo "build-testbin: $c built in $(( $(date +%s) - t0 ))s" >&2
+  fi
+  exec 9>&-
+}
+
+if [ -n "${KUBECTL_HPA_TESTBIN:-}" ]; then
+  for c in "${components[@]}"; do ensure "$c" "$KUBECTL_HPA_TESTBIN"; done
+  echo "$KUBECTL_HPA_TESTBIN"
+  exit 0
+fi
+
+setkey=
+for c in "${components[@]}"; do
+  k=$(key_of "$c")
+  ensure "$c" "$cache/components/$c-$k"
+  setkey+="$c-$k "
 done
-mkdir -p "$bin"
-for b in "${missing[@]}"; do mv "$bin.partial/$b" "$bin/$b"; done
-rmdir "$bin.partial" 2>/dev/null || true
-echo "build-testbin: done in $(( $(date +%s) - start ))s" >&2
-echo "$bin"
+set_dir=$cache/testbin/$(echo "$setkey" | sha256sum | cut -c1-12)
+if [ ! -d "$set_dir" ]; then
+  mkdir -p "$set_dir.tmp.$$"
+  for entry in $setkey; do
+    c=${entry%-*}
+    bins="binaries_$c[@]"
+    for b in "${!bins}"; do ln -sfn "$cache/components/$entry/$b" "$set_dir.tmp.$$/$b"; done
+  done
+  mv -T "$set_dir.tmp.$$" "$set_dir" 2>/dev/null || rm -rf "$set_dir.tmp.$$"
+fi
+echo "$set_dir"
