@@ -43,7 +43,7 @@ inputs_metricsserver=("$tools/metricsserver/go.mod" "$tools/metricsserver/go.sum
 key_of() { # component
   local c=$1 inputs
   inputs="inputs_$c[@]"
-  { cat "${!inputs}"; declare -f "build_$c"; [ "$c" = controlplane ] && echo "$k8s_ldflags"; } |
+  { cat "${!inputs}"; declare -f "build_$c"; if [ "$c" = controlplane ]; then echo "$k8s_ldflags"; fi; } |
     sha256sum | cut -c1-12
 }
 
