@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds the real components the end-to-end tests and the demo run: kube-apiserver and
 # kube-controller-manager v1.37.2, etcd (the version k8s.io/kubernetes requires) and
-# metrics-server v0.8.0, all from Go modules.
+# metrics-server v0.8.0, all from Go modules, and Heapster v1.6.0-beta.1 from its source
+# archive (hack/build-heapster.sh; KUBECTL_HPA_HEAPSTER_SRC points it at another archive or
+# a clone of kubernetes-retired/heapster).
 #
 # Every component is cached on its own, under a key made of its inputs (its module's go.mod and
-# go.sum, and the text of its build function below), so changing one component's recipe, or
+# go.sum, or Heapster's source hash and build script, and the text of its build function below), so changing one component's recipe, or
 # this script elsewhere, rebuilds only that component. The test set is a directory of symbolic
 # links to the cached binaries, keyed by the components' keys; its path is stdout's last line.
 #
@@ -31,19 +33,25 @@ build_controlplane() {
 build_metricsserver() {
   (cd "$tools/metricsserver" && go build -trimpath -ldflags "-s -w" -o "$1/metrics-server" sigs.k8s.io/metrics-server/cmd/metrics-server)
 }
+build_heapster() {
+  "$root/hack/build-heapster.sh" "$1"
+}
 
 # component NAME: binaries it provides, and the files that together with its build function
 # (and, for the control plane, the version ldflags) decide its key.
-components=(controlplane metricsserver)
+components=(controlplane metricsserver heapster)
 binaries_controlplane=(kube-apiserver kube-controller-manager etcd)
 inputs_controlplane=("$tools/go.mod" "$tools/go.sum" "$tools/tools.go" "$tools/cmd/etcd/main.go")
 binaries_metricsserver=(metrics-server)
 inputs_metricsserver=("$tools/metricsserver/go.mod" "$tools/metricsserver/go.sum")
+binaries_heapster=(heapster)
+inputs_heapster=("$root/hack/build-heapster.sh")
 
 key_of() { # component
   local c=$1 inputs
   inputs="inputs_$c[@]"
-  { cat "${!inputs}"; declare -f "build_$c"; if [ "$c" = controlplane ]; then echo "$k8s_ldflags"; fi; } |
+  { cat "${!inputs}"; declare -f "build_$c"; if [ "$c" = controlplane ]; then echo "$k8s_ldflags"; fi
+    if [ "$c" = heapster ]; then "$root/hack/build-heapster.sh" --source-hash; fi; } |
     sha256sum | cut -c1-12
 }
 
