@@ -595,6 +595,11 @@ func clusterOf(hpa *autoscalingv2.HorizontalPodAutoscaler, events []corev1.Event
 	for _, ev := range evs {
 		c.RecentRescales = append(c.RecentRescales, Event{Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Count: ev.Count, Time: ptr(metav1.NewTime(EventTime(ev)))})
 	}
+	if st.ObservedGeneration == nil && len(st.Conditions) == 0 && st.LastScaleTime == nil && st.CurrentReplicas == 0 && st.DesiredReplicas == 0 {
+		c.StatusNeverWritten = true
+		c.Note = "no controller has written status yet: no HPA controller (kube-controller-manager's, or a kubectl hpa run) has reconciled this HPA"
+		return c
+	}
 	switch d.Phase {
 	case replicas.PhaseScaleFailed:
 		c.Note = "this decision could not read the target's scale, so it has no count to compare; the controller leaves desiredReplicas as it was"

@@ -26,8 +26,9 @@ func (TextPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
 	return RenderText(w, e)
 }
 
-// RenderText writes e for people: aligned sections, tables for metrics and pods, the
-// arithmetic, one verdict sentence, the cluster's own view and the history used.
+// RenderText writes e for people: the verdict and its binding constraint first, then aligned
+// sections, tables for metrics and pods, the arithmetic, the cluster's own view and the
+// history used.
 func RenderText(w io.Writer, e *Explanation) error {
 	var b bytes.Buffer
 	r := &textRenderer{b: &b, now: e.Time.Time}
@@ -74,11 +75,13 @@ func (r *textRenderer) ago(t time.Time) string {
 	return duration.HumanDuration(r.now.Sub(t)) + " ago"
 }
 
+// render leads with what a reader looks for first (which HPA, its target, the verdict and what
+// binds it, and anything that makes the verdict surprising), then the details it came from.
 func (r *textRenderer) render(e *Explanation) {
 	r.kv(0, "Name", "%s", e.Metadata.Name)
 	r.kv(0, "Namespace", "%s", e.Metadata.Namespace)
-	r.kv(0, "Explained at", "%s", e.Time.UTC().Format(time.RFC3339))
 	if e.Error != nil {
+		r.kv(0, "Explained at", "%s", e.Time.UTC().Format(time.RFC3339))
 		r.kv(0, "Error", "%s (exit code %d, %s)", e.Error.Message, e.Error.ExitCode, e.Error.Reason)
 	}
 	if e.Target == nil {
@@ -86,24 +89,9 @@ func (r *textRenderer) render(e *Explanation) {
 	}
 	t := e.Target
 	r.kv(0, "Target", "%s/%s (%s)", t.Kind, t.Name, t.APIVersion)
-	if t.Error != "" {
-		r.kv(1, "Scale", "<unreadable>: %s", t.Error)
-	} else if t.SpecReplicas != nil {
-		sel := t.Selector
-		if sel == "" {
-			sel = "<none>"
-		}
-		r.kv(1, "Scale", "spec %d, status %d replicas; selector %s", *t.SpecReplicas, *t.StatusReplicas, sel)
-	}
-	if e.Replicas != nil {
-		r.kv(0, "Min/Max replicas", "%d / %d", e.Replicas.Min, e.Replicas.Max)
-	}
-	if tol := e.Tolerance; tol != nil {
-		r.kv(0, "Tolerance", "scale-up +%s (%s), scale-down -%s (%s)", pct(tol.ScaleUp.Value), tol.ScaleUp.Source, pct(tol.ScaleDown.Value), tol.ScaleDown.Source)
-	}
-	r.renderBehavior(e)
-	if e.MetricsSource != "" {
-		r.kv(0, "Metrics source", "%s", e.MetricsSource)
+	if v := e.Verdict; v != nil {
+		r.kv(0, "Verdict", "%s", v.Sentence)
+		r.kv(1, "Binding constraint", "%s", v.Constraint)
 	}
 	if len(e.WhatIf) > 0 {
 		r.line(0, "What-if (inputs changed here only; the cluster was not touched):")
@@ -115,23 +103,41 @@ func (r *textRenderer) render(e *Explanation) {
 			r.line(1, "--%s %s=%s%s", wi.Flag, wi.Metric, wi.Value, was)
 		}
 	}
-	r.renderMetrics(e)
-	r.renderArithmetic(e)
-	if v := e.Verdict; v != nil {
-		r.line(0, "")
-		r.kv(0, "Verdict", "%s", v.Sentence)
-		r.kv(1, "Binding constraint", "%s", v.Constraint)
-	}
-	r.renderDecision(e)
-	r.renderCluster(e)
-	r.renderHistory(e)
 	if len(e.Warnings) > 0 {
-		r.line(0, "")
 		r.line(0, "Warnings:")
 		for _, w := range e.Warnings {
 			r.line(1, "%s: %s", w.Reason, w.Message)
 		}
 	}
+
+	r.line(0, "")
+	if e.Error == nil {
+		r.kv(0, "Explained at", "%s", e.Time.UTC().Format(time.RFC3339))
+	}
+	if t.Error != "" {
+		r.kv(0, "Scale", "<unreadable>: %s", t.Error)
+	} else if t.SpecReplicas != nil {
+		sel := t.Selector
+		if sel == "" {
+			sel = "<none>"
+		}
+		r.kv(0, "Scale", "spec %d, status %d replicas; selector %s", *t.SpecReplicas, *t.StatusReplicas, sel)
+	}
+	if e.Replicas != nil {
+		r.kv(0, "Min/Max replicas", "%d / %d", e.Replicas.Min, e.Replicas.Max)
+	}
+	if tol := e.Tolerance; tol != nil {
+		r.kv(0, "Tolerance", "scale-up +%s (%s), scale-down -%s (%s)", pct(tol.ScaleUp.Value), tol.ScaleUp.Source, pct(tol.ScaleDown.Value), tol.ScaleDown.Source)
+	}
+	r.renderBehavior(e)
+	if e.MetricsSource != "" {
+		r.kv(0, "Metrics source", "%s", e.MetricsSource)
+	}
+	r.renderMetrics(e)
+	r.renderArithmetic(e)
+	r.renderDecision(e)
+	r.renderCluster(e)
+	r.renderHistory(e)
 	if len(e.Trace) > 0 {
 		r.line(0, "")
 		r.line(0, "Trace:")
@@ -362,6 +368,10 @@ func (r *textRenderer) renderCluster(e *Explanation) {
 	r.line(0, "The cluster's controller last decided (HPA status):")
 	agree := "agrees with this decision"
 	switch {
+	case c.StatusNeverWritten:
+		r.kv(1, "desiredReplicas", "- (no controller has written status yet)")
+		r.kv(1, "note", "%s", c.Note)
+		return
 	case !c.Comparable:
 		agree = "nothing to compare"
 	case !c.Agrees:

@@ -279,6 +279,10 @@ type Cluster struct {
 	// Comparable is false when this decision produces no new count (scale unreadable, metrics
 	// failed): the controller then leaves status.desiredReplicas as it was.
 	Comparable bool `json:"comparable"`
+	// StatusNeverWritten is true when no controller has written the HPA's status yet (no
+	// observed generation, conditions or counts): there is no decision of the cluster's to
+	// compare with, so Comparable is false.
+	StatusNeverWritten bool `json:"statusNeverWritten,omitempty"`
 	// Agrees is true when the decision is comparable and the cluster's desiredReplicas equals it.
 	Agrees bool `json:"agrees"`
 	// Note says what a disagreement may mean.
