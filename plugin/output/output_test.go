@@ -305,7 +305,9 @@ func TestTextLeadsWithTheVerdict(t *testing.T) {
 
 func TestClusterStatusNeverWrittenIsNotADisagreement(t *testing.T) {
 	f := scenarios()["within-tolerance-legacy"]
-	f.Cluster = hpa(func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Status = autoscalingv2.HorizontalPodAutoscalerStatus{} })
+	f.Cluster = hpa(func(h *autoscalingv2.HorizontalPodAutoscaler) {
+		h.Status = autoscalingv2.HorizontalPodAutoscalerStatus{}
+	})
 	f.RescaleEvents = nil
 	e := Build(f)
 	if e.Cluster.Comparable || !e.Cluster.StatusNeverWritten {
