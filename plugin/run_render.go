@@ -1,16 +1,19 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/term"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
@@ -26,9 +29,14 @@ type runRenderer struct {
 	metricsSource string
 	refresh       time.Duration
 
+	// termRows is the terminal's height (0 when unknown): a frame taller than the screen
+	// could not be redrawn in place.
+	termRows func() int
+
 	mu    sync.Mutex
 	rows  map[string]*runRow
 	dirty chan struct{}
+	drawn int // lines of the frame on screen, which the next frame draws over
 }
 
 // runRow is the table's state for one HPA.
@@ -48,6 +56,14 @@ func newRunRenderer(o *RunOptions, metricsSource string) *runRenderer {
 		r.mode = "json"
 	case o.isTerminal():
 		r.mode = "table"
+	}
+	r.termRows = func() int {
+		if f, ok := o.Out.(*os.File); ok {
+			if _, h, err := term.GetSize(int(f.Fd())); err == nil {
+				return h
+			}
+		}
+		return 0
 	}
 	return r
 }
@@ -82,12 +98,16 @@ func (r *runRenderer) report(rep controller.Report) {
 	}
 }
 
-// start redraws the table until ctx ends (a no-op for the other modes); the returned
-// function waits for the last redraw.
+// start redraws the table in place until ctx ends (a no-op for the other modes): the output
+// above it (what was printed before run, such as the demo's explain and its commands) stays
+// on screen and the scrollback does not fill with frames. The returned function waits for the
+// last redraw and leaves the final table, with the time run stopped, on the screen.
 func (r *runRenderer) start(ctx context.Context) func() {
 	if r.mode != "table" {
 		return func() {}
 	}
+	// Hide the cursor while frames are drawn; the final frame shows it again.
+	fmt.Fprint(r.out, "\x1b[?25l")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -101,13 +121,48 @@ func (r *runRenderer) start(ctx context.Context) func() {
 			case <-tick.C:
 			}
 			r.mu.Lock()
-			// Home the cursor and clear the screen, then draw.
-			fmt.Fprint(r.out, "\x1b[H\x1b[2J")
-			r.writeTable(r.out, time.Now())
+			r.redraw(time.Now(), false)
 			r.mu.Unlock()
 		}
 	}()
-	return func() { <-done }
+	return func() {
+		<-done
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.redraw(time.Now(), true)
+	}
+}
+
+// redraw draws the table over the previous frame. Lines do not wrap (autowrap is off while
+// drawing), so a frame takes exactly one screen row per line and the next one can move back
+// to its first line; a frame is cut to the screen's height for the same reason. The final
+// frame is drawn whole, says when run stopped, and restores the cursor. The caller holds mu.
+func (r *runRenderer) redraw(now time.Time, final bool) {
+	var table bytes.Buffer
+	r.writeTable(&table, now)
+	lines := strings.Split(strings.TrimSuffix(table.String(), "\n"), "\n")
+	if final {
+		lines = append(lines, "", fmt.Sprintf("kubectl hpa run stopped at %s; the table shows each HPA's last decision", now.UTC().Format(time.RFC3339)))
+	} else if h := r.termRows(); h > 2 && len(lines) > h-1 {
+		hidden := len(lines) - (h - 2)
+		lines = append(lines[:h-2], fmt.Sprintf("... %d more lines (a taller terminal shows them)", hidden))
+	}
+	var b strings.Builder
+	if r.drawn > 0 {
+		fmt.Fprintf(&b, "\r\x1b[%dA", r.drawn)
+	}
+	// Clear from here to the end of the screen, then draw without autowrap.
+	b.WriteString("\x1b[J\x1b[?7l")
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteString("\n")
+	}
+	b.WriteString("\x1b[?7h")
+	if final {
+		b.WriteString("\x1b[?25h")
+	}
+	_, _ = io.WriteString(r.out, b.String())
+	r.drawn = len(lines)
 }
 
 func (r *runRenderer) writeJSON(rep controller.Report) {

@@ -2,9 +2,13 @@ package plugin
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -173,4 +177,82 @@ func TestRunSparkline(t *testing.T) {
 			t.Errorf("runSparkline(%v) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// TestRunTableRedrawsInPlaceAndLeavesASummary: on a terminal the table is drawn over its
+// previous frame (never clearing the screen, which would wipe what was printed before run and
+// fill the scrollback with frames), and when run stops the last table stays on screen with
+// the time it stopped and the cursor shown again.
+func TestRunTableRedrawsInPlaceAndLeavesASummary(t *testing.T) {
+	var out syncBuffer
+	o := NewRunOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{Out: &out})
+	o.isTerminal = func() bool { return true }
+	r := newRunRenderer(o, "metrics.k8s.io/v1beta1")
+	r.refresh = 10 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := r.start(ctx)
+	for _, rep := range runTestReports() {
+		r.report(rep)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(out.String(), "\x1b[?7h") < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	wait()
+	got := out.String()
+	for _, banned := range []string{"\x1b[2J", "\x1b[H", "\x1b[?1049h"} {
+		if strings.Contains(got, banned) {
+			t.Errorf("output clears the screen or switches to the alternate screen (%q): %q", banned, got)
+		}
+	}
+	frames := strings.Split(got, "\x1b[J")
+	if len(frames) < 3 {
+		t.Fatalf("want at least two redraws and a final frame, got %d frames: %q", len(frames)-1, got)
+	}
+	// Every frame after the first moves back over the previous one's lines (header, blank
+	// line, column names and one line per HPA drawn so far).
+	for i := 1; i < len(frames)-1; i++ {
+		if !strings.HasSuffix(frames[i], "\x1b[?7h\r\x1b["+strconv.Itoa(strings.Count(frames[i], "\n"))+"A") {
+			t.Errorf("frame %d does not move back over its %d lines before the next: %q", i, strings.Count(frames[i], "\n"), frames[i])
+		}
+	}
+	last := frames[len(frames)-1]
+	if !strings.Contains(last, "shop/web") || !strings.Contains(last, "kubectl hpa run stopped at ") || !strings.HasSuffix(last, "\x1b[?25h") {
+		t.Errorf("final frame lacks the table, the stop line or the cursor: %q", last)
+	}
+}
+
+func TestRunTableFrameFitsTheTerminal(t *testing.T) {
+	var out bytes.Buffer
+	o := NewRunOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{Out: &out})
+	o.isTerminal = func() bool { return true }
+	r := newRunRenderer(o, "metrics.k8s.io/v1beta1")
+	for _, rep := range runTestReports() {
+		r.report(rep)
+	}
+	r.termRows = func() int { return 24 }
+	r.redraw(runNow.Add(5*time.Second), false)
+	r.termRows = func() int { return 5 } // shrunk: 3 header lines and 3 HPAs do not fit
+	r.redraw(runNow.Add(6*time.Second), false)
+	r.redraw(runNow.Add(7*time.Second), true)
+	runCheckGolden(t, "run-table-frames.golden", []byte(strings.ReplaceAll(out.String(), "\x1b", "<ESC>")))
+}
+
+// syncBuffer is a bytes.Buffer safe for the renderer's goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

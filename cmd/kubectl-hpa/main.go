@@ -42,25 +42,53 @@ func main() {
 	os.Exit(code)
 }
 
-// notifyStop returns a context cancelled by the first SIGINT or SIGTERM. From then on a second
-// signal has its default effect (the process ends at once), and if release has not been
-// called within deadline, a line saying so is written to errOut and forceExit is called.
-// release stops all of this and must be called once the command has returned.
+// interruptGrace is how long after the first stop signal a SIGINT counts as a second,
+// deliberate Ctrl-C. A signal repeated at once is the same stop delivered twice (a shell or a
+// supervisor signals the process group and the PID; a wrapper forwards the terminal's
+// Ctrl-C that reached the plugin too) and must not cut the stop short.
+const interruptGrace = 500 * time.Millisecond
+
+// notifyStop returns a context cancelled by the first SIGINT or SIGTERM. From then on a SIGINT
+// at least interruptGrace after the first signal ends the process at once (by SIGINT, as an
+// unhandled Ctrl-C does); other repeats are ignored. If release has not been called within
+// deadline of the first signal, a line saying so is written to errOut and forceExit is
+// called. release stops all of this and must be called once the command has returned.
 func notifyStop(parent context.Context, clk clock.Clock, deadline time.Duration, errOut io.Writer, forceExit func()) (context.Context, func()) {
-	ctx, stopSignals := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
-	released := make(chan struct{})
-	stopWatch := context.AfterFunc(ctx, func() {
-		stopSignals()
-		select {
-		case <-released:
-		case <-clk.After(deadline):
-			fmt.Fprintf(errOut, "error: still stopping %v after the signal; exiting without waiting further (an unreleased Lease expires on its own)\n", deadline)
-			forceExit()
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	released, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		var first time.Time
+		var expired <-chan time.Time
+		for {
+			select {
+			case <-released:
+				return
+			case s := <-sigs:
+				switch {
+				case first.IsZero():
+					first, expired = clk.Now(), clk.After(deadline)
+					cancel()
+				case s == os.Interrupt && clk.Since(first) >= interruptGrace:
+					signal.Reset(os.Interrupt)
+					_ = syscall.Kill(syscall.Getpid(), syscall.SIGINT)
+					// SIGINT was ignored when the process started (a background job):
+					// end anyway, as asked.
+					clk.Sleep(100 * time.Millisecond)
+					forceExit()
+				}
+			case <-expired:
+				fmt.Fprintf(errOut, "error: still stopping %v after the signal; exiting without waiting further (an unreleased Lease expires on its own)\n", deadline)
+				forceExit()
+			}
 		}
-	})
+	}()
 	return ctx, func() {
-		stopWatch()
 		close(released)
-		stopSignals()
+		<-watched
+		signal.Stop(sigs)
+		cancel()
 	}
 }
