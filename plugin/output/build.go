@@ -97,6 +97,7 @@ func Build(f Facts) *Explanation {
 		// The history is a reconstruction; say in the same sentence what none would give.
 		e.Verdict.Sentence += fmt.Sprintf(" (a controller started now, with no history, would decide %d)", *f.FreshDesired)
 	}
+	e.Verdict.Details = verdictDetails(d, e)
 	e.History = historyOf(f)
 	if f.Cluster != nil {
 		e.Cluster = clusterOf(f.Cluster, f.RescaleEvents, d)
@@ -626,4 +627,110 @@ func Quantity(milli int64, binary bool) string {
 		q = resource.NewQuantity(milli/1000, resource.BinarySI)
 	}
 	return q.String()
+}
+
+// verdictDetails are the verdict's follow-up answers (see Verdict.Details).
+func verdictDetails(d replicas.Decision, e *Explanation) []string {
+	var out []string
+	var failed, valid []Metric
+	var chosen *Metric
+	for i, m := range e.Metrics {
+		switch {
+		case !m.Computed:
+		case m.Error != "":
+			failed = append(failed, m)
+		default:
+			valid = append(valid, m)
+			if m.Chosen {
+				chosen = &e.Metrics[i]
+			}
+		}
+	}
+	if len(failed) > 0 {
+		var names []string
+		for _, m := range failed {
+			names = append(names, m.Short)
+		}
+		out = append(out, fmt.Sprintf("kubectl get hpa shows <unknown> for %s: the metric could not be read or computed", strings.Join(names, ", ")))
+	}
+	if d.Phase == replicas.PhaseMetricsFailed && len(valid) > 0 {
+		var lower []string
+		for _, m := range valid {
+			if m.Proposal != nil && *m.Proposal < d.CurrentReplicas {
+				lower = append(lower, fmt.Sprintf("%s alone proposes %d", m.Short, *m.Proposal))
+			}
+		}
+		if len(lower) > 0 {
+			out = append(out, fmt.Sprintf("a failing metric blocks scale-down: %s, but the controller never scales down while any metric is invalid (it would still scale up)", strings.Join(lower, ", ")))
+		}
+	}
+	if chosen == nil {
+		return out
+	}
+	if len(valid) > 1 {
+		var ps []string
+		for _, m := range valid {
+			ps = append(ps, fmt.Sprintf("%s %d", m.Short, *m.Proposal))
+		}
+		out = append(out, fmt.Sprintf("driving metric: %s (the highest proposal wins: %s)", chosen.Short, strings.Join(ps, ", ")))
+	}
+	if p := podSummary(*chosen); p != "" {
+		out = append(out, p)
+	}
+	if t := thresholds(d, *chosen, e); t != "" {
+		out = append(out, t)
+	}
+	return out
+}
+
+// podSummary counts the pods a pod metric did not take as measured, with what that means.
+func podSummary(m Metric) string {
+	var unready, missing, ignored int
+	for _, p := range m.Pods {
+		switch p.Treatment {
+		case string(replicas.PodUnready):
+			unready++
+		case string(replicas.PodMissing):
+			missing++
+		case string(replicas.PodReady):
+		default:
+			ignored++
+		}
+	}
+	if unready+missing+ignored == 0 {
+		return ""
+	}
+	var parts []string
+	if missing > 0 {
+		parts = append(parts, fmt.Sprintf("%d missing metrics (new pods metrics-server has not measured yet: counted as 0 on a scale-up, as 100%% of target on a scale-down)", missing))
+	}
+	if unready > 0 {
+		parts = append(parts, fmt.Sprintf("%d unready or still initializing (counted as 0 on a scale-up)", unready))
+	}
+	if ignored > 0 {
+		parts = append(parts, fmt.Sprintf("%d ignored (deleting or failed)", ignored))
+	}
+	return fmt.Sprintf("pods: %d ready counted; %s", m.ReadyPods, strings.Join(parts, "; "))
+}
+
+// thresholds says, for a count that stays, where a Utilization metric would have to go for
+// the count to move: down needs the ratio below both the tolerance and (n-1)/n, up above
+// the tolerance.
+func thresholds(d replicas.Decision, m Metric, e *Explanation) string {
+	if d.Rescale || d.Phase != replicas.PhaseComputed || m.TargetSpec.Type != autoscalingv2.UtilizationMetricType || m.TargetSpec.AverageUtilization == nil {
+		return ""
+	}
+	target := float64(*m.TargetSpec.AverageUtilization)
+	n := d.CurrentReplicas
+	up := fmt.Sprintf("above %.0f%% (tolerance +%s)", math.Floor(target*(1+d.Tolerances.Up)), pct(d.Tolerances.Up))
+	down := fmt.Sprintf("it cannot scale below minReplicas %d", d.MinReplicas)
+	if n > d.MinReplicas && n > 0 {
+		ratio := math.Min(1-d.Tolerances.Down, float64(n-1)/float64(n))
+		down = fmt.Sprintf("scales down only once %s averages below %g%% of request (%s x min(1 - tolerance %s, %d/%d replicas))", m.Short, math.Floor(target*ratio*10)/10, m.Target, pct(d.Tolerances.Down), n-1, n)
+	}
+	s := fmt.Sprintf("what would move it: %s; scales up %s", down, up)
+	if strings.HasPrefix(m.Short, "memory") {
+		s += "; memory use rarely falls when load does (caches, heaps), so a memory HPA may never scale down"
+	}
+	return s
 }

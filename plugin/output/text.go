@@ -92,6 +92,9 @@ func (r *textRenderer) render(e *Explanation) {
 	if v := e.Verdict; v != nil {
 		r.kv(0, "Verdict", "%s", v.Sentence)
 		r.kv(1, "Binding constraint", "%s", v.Constraint)
+		for _, d := range v.Details {
+			r.line(1, "%s", d)
+		}
 	}
 	if len(e.WhatIf) > 0 {
 		r.line(0, "What-if (inputs changed here only; the cluster was not touched):")

@@ -266,6 +266,10 @@ type Event struct {
 type Verdict struct {
 	Sentence   string `json:"sentence"`
 	Constraint string `json:"constraint"`
+	// Details answer the questions the verdict usually raises, in the words people search
+	// with: which metric drove it, which pods were not counted as measured, what would move
+	// the count, why a failing metric blocks a scale-down, what kubectl get hpa shows.
+	Details []string `json:"details,omitempty"`
 }
 
 // Cluster is what the cluster's own HPA controller last decided.
