@@ -717,7 +717,9 @@ func podSummary(m Metric) string {
 // the count to move: down needs the ratio below both the tolerance and (n-1)/n, up above
 // the tolerance.
 func thresholds(d replicas.Decision, m Metric, e *Explanation) string {
-	if d.Rescale || d.Phase != replicas.PhaseComputed || m.TargetSpec.Type != autoscalingv2.UtilizationMetricType || m.TargetSpec.AverageUtilization == nil {
+	if d.Rescale || d.Phase != replicas.PhaseComputed || m.TargetSpec.Type != autoscalingv2.UtilizationMetricType || m.TargetSpec.AverageUtilization == nil ||
+		m.Proposal == nil || *m.Proposal != d.CurrentReplicas {
+		// Only the metric holds the count here; a window or a limit says its own why.
 		return ""
 	}
 	target := float64(*m.TargetSpec.AverageUtilization)
