@@ -321,3 +321,42 @@ func TestClusterStatusNeverWrittenIsNotADisagreement(t *testing.T) {
 		t.Errorf("want %q and no DISAGREES:\n%s", "no controller has written status yet", out)
 	}
 }
+
+func TestVerdictDetailsAnswerTheUsualFollowUps(t *testing.T) {
+	mem := autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceMemory,
+		Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(int32(80))}}}
+	twoMetrics := func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.Metrics = append(h.Spec.Metrics, mem) }
+	base := func(phase replicas.Phase, desired int32, results ...replicas.MetricResult) Facts {
+		return Facts{
+			Input: replicas.Input{HPA: hpa(twoMetrics), Scale: &replicas.Scale{SpecReplicas: 4, StatusReplicas: 4}, Now: now, Config: replicas.DefaultConfig()},
+			Decision: replicas.Decision{Phase: phase, CurrentReplicas: 4, MinReplicas: 2, MaxReplicas: 10, DesiredReplicas: desired, Rescale: desired != 4,
+				Tolerances: replicas.Tolerances{Up: 0.1, Down: 0.1}, Metrics: results, MetricName: cpuName, MetricReplicas: desired},
+		}
+	}
+	cpuOK := func(proposal int32) replicas.MetricResult {
+		return replicas.MetricResult{Index: 0, Type: autoscalingv2.ResourceMetricSourceType, Name: cpuName, Replicas: proposal, Ratio: float64(proposal) / 4, Status: cpuStatus(80*proposal/4, "100m")}
+	}
+	cases := []struct {
+		name string
+		f    Facts
+		want string
+	}{
+		{"the metric with the highest proposal drives", base(replicas.PhaseComputed, 8, cpuOK(8),
+			replicas.MetricResult{Index: 1, Type: autoscalingv2.ResourceMetricSourceType, Name: "memory", Replicas: 3, Ratio: 0.7}),
+			"driving metric: cpu (the highest proposal wins: cpu 8, memory 3)"},
+		{"a failing metric blocks a scale-down", base(replicas.PhaseMetricsFailed, 4, cpuOK(2),
+			replicas.MetricResult{Index: 1, Type: autoscalingv2.ResourceMetricSourceType, Name: "memory", Err: errors.New("no metrics")}),
+			"a failing metric blocks scale-down: cpu alone proposes 2"},
+		{"a failing metric shows as <unknown>", base(replicas.PhaseMetricsFailed, 4, cpuOK(2),
+			replicas.MetricResult{Index: 1, Type: autoscalingv2.ResourceMetricSourceType, Name: "memory", Err: errors.New("no metrics")}),
+			"kubectl get hpa shows <unknown> for memory"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Build(tc.f).Verdict.Details
+			if !strings.Contains(strings.Join(d, "\n"), tc.want) {
+				t.Errorf("verdict details %q lack %q", d, tc.want)
+			}
+		})
+	}
+}
