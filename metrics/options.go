@@ -283,6 +283,10 @@ func (o *Options) NewClientFrom(ctx context.Context, c Clients, clk clock.Passiv
 
 	served, err := servedGroups(ctx, c.Discovery)
 	if err != nil {
+		if clusterAccessFailure(err) {
+			// Credentials, RBAC or the network: no choice of source would help.
+			return nil, Selection{}, fmt.Errorf("discovering the metrics APIs: %w", err)
+		}
 		return nil, Selection{}, fmt.Errorf("discovering the metrics APIs to choose a metrics source: %w; pass --metrics-source=heapster or --metrics-source=metrics-api", err)
 	}
 	if v, ok := pickVersion(served, resourceMetricsGroup, resourceMetricsVersions); ok {
@@ -311,6 +315,13 @@ func (o *Options) NewClientFrom(ctx context.Context, c Clients, clk clock.Passiv
 	}
 	return nil, Selection{}, fmt.Errorf("no metrics source: the cluster serves none of %s, %s, %s, and %w; install metrics-server",
 		resourceMetricsGroup, customMetricsGroup, externalMetricsGroup, svcErr)
+}
+
+// clusterAccessFailure reports whether err says the cluster itself could not be used: bad
+// credentials, RBAC, or no connection at all.
+func clusterAccessFailure(err error) bool {
+	var urlErr *url.Error
+	return apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) || errors.As(err, &urlErr)
 }
 
 func (o *Options) heapster(c Clients, clk clock.PassiveClock, reason string) (Client, Selection, error) {

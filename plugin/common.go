@@ -41,6 +41,11 @@ const (
 	ExitMetricsUnavailable = 8
 	// ExitUnauthorized: the API server rejected the credentials.
 	ExitUnauthorized = 9
+	// ExitCannotCompute: the HPA's metrics were read (or there was nothing to read) but no
+	// replica count can be computed from them, so the controller sets ScalingActive=False
+	// and scales nothing: a Utilization target on pods without requests, an invalid or
+	// ambiguous selector, a metric spec the controller refuses.
+	ExitCannotCompute = 10
 )
 
 // Stable reasons for structured errors (output.Error.Reason), one per exit code.
@@ -54,6 +59,7 @@ var exitReasons = map[int]string{
 	ExitForbidden:          "Forbidden",
 	ExitMetricsUnavailable: "MetricsAPIUnavailable",
 	ExitUnauthorized:       "Unauthorized",
+	ExitCannotCompute:      "CannotComputeReplicas",
 }
 
 // ExitReason is the stable CamelCase reason for an exit code.
@@ -76,6 +82,18 @@ func exitCode(err error) int {
 // usageErrorf is a bad-input error with ExitUsage.
 func usageErrorf(format string, args ...any) error {
 	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+// noArgs refuses positional arguments, saying what the command takes instead. (cobra's
+// NoArgs calls an argument an "unknown command", which misleads on a command without
+// subcommands.)
+func noArgs(instead string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageErrorf("unexpected argument %q: %s takes no arguments%s", args[0], cmd.CommandPath(), instead)
+		}
+		return nil
+	}
 }
 
 // withUsageExitCodes makes cobra's own flag and argument errors exit with ExitUsage.

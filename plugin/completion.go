@@ -31,7 +31,15 @@ func NewCmdCompletion(streams genericiooptions.IOStreams) *cobra.Command {
 		Short:                 "Print a shell completion script",
 		Long:                  completionLong,
 		ValidArgs:             []string{"bash", "zsh", "fish", "powershell"},
-		Args:                  cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 0:
+				return usageErrorf("a shell is required: kubectl hpa completion bash|zsh|fish|powershell")
+			case len(args) > 1:
+				return usageErrorf("unexpected argument %q: kubectl hpa completion takes one shell", args[1])
+			}
+			return cobra.OnlyValidArgs(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root := cmd.Root()
 			switch args[0] {
@@ -54,7 +62,7 @@ func NewCmdCompletion(streams genericiooptions.IOStreams) *cobra.Command {
 // kubeFromFlags returns a client and the namespace the kubeconfig flags select.
 func kubeFromFlags(configFlags *genericclioptions.ConfigFlags) func() (kubernetes.Interface, string, error) {
 	return func() (kubernetes.Interface, string, error) {
-		cfg, err := configFlags.ToRESTConfig()
+		cfg, err := restConfig(configFlags)
 		if err != nil {
 			return nil, "", err
 		}

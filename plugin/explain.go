@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -80,6 +82,11 @@ type ExplainOptions struct {
 	// Metrics selects the metrics source (--metrics-source, --heapster-*).
 	Metrics *metrics.Options
 
+	// syncPeriodSet says --sync-period was given.
+	syncPeriodSet bool
+	// host is the API server's address, for messages.
+	host string
+
 	clients *explainClients
 	printer printers.ResourcePrinter
 	whatIf  []whatIf
@@ -134,7 +141,7 @@ func newCmdExplain(o *ExplainOptions) *cobra.Command {
 		Short:                 "Show, step by step, the decision the HPA controller would make for one HPA",
 		Long:                  explainLong,
 		Example:               explainExample,
-		Args:                  cobra.ExactArgs(1),
+		Args:                  oneHPAName,
 		ValidArgsFunction:     completeHPANames(o.newKube),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
@@ -158,9 +165,39 @@ func newCmdExplain(o *ExplainOptions) *cobra.Command {
 	return cmd
 }
 
+// oneHPAName requires exactly one argument, the HPA's NAME (or hpa/NAME, as kubectl
+// accepts), and refuses anything that cannot be an object name before the cluster is asked.
+func oneHPAName(_ *cobra.Command, args []string) error {
+	switch {
+	case len(args) == 0:
+		return usageErrorf("an HPA NAME is required: kubectl hpa explain NAME [-n NAMESPACE] (kubectl get hpa -n NAMESPACE lists them)")
+	case len(args) > 1:
+		return usageErrorf("unexpected argument %q: kubectl hpa explain takes one HPA NAME", args[1])
+	}
+	name := hpaNameOf(args[0])
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return usageErrorf("%q is not an HPA name: %s (give the NAME that kubectl get hpa -n NAMESPACE lists)", args[0], strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// hpaNameOf strips a kubectl-style resource prefix (hpa/web, horizontalpodautoscaler/web).
+func hpaNameOf(arg string) string {
+	kind, name, ok := strings.Cut(arg, "/")
+	if !ok {
+		return arg
+	}
+	switch strings.ToLower(kind) {
+	case "hpa", "horizontalpodautoscaler", "horizontalpodautoscalers", "horizontalpodautoscaler.autoscaling", "horizontalpodautoscalers.autoscaling":
+		return name
+	}
+	return arg
+}
+
 // Complete fills the name, namespace and printer.
-func (o *ExplainOptions) Complete(_ *cobra.Command, args []string) error {
-	o.Name = args[0]
+func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Name = hpaNameOf(args[0])
+	o.syncPeriodSet = cmd != nil && cmd.Flags().Changed("sync-period")
 	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return usageErrorf("reading the namespace from the kubeconfig: %w", err)
@@ -185,6 +222,9 @@ func (o *ExplainOptions) Complete(_ *cobra.Command, args []string) error {
 func (o *ExplainOptions) Validate() error {
 	if o.Name == "" {
 		return usageErrorf("an HPA name is required: kubectl hpa explain NAME")
+	}
+	if o.syncPeriodSet && !o.Watch {
+		return usageErrorf("--sync-period only applies with --watch (-w): explain without it explains once")
 	}
 	if o.Watch && o.SyncPeriod <= 0 {
 		return usageErrorf("--sync-period must be positive with --watch, got %s", o.SyncPeriod)
@@ -219,18 +259,28 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	}
 	ticker := o.Clock.NewTicker(o.SyncPeriod)
 	defer ticker.Stop()
+	// last is the failure of the latest explanation: a watch stopped while the HPA is
+	// missing (or cannot be explained) exits with that failure's code, not 0.
+	var last error
 	for first := true; ; first = false {
 		if !first && o.textOutput() {
 			fmt.Fprintln(o.Out, "---")
 		}
 		e, err := o.explain(ctx)
-		if err := o.print(e, err); err != nil && ctx.Err() == nil {
+		err = o.print(e, err)
+		switch {
+		case ctx.Err() != nil:
+			// Stopped in the middle: the explanation before this one stands.
+		case err != nil:
 			// A failing sync does not end the watch, as it does not stop the controller.
 			fmt.Fprintf(o.ErrOut, "error: %v\n", err)
+			last = alreadyReported{err}
+		default:
+			last = nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return last
 		case <-ticker.C():
 		}
 	}
@@ -273,10 +323,11 @@ func (o *ExplainOptions) textOutput() bool {
 // clientsFromFlags builds live clients from the kubeconfig flags, with the cached discovery
 // client and REST mapper kubectl uses so discovery costs nothing after the first run.
 func clientsFromFlags(ctx context.Context, o *ExplainOptions) (*explainClients, error) {
-	cfg, err := o.ConfigFlags.ToRESTConfig()
+	cfg, err := restConfig(o.ConfigFlags)
 	if err != nil {
-		return nil, &ExitError{Code: ExitUsage, Err: fmt.Errorf("loading the kubeconfig: %w", err)}
+		return nil, err
 	}
+	o.host = cfg.Host
 	warnOnce := rest.CopyConfig(cfg)
 	warnOnce.WarningHandler = rest.NoWarnings{}
 	kube, err := kubernetes.NewForConfig(warnOnce)

@@ -165,8 +165,13 @@ func (o *ExplainOptions) hpaError(ctx context.Context, err error) error {
 		return apiExitError(doing, err)
 	}
 	kube := o.clients.Kube
-	if _, nsErr := kube.CoreV1().Namespaces().Get(ctx, o.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(nsErr) {
-		return &ExitError{Code: ExitWrongNamespace, Err: fmt.Errorf("namespace %q not found: pass the HPA's namespace with -n NAMESPACE", o.Namespace)}
+	// A server that is not a Kubernetes API server answers 404 to everything.
+	if err := checkAPIServer(kube.Discovery(), o.host); err != nil {
+		return err
+	}
+	_, nsErr := kube.CoreV1().Namespaces().Get(ctx, o.Namespace, metav1.GetOptions{})
+	if err := namespaceMissing(nsErr, o.Namespace); err != nil {
+		return err
 	}
 	list, lerr := kube.AutoscalingV2().HorizontalPodAutoscalers(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + o.Name})
 	if lerr == nil {
@@ -221,6 +226,18 @@ func (o *ExplainOptions) decisionExitError(hpa *autoscalingv2.HorizontalPodAutos
 				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("metric %s of %s/%s cannot be read, so nothing would be scaled: %w", output.ShortName(hpa.Spec.Metrics[i]), ref.Kind, ref.Name, m.Err)}
 			}
 		}
+		// Everything was read and still no count: the HPA itself cannot compute.
+		reason, msg := "", ""
+		for _, c := range d.Conditions {
+			if c.Type == autoscalingv2.ScalingActive && c.Status == corev1.ConditionFalse {
+				reason, msg = c.Reason, c.Message
+			}
+		}
+		if reason == "" && d.Err != nil {
+			reason, msg = "FailedComputeMetricsReplicas", d.Err.Error()
+		}
+		return &ExitError{Code: ExitCannotCompute, Err: fmt.Errorf("horizontalpodautoscaler %s/%s cannot compute a replica count, so nothing would be scaled (ScalingActive=False, %s): %s",
+			hpa.Namespace, hpa.Name, reason, msg)}
 	}
 	return nil
 }

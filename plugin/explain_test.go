@@ -304,11 +304,7 @@ func runExplain(t *testing.T, ctx context.Context, clk *clocktesting.FakeClock, 
 	root.SetArgs(append([]string{"explain", "--kubeconfig", kubeconfig(t)}, args...))
 	root.SetOut(&out)
 	root.SetErr(&errOut)
-	code := 0
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(&errOut, "error: %v\n", err)
-		code = exitCode(err)
-	}
+	code := report(&errOut, root.ExecuteContext(ctx))
 	return result{stdout: out.String(), stderr: errOut.String(), code: code, c: c}
 }
 
@@ -490,7 +486,7 @@ func scenarios() map[string]struct {
 			f.scale.Spec.Replicas, f.scale.Status.Replicas = 3, 3
 			f.hpa.Status.CurrentReplicas, f.hpa.Status.DesiredReplicas = 3, 3
 			return f
-		}},
+		}, code: ExitCannotCompute},
 	}
 }
 
@@ -609,7 +605,7 @@ func TestExplainFailsWithDistinctCodesAndOneLine(t *testing.T) {
 		{"bad metrics source flag", newFixture, []string{"web", "-n", "shop", "--metrics-source", "carrier-pigeon"}, ExitUsage, `unknown --metrics-source "carrier-pigeon"`},
 		{"bad what-if value", newFixture, []string{"web", "-n", "shop", "--set-target", "cpu=lots"}, ExitUsage, `is neither a percentage nor a quantity`},
 		{"what-if names an unknown metric", newFixture, []string{"web", "-n", "shop", "--assume", "memory=1Gi"}, ExitUsage, `metric "memory" is not in spec.metrics of this HPA (it has: 0=cpu)`},
-		{"missing name", newFixture, []string{"-n", "shop"}, ExitUsage, `accepts 1 arg(s), received 0`},
+		{"missing name", newFixture, []string{"-n", "shop"}, ExitUsage, `an HPA NAME is required`},
 		{"unknown flag", newFixture, []string{"web", "--frobnicate"}, ExitUsage, `unknown flag: --frobnicate`},
 	}
 	for _, tt := range tests {

@@ -112,6 +112,21 @@ func targetOf(spec *autoscalingv2.MetricSpec) *autoscalingv2.MetricTarget {
 	return nil
 }
 
+// refuseBareResourceNumber refuses a unitless value for a resource metric: cpu=90 would
+// mean 90 whole cores (and memory=300, 300 bytes), almost never what was meant.
+func refuseBareResourceNumber(w whatIf, spec autoscalingv2.MetricSpec) error {
+	if w.quantity == nil || !isResourceMetric(spec.Type) || strings.TrimLeft(w.raw, "0123456789.") != "" {
+		return nil
+	}
+	name, _ := resourceOf(spec)
+	example, unit := "300Mi", "bytes"
+	if name == corev1.ResourceCPU {
+		example, unit = "900m", "cores"
+	}
+	return fmt.Errorf("--%s %s=%s: a number without a unit would mean %s %s: give a utilization such as %s%% or a quantity with its unit such as %s",
+		w.flag, w.metric, w.raw, w.raw, unit, w.raw, example)
+}
+
 func isResourceMetric(t autoscalingv2.MetricSourceType) bool {
 	return t == autoscalingv2.ResourceMetricSourceType || t == autoscalingv2.ContainerResourceMetricSourceType
 }
@@ -138,6 +153,9 @@ func applySetTargets(hpa *autoscalingv2.HorizontalPodAutoscaler, wis []whatIf) (
 			return nil, nil, fmt.Errorf("--set-target: metric %d has no target to change", i)
 		}
 		was := output.FormatTarget(*t)
+		if err := refuseBareResourceNumber(w, *spec); err != nil {
+			return nil, nil, err
+		}
 		switch {
 		case w.percent != nil:
 			if !isResourceMetric(spec.Type) {
@@ -173,6 +191,9 @@ func applyAssumes(in *replicas.Input, wis []whatIf, before []replicas.MetricResu
 			return nil, fmt.Errorf("--assume: %w", err)
 		}
 		spec := in.HPA.Spec.Metrics[i]
+		if err := refuseBareResourceNumber(w, spec); err != nil {
+			return nil, err
+		}
 		rec := output.WhatIf{Flag: w.flag, Metric: output.ShortName(spec), Value: w.raw}
 		if i >= len(in.Metrics) {
 			rec.Was = "not used: this decision does not consult metrics"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	goflag "flag"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -33,11 +34,26 @@ func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl hpa",
 		},
+		// Runnable, so that an unknown command reaches RunE and exits with ExitUsage;
+		// cobra reports it before any hook otherwise, as a plain error.
+		Args:                       cobra.ArbitraryArgs,
+		SuggestionsMinimumDistance: 2,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += fmt.Sprintf(": did you mean %q?", s[0])
+			}
+			return usageErrorf("%s (see kubectl hpa --help)", msg)
+		},
 	}
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
 	configFlags.AddFlags(cmd.PersistentFlags())
+	withUsageExitCodes(cmd)
 	cmd.AddCommand(NewCmdVersion(streams))
 	cmd.AddCommand(NewCmdExplain(configFlags, streams), NewCmdCompletion(streams))
 	cmd.AddCommand(NewCmdRun(configFlags, streams))
@@ -56,13 +72,25 @@ func Execute(ctx context.Context, streams genericiooptions.IOStreams, args []str
 		}
 	}
 	cmd.SetArgs(args)
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
-		var ee *ExitError
-		if errors.As(err, &ee) {
-			return ee.Code
-		}
-		return 1
-	}
-	return 0
+	return report(streams.ErrOut, cmd.ExecuteContext(ctx))
 }
+
+// report prints err as one line on errOut, unless it was printed already, and returns the
+// exit code it carries.
+func report(errOut io.Writer, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var printed alreadyReported
+	if !errors.As(err, &printed) {
+		fmt.Fprintf(errOut, "error: %v\n", err)
+	}
+	return exitCode(err)
+}
+
+// alreadyReported is an error the command has printed itself (explain --watch prints each
+// failure as it happens and exits with the last one's code).
+type alreadyReported struct{ err error }
+
+func (a alreadyReported) Error() string { return a.err.Error() }
+func (a alreadyReported) Unwrap() error { return a.err }

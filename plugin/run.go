@@ -124,7 +124,7 @@ func newCmdRun(o *RunOptions) *cobra.Command {
 		Short:   "Run the HPA control loop in the foreground",
 		Long:    runLong,
 		Example: runExample,
-		Args:    cobra.NoArgs,
+		Args:    noArgs("; select HPAs with -n NAMESPACE, -A or -l SELECTOR"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Complete(); err != nil {
 				return err
@@ -225,9 +225,9 @@ func (o *RunOptions) writes() bool { return controller.DryRun(o.DryRun) != contr
 // Run runs the loop until ctx is cancelled.
 func (o *RunOptions) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	cfg, err := o.ConfigFlags.ToRESTConfig()
+	cfg, err := restConfig(o.ConfigFlags)
 	if err != nil {
-		return usageErrorf("loading the kubeconfig: %w", err)
+		return err
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "kubectl-hpa/" + Version().Version + " (run)"
@@ -240,10 +240,15 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Bad credentials, a wrong address or a server that is not an API server fail here,
+	// as what they are, rather than as a metrics source that could not be chosen.
+	if err := checkAPIServer(kube.Discovery(), cfg.Host); err != nil {
+		return err
+	}
 	mc, sel, err := o.newMetrics(ctx, o, cfg)
 	if err != nil {
-		if unreachable(err) {
-			return apiExitError("choosing a metrics source", err)
+		if ee := clusterAccessError("choosing a metrics source", err); ee != nil {
+			return ee
 		}
 		return &ExitError{Code: ExitMetricsUnavailable, Err: fmt.Errorf("choosing a metrics source: %w", err)}
 	}
@@ -323,6 +328,18 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	})
 }
 
+// checkNamespace fails with ExitWrongNamespace when the namespace watched does not exist:
+// its informers would list nothing and a Lease could never be created in it, so run would
+// wait without a word. It is asked only when no HPA matched, as explain asks only when the
+// HPA is not found; a check RBAC does not allow proves nothing and is let through.
+func (o *RunOptions) checkNamespace(ctx context.Context, kube kubernetes.Interface) error {
+	if o.Controller.Namespace == metav1.NamespaceAll {
+		return nil
+	}
+	_, err := kube.CoreV1().Namespaces().Get(ctx, o.Controller.Namespace, metav1.GetOptions{})
+	return namespaceMissing(err, o.Controller.Namespace)
+}
+
 // preflight checks, before anything starts, that every permission run needs is granted, and
 // fails naming all that are missing: without it a missing list or watch keeps the caches from
 // ever syncing (run would wait silently) and a missing write fails on every sync.
@@ -339,6 +356,11 @@ func (o *RunOptions) preflight(ctx context.Context, kube kubernetes.Interface, s
 		hpas, err := kube.AutoscalingV2().HorizontalPodAutoscalers(scope.Namespace).List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
 		if err != nil {
 			return preflightFailed(ctx, err)
+		}
+		if len(hpas.Items) == 0 {
+			if err := o.checkNamespace(ctx, kube); err != nil {
+				return err
+			}
 		}
 		mapKind := func(gk schema.GroupKind, version string) (schema.GroupResource, error) {
 			m, err := mapper.RESTMapping(gk, version)

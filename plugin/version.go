@@ -42,7 +42,7 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of kubectl hpa",
-		Args:  cobra.NoArgs,
+		Args:  noArgs(""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := Version()
 			switch output {
@@ -55,10 +55,11 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(v)
 			default:
-				return fmt.Errorf("unknown output format %q: use -o json or omit -o", output)
+				return usageErrorf("unknown output format %q: use -o json or omit -o", output)
 			}
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json")
+	withUsageExitCodes(cmd)
 	return cmd
 }
