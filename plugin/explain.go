@@ -39,10 +39,14 @@ explain only reads: it never creates, updates, patches or deletes anything, not 
 The cluster controller's recommendation history lives in its memory and cannot be read;
 explain says which history it used (reconstructed from status.lastScaleTime and rescale events).
 
-Exit codes: 0 ok, 1 unexpected failure, 2 bad flags or arguments, 3 HPA not found,
-4 wrong namespace (namespace missing or HPA found elsewhere), 5 scale target not found,
-6 scale target not scalable, 7 forbidden by RBAC, 8 a metrics API the HPA needs is not served,
-9 unauthorized. With -o json|yaml failures are also printed as an Explanation with .error set.`
+Exit codes: 0 ok, 1 unexpected failure (server unreachable or not a Kubernetes API server),
+2 bad flags or arguments (or no kubeconfig), 3 HPA not found, 4 wrong namespace (namespace
+missing or HPA found elsewhere), 5 scale target not found, 6 scale target not scalable,
+7 forbidden by RBAC, 8 a metrics API the HPA needs is not served, 9 unauthorized,
+10 the HPA cannot compute a replica count (ScalingActive=False: its metrics were read but,
+for example, its pods have no requests for a Utilization target). With -w, the code of the
+last explanation when stopped. With -o json|yaml failures are also printed as an Explanation
+with .error set.`
 
 const explainExample = `  # Why does web have the replica count it has?
   kubectl hpa explain web -n shop

@@ -11,8 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -255,7 +257,8 @@ func TestRunPreflightNamesEveryMissingPermission(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := preflightOptions(t, tc.args...)
-			kube := fake.NewClientset(tc.hpas...)
+			// The namespace exists: a run finding no HPA asks.
+			kube := fake.NewClientset(append(tc.hpas, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})...)
 			g := &grants{allowed: tc.allowed}
 			kube.PrependReactor("create", "selfsubjectaccessreviews", g.react)
 			err := o.preflight(context.Background(), kube, tc.sel, preflightMapper())

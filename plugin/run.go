@@ -42,7 +42,11 @@ status, and record events. Use it where the built-in controller is off, or with
 
 It never fights another controller: an HPA whose status another manager (such as
 kube-controller-manager) wrote recently is only watched, unless --force-ownership
-is given. When writing, a Lease makes sure only one kubectl hpa run writes at a time.`
+is given. When writing, a Lease makes sure only one kubectl hpa run writes at a time.
+
+Exit codes: 0 stopped by Ctrl-C or SIGTERM, 1 unexpected failure (server unreachable or
+not a Kubernetes API server), 2 bad flags or arguments (or no kubeconfig), 4 the namespace
+does not exist, 7 a permission run needs is missing, 8 no metrics source, 9 unauthorized.`
 
 	runExample = `  # Watch what the HPAs of namespace shop would do, writing nothing
   kubectl hpa run -n shop --dry-run=client

@@ -2,6 +2,9 @@ package plugin
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +136,23 @@ func TestExplainWatchExitsWithTheLastExplanationsCode(t *testing.T) {
 				t.Errorf("the failure was printed %d times, want %d (once per failed sync): %q", got, failures, r.stderr)
 			}
 		})
+	}
+}
+
+// The README's table and explain's help are the contract scripts read: every code the
+// commands return is in both, with its reason.
+func TestExitCodesAreDocumentedInTheREADMEAndHelp(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for code, reason := range exitReasons {
+		row := fmt.Sprintf("| %d | `%s` |", code, reason)
+		if !strings.Contains(string(readme), row) {
+			t.Errorf("README.md has no exit-code row %q", row)
+		}
+		if !strings.Contains(strings.Join(strings.Fields(explainLong), " "), fmt.Sprintf(" %d ", code)) {
+			t.Errorf("explain --help does not document exit code %d", code)
+		}
 	}
 }
