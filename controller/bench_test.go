@@ -61,7 +61,7 @@ func benchSyncPass(b *testing.B, workers int) {
 		for range workers {
 			wg.Go(func() {
 				for key := range keys {
-					if _, err := f.c.reconcileKey(ctx, key); err != nil {
+					if _, _, err := f.c.reconcileKey(ctx, key); err != nil {
 						errs <- err
 						return
 					}
@@ -111,7 +111,7 @@ func BenchmarkMetricChangeToScaleWrite(b *testing.B) {
 		high = !high
 		f.clock.Step(15 * time.Second)
 		_ = f.scales.recorded()
-		if _, err := f.c.reconcileKey(ctx, ns+"/web"); err != nil {
+		if _, _, err := f.c.reconcileKey(ctx, ns+"/web"); err != nil {
 			b.Fatal(err)
 		}
 	}

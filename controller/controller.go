@@ -126,6 +126,10 @@ type Deps struct {
 	Monitor *monitor.Monitor
 	// Sink receives every reconcile's report; it must not block for long.
 	Sink func(Report)
+	// Count, when set, is told how many HPAs the controller watches once its caches have
+	// synced, and again whenever that number changes, so that a run watching none (an empty
+	// namespace, a selector matching nothing) says so instead of staying silent.
+	Count func(n int)
 }
 
 // Controller is the foreground HPA control loop.
@@ -137,6 +141,13 @@ type Controller struct {
 	monitor  *monitor.Monitor
 	sink     func(Report)
 	recorder record.EventRecorder
+
+	// count, countMu, counting and counted implement Deps.Count: counting is set once the
+	// caches have synced; counted is the number last told (-1 before the first).
+	count    func(n int)
+	countMu  sync.Mutex
+	counting bool
+	counted  int
 
 	hpaFactory informers.SharedInformerFactory
 	podFactory informers.SharedInformerFactory
@@ -179,6 +190,8 @@ func New(opts Options, deps Deps) (*Controller, error) {
 		monitor:  deps.Monitor,
 		sink:     deps.Sink,
 		recorder: deps.Recorder,
+		count:    deps.Count,
+		counted:  -1,
 		tracker:  NewSelectorTracker(),
 		history:  map[string]replicas.History{},
 		written:  map[string]string{},
@@ -272,6 +285,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return errors.New("informer caches did not sync")
 	}
 	logger.Info("Caches synced; starting workers", "workers", workers)
+	c.startCounting()
 	c.running.Store(true)
 	defer c.running.Store(false)
 	var wg sync.WaitGroup
@@ -326,6 +340,30 @@ func (f fixedInterval) When(string) time.Duration { return f.interval }
 func (fixedInterval) Forget(string)               {}
 func (fixedInterval) NumRequeues(string) int      { return 1 }
 
+// startCounting reports the number of HPAs watched and reports each change from now on.
+func (c *Controller) startCounting() {
+	c.countMu.Lock()
+	c.counting = true
+	c.countMu.Unlock()
+	c.recount()
+}
+
+// recount tells Deps.Count the number of HPAs in the informer's store if it changed.
+func (c *Controller) recount() {
+	if c.count == nil {
+		return
+	}
+	c.countMu.Lock()
+	defer c.countMu.Unlock()
+	if !c.counting {
+		return
+	}
+	if n := len(c.hpaStore.ListKeys()); n != c.counted {
+		c.counted = n
+		c.count(n)
+	}
+}
+
 func (c *Controller) enqueue(obj any) {
 	key, err := cache.MetaNamespaceKeyFunc(obj)
 	if err != nil {
@@ -334,6 +372,7 @@ func (c *Controller) enqueue(obj any) {
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	if c.tracker.Register(ns, name) {
 		c.monitor.HPAAdded()
+		c.recount()
 	}
 	c.queue.Add(key)
 }
@@ -366,6 +405,7 @@ func (c *Controller) delete(obj any) {
 	c.tracker.Forget(ns, name)
 	c.monitor.HPADeleted()
 	c.monitor.DeleteDesiredReplicas(ns, name)
+	c.recount()
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {
@@ -374,8 +414,14 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	deleted, err := c.reconcileKey(ctx, key)
-	if err != nil {
+	deleted, reported, err := c.reconcileKey(ctx, key)
+	switch {
+	case err == nil:
+	case reported:
+		// The sink shows the failure in run's output once per sync already; a log line
+		// at -v 0 would say it twice.
+		klog.FromContext(ctx).V(2).Info("Reconciling HPA failed", "hpa", key, "err", err)
+	default:
 		klog.FromContext(ctx).Error(err, "Reconciling HPA failed", "hpa", key)
 	}
 	if !deleted && ctx.Err() == nil {
@@ -384,30 +430,31 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-// reconcileKey reconciles one HPA by key and reports whether it no longer exists.
-func (c *Controller) reconcileKey(ctx context.Context, key string) (bool, error) {
+// reconcileKey reconciles one HPA by key and reports whether it no longer exists, and
+// whether its error (if any) went to the sink in a report.
+func (c *Controller) reconcileKey(ctx context.Context, key string) (deleted, reported bool, err error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return true, err
+		return true, false, err
 	}
 	if err := c.ensureCaughtUp(key); err != nil {
-		return false, err
+		return false, false, err
 	}
 	shared, err := c.hpaLister.HorizontalPodAutoscalers(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		c.mu.Lock()
 		delete(c.history, key)
 		c.mu.Unlock()
-		return true, nil
+		return true, false, nil
 	}
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	rep := c.reconcile(ctx, shared.DeepCopy())
 	if c.sink != nil {
 		c.sink(rep)
 	}
-	return false, rep.Err
+	return false, c.sink != nil, rep.Err
 }
 
 // ensureCaughtUp refuses to reconcile from an HPA cache older than our own last status
@@ -507,10 +554,18 @@ func (c *Controller) reconcile(ctx context.Context, hpa *autoscalingv2.Horizonta
 // anything is held back, why.
 func (c *Controller) writeMode(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) ([]string, string) {
 	switch c.opts.DryRun {
-	case DryRunClient:
-		return nil, "--dry-run=client"
-	case DryRunServer:
-		return []string{metav1.DryRunAll}, "--dry-run=server"
+	case DryRunClient, DryRunServer:
+		var dryRun []string
+		if c.opts.DryRun == DryRunServer {
+			dryRun = []string{metav1.DryRunAll}
+		}
+		reason := "--dry-run=" + string(c.opts.DryRun)
+		// Another controller scales this HPA: its history and its writes, not these
+		// decisions, are what happens.
+		if who, age, ok := ForeignStatusWriter(hpa, c.opts.FieldManager, now, c.opts.OwnershipWindow); ok {
+			reason += fmt.Sprintf("; %s wrote this HPA's status %s ago and scales it, so what happens may differ from this decision", who, age.Round(time.Second))
+		}
+		return dryRun, reason
 	}
 	if !c.opts.ForceOwnership {
 		if who, age, ok := ForeignStatusWriter(hpa, c.opts.FieldManager, now, c.opts.OwnershipWindow); ok {

@@ -131,6 +131,16 @@ func TestReconcile(t *testing.T) {
 			},
 		},
 		{
+			name: "a dry run of an HPA another manager reconciles says what happens may differ",
+			opts: func(o *Options) { o.DryRun = DryRunClient },
+			hpa:  newHPA("web", withStatusManager("kube-controller-manager", t0.Add(-30*time.Second))), metrics: busy(),
+			want: want{
+				scaleActions: []string{"get deployments/scale web"},
+				ableToScale:  "absent",
+				dryRunReason: "--dry-run=client; kube-controller-manager wrote this HPA's status 30s ago and scales it, so what happens may differ from this decision",
+			},
+		},
+		{
 			name: "--force-ownership writes even when another manager wrote the status",
 			opts: func(o *Options) { o.ForceOwnership = true },
 			hpa:  newHPA("web", withStatusManager("kube-controller-manager", t0.Add(-30*time.Second))), metrics: busy(),
@@ -271,7 +281,7 @@ func TestDeletedHPADropsHistory(t *testing.T) {
 	if err := idx.Delete(obj); err != nil {
 		t.Fatal(err)
 	}
-	deleted, err := f.c.reconcileKey(t.Context(), "default/web")
+	deleted, _, err := f.c.reconcileKey(t.Context(), "default/web")
 	if err != nil || !deleted {
 		t.Fatalf("reconcileKey after delete = (%v, %v), want (true, nil)", deleted, err)
 	}

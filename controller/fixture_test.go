@@ -284,7 +284,7 @@ func newFixture(t testing.TB, opts Options, hpas []*autoscalingv2.HorizontalPodA
 // sync reconciles one HPA as a worker would.
 func (f *fixture) sync(t *testing.T, name string) error {
 	t.Helper()
-	_, err := f.c.reconcileKey(context.Background(), ns+"/"+name)
+	_, _, err := f.c.reconcileKey(context.Background(), ns+"/"+name)
 	return err
 }
 

@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"bytes"
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 )
 
 // TestRunReconcilesThroughInformersAndStops runs the whole loop against a fake clientset:
@@ -126,7 +131,7 @@ func TestStopNeverLeavesADecisionHalfApplied(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			tc.stopAt(t, f, cancel)
-			_, err := f.c.reconcileKey(ctx, ns+"/web")
+			_, _, err := f.c.reconcileKey(ctx, ns+"/web")
 			if (err != nil) != tc.wantErr {
 				t.Errorf("reconcile error %v, want error %v", err, tc.wantErr)
 			}
@@ -195,4 +200,83 @@ func ptrValue[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// TestRunTellsHowManyHPAsItWatches: a run whose namespace has no HPA (or whose selector
+// matches none) says so once its caches have synced, and again at every change.
+func TestRunTellsHowManyHPAsItWatches(t *testing.T) {
+	kube := fake.NewClientset()
+	counts := make(chan int, 10)
+	c, err := New(DefaultOptions(), Deps{Kube: kube, Scales: &ScaleClient{Scales: nil, Mapper: testMapper()},
+		Metrics: &fakeMetrics{}, Recorder: record.NewFakeRecorder(10), Count: func(n int) { counts <- n }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, 1) }()
+	next := func(want int) {
+		t.Helper()
+		select {
+		case got := <-counts:
+			if got != want {
+				t.Errorf("count %d, want %d", got, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no count told; want %d", want)
+		}
+	}
+	next(0)
+	hpas := kube.AutoscalingV2().HorizontalPodAutoscalers(ns)
+	if _, err := hpas.Create(ctx, newHPA("web", withTarget("gone")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	next(1)
+	if err := hpas.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	next(0)
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run after cancel: %v", err)
+	}
+	select {
+	case n := <-counts:
+		t.Errorf("count %d told without a change", n)
+	default:
+	}
+}
+
+// TestAFailedReconcileIsLoggedAtV0OnlyWhenNoSinkShowsIt: run prints every report, failures
+// included; the same failure as a klog error at -v 0 would say it twice per sync.
+func TestAFailedReconcileIsLoggedAtV0OnlyWhenNoSinkShowsIt(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sink    bool
+		wantLog bool
+	}{
+		{"with a sink: the report shows it, no log line", true, false},
+		{"without a sink: logged as an error", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web", withTarget("gone"))}, webPods(), nil, &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+			var reports int
+			if tc.sink {
+				f.c.sink = func(Report) { reports++ }
+			} else {
+				f.c.sink = nil
+			}
+			var logs bytes.Buffer
+			logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&logs), textlogger.Verbosity(0)))
+			ctx := klog.NewContext(context.Background(), logger)
+			f.c.queue.Add(ns + "/web")
+			f.c.processNext(ctx)
+			if got := strings.Contains(logs.String(), "Reconciling HPA failed"); got != tc.wantLog {
+				t.Errorf("logged at -v 0: %v, want %v; log:\n%s", got, tc.wantLog, logs.String())
+			}
+			if tc.sink && reports != 1 {
+				t.Errorf("%d reports, want 1", reports)
+			}
+		})
+	}
 }
