@@ -28,6 +28,11 @@ type LeaseConfig struct {
 	// ReleaseTimeout bounds the wait for releasing the Lease on stop (default 500ms); an
 	// unreleased Lease simply expires after LeaseDuration.
 	ReleaseTimeout time.Duration
+	// OnWaiting, when set, is told who holds the Lease (and since when, as the Lease
+	// records it) each time another holder is seen while this process waits for it.
+	OnWaiting func(holder string, since time.Time)
+	// OnAcquired, when set, is told each time this process acquires the Lease.
+	OnAcquired func()
 }
 
 func (c LeaseConfig) withDefaults() LeaseConfig {
@@ -154,12 +159,18 @@ func runTerm(ctx context.Context, lock *watchedLock, cfg LeaseConfig, run func(c
 				defer stop()
 				leading = leadCtx
 				logger.Info("Acquired the lease", "lease", ref, "identity", cfg.Identity)
+				if cfg.OnAcquired != nil {
+					cfg.OnAcquired()
+				}
 				runErr = run(runCtx, Term{Leading: leadCtx})
 			},
 			OnStoppedLeading: func() {},
 			OnNewLeader: func(id string) {
 				if id != cfg.Identity && id != "" {
 					logger.Info("Another instance holds the lease; waiting", "lease", ref, "holder", id)
+					if cfg.OnWaiting != nil {
+						cfg.OnWaiting(id, lock.acquiredBy(id))
+					}
 				}
 			},
 		},
@@ -247,6 +258,18 @@ type watchedLock struct {
 	mu      sync.Mutex
 	lastErr error  // of the last request, nil after a success
 	holder  string // the holder last read or written
+	// acquired is when holder acquired the Lease, as the Lease last read says.
+	acquired time.Time
+}
+
+// acquiredBy is when holder acquired the Lease, as last read; zero if unknown.
+func (l *watchedLock) acquiredBy(holder string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holder != holder {
+		return time.Time{}
+	}
+	return l.acquired
 }
 
 func (l *watchedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
@@ -256,6 +279,7 @@ func (l *watchedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 	l.lastErr = err
 	if err == nil {
 		l.holder = rec.HolderIdentity
+		l.acquired = rec.AcquireTime.Time
 	}
 	return rec, raw, err
 }

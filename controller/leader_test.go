@@ -293,3 +293,53 @@ func TestFenceConfigEndsRequestsWithTheTerm(t *testing.T) {
 	default:
 	}
 }
+
+// TestRunTermsTellsAStandbyWhoHoldsTheLeaseAndSinceWhen: a standby is told the holder and
+// its acquire time, then that it acquired the Lease once the holder released it.
+func TestRunTermsTellsAStandbyWhoHoldsTheLeaseAndSinceWhen(t *testing.T) {
+	since := metav1.NewMicroTime(time.Now().Add(-5 * time.Minute).Truncate(time.Second))
+	duration := int32(60)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubectl-hpa"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("other"), LeaseDurationSeconds: &duration,
+			AcquireTime: &since, RenewTime: ptr.To(metav1.NewMicroTime(time.Now()))}}
+	kube := fake.NewClientset(lease)
+	type waiting struct {
+		holder string
+		since  time.Time
+	}
+	waits := make(chan waiting, 10)
+	acquired := make(chan struct{}, 10)
+	cfg := LeaseConfig{Namespace: ns, Name: "kubectl-hpa", Identity: "me", LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond,
+		OnWaiting:  func(holder string, since time.Time) { waits <- waiting{holder, since} },
+		OnAcquired: func() { acquired <- struct{}{} }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- RunTerms(ctx, kube, cfg, func(ctx context.Context, _ Term) error { <-ctx.Done(); return nil })
+	}()
+	select {
+	case w := <-waits:
+		if w.holder != "other" || !w.since.Equal(since.Time) {
+			t.Errorf("told %q since %v, want %q since %v", w.holder, w.since, "other", since.Time)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the standby was never told who holds the Lease")
+	}
+	// The holder releases the Lease as run does on stop.
+	released := lease.DeepCopy()
+	released.Spec.HolderIdentity = ptr.To("")
+	released.Spec.LeaseDurationSeconds = ptr.To(int32(1))
+	if _, err := kube.CoordinationV1().Leases(ns).Update(ctx, released, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-acquired:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the standby was never told it acquired the Lease")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("RunTerms: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -263,9 +264,13 @@ func (o *RunOptions) Run(ctx context.Context) error {
 
 	r := newRunRenderer(o, mc.Source())
 	leased := o.writes() && o.LeaderElect
+	counts := o.hpaCountNotes(r)
 	newController := func(kube kubernetes.Interface, scales controller.ScaleTarget) (*controller.Controller, error) {
 		// A fresh monitor per controller: a new term's informers count every HPA again.
-		return controller.New(o.Controller, controller.Deps{Kube: kube, Scales: scales, Metrics: mc, Monitor: monitor.New(), Sink: r.report})
+		return controller.New(o.Controller, controller.Deps{Kube: kube, Scales: scales, Metrics: mc, Monitor: monitor.New(), Sink: r.report, Count: counts})
+	}
+	if o.Controller.DryRun != controller.DryRunNone {
+		o.noteOtherWriter(ctx, kube, r)
 	}
 	var (
 		// mon is the latest controller's monitor, served on /metrics.
@@ -308,6 +313,16 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	host, _ := os.Hostname()
 	lease := o.leaseConfig()
 	lease.Identity = host + "_" + string(uuid.NewUUID())
+	lease.OnWaiting = func(holder string, since time.Time) {
+		held := ""
+		if !since.IsZero() {
+			held = " since " + since.UTC().Format(time.RFC3339)
+		}
+		r.note(time.Now(), fmt.Sprintf("standby: Lease %s/%s is held by %s%s; this run writes nothing until it takes the Lease over", lease.Namespace, lease.Name, holder, held))
+	}
+	lease.OnAcquired = func() {
+		r.note(time.Now(), fmt.Sprintf("acquired Lease %s/%s: this run writes", lease.Namespace, lease.Name))
+	}
 	logger.Info("Waiting for the lease before writing", "lease", klog.KRef(lease.Namespace, lease.Name), "identity", lease.Identity)
 	return controller.RunTerms(ctx, kube, lease, func(ctx context.Context, term controller.Term) error {
 		// Every request of this term's clients ends with the term: a write even already
@@ -330,6 +345,63 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		defer active.Store(nil)
 		return c.Run(ctx, o.Workers)
 	})
+}
+
+// hpaCountNotes returns the controller's Count callback: it notes a run that watches no
+// HPA at the start, and every change of the count after.
+func (o *RunOptions) hpaCountNotes(r *runRenderer) func(int) {
+	var (
+		mu      sync.Mutex
+		started bool
+		last    int
+	)
+	where := fmt.Sprintf("in namespace %q", o.Controller.Namespace)
+	if o.Controller.Namespace == metav1.NamespaceAll {
+		where = "in any namespace"
+	}
+	if o.Selector != "" {
+		where += fmt.Sprintf(" matching -l %s", o.Selector)
+	}
+	return func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		// A new term's controller counts again from its own start.
+		if (started && n == last) || (!started && n > 0) {
+			started, last = true, n
+			return
+		}
+		started, last = true, n
+		switch n {
+		case 0:
+			r.note(time.Now(), fmt.Sprintf("no HPA %s: nothing to do; watching for HPAs to appear", where))
+		case 1:
+			r.note(time.Now(), fmt.Sprintf("watching 1 HPA %s", where))
+		default:
+			r.note(time.Now(), fmt.Sprintf("watching %d HPAs %s", n, where))
+		}
+	}
+}
+
+// noteOtherWriter says, in a dry run, that another kubectl hpa run holds the Lease: it
+// writes these HPAs, from its own history, so what happens may differ from what this run
+// shows. A Lease that cannot be read (RBAC, none) says nothing.
+func (o *RunOptions) noteOtherWriter(ctx context.Context, kube kubernetes.Interface, r *runRenderer) {
+	if o.LeaseNamespace == "" || o.LeaseName == "" {
+		return
+	}
+	l, err := kube.CoordinationV1().Leases(o.LeaseNamespace).Get(ctx, o.LeaseName, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return
+	}
+	if time.Since(l.Spec.RenewTime.Time) > time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second {
+		return
+	}
+	since := ""
+	if l.Spec.AcquireTime != nil {
+		since = " since " + l.Spec.AcquireTime.UTC().Format(time.RFC3339)
+	}
+	r.note(time.Now(), fmt.Sprintf("dry run beside a writer: Lease %s/%s is held by %s%s, which writes these HPAs from its own history; what happens may differ from the decisions shown here",
+		o.LeaseNamespace, o.LeaseName, *l.Spec.HolderIdentity, since))
 }
 
 // checkNamespace fails with ExitWrongNamespace when the namespace watched does not exist:

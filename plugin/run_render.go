@@ -25,6 +25,7 @@ import (
 // decision otherwise, or one Explanation object per decision with -o json.
 type runRenderer struct {
 	out           io.Writer
+	errOut        io.Writer
 	mode          string // "table", "lines" or "json"
 	metricsSource string
 	refresh       time.Duration
@@ -37,6 +38,8 @@ type runRenderer struct {
 	rows  map[string]*runRow
 	dirty chan struct{}
 	drawn int // lines of the frame on screen, which the next frame draws over
+	// lastNote is the latest note, shown under the table's title.
+	lastNote string
 }
 
 // runRow is the table's state for one HPA.
@@ -49,7 +52,7 @@ type runRow struct {
 const runTraceLen = 20
 
 func newRunRenderer(o *RunOptions, metricsSource string) *runRenderer {
-	r := &runRenderer{out: o.Out, mode: "lines", metricsSource: metricsSource, refresh: time.Second,
+	r := &runRenderer{out: o.Out, errOut: o.ErrOut, mode: "lines", metricsSource: metricsSource, refresh: time.Second,
 		rows: map[string]*runRow{}, dirty: make(chan struct{}, 1)}
 	switch {
 	case o.Output == "json":
@@ -66,6 +69,28 @@ func newRunRenderer(o *RunOptions, metricsSource string) *runRenderer {
 		return 0
 	}
 	return r
+}
+
+// note shows a line about run itself rather than one decision (the HPAs watched, the
+// Lease): among the decisions in lines mode, under the title of the table, and on stderr
+// with -o json, whose stdout stays one Explanation per line.
+func (r *runRenderer) note(now time.Time, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch r.mode {
+	case "lines":
+		fmt.Fprintf(r.out, "%s %s\n", now.UTC().Format(time.RFC3339), msg)
+	case "json":
+		if r.errOut != nil {
+			fmt.Fprintf(r.errOut, "kubectl hpa run: %s\n", msg)
+		}
+	case "table":
+		r.lastNote = msg
+		select {
+		case r.dirty <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // report is the controller's sink; it is called from worker goroutines.
@@ -266,7 +291,11 @@ func (r *runRenderer) writeTable(w io.Writer, now time.Time) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	fmt.Fprintf(w, "kubectl hpa run  %s  metrics: %s\n\n", now.UTC().Format(time.RFC3339), r.metricsSource)
+	fmt.Fprintf(w, "kubectl hpa run  %s  metrics: %s\n", now.UTC().Format(time.RFC3339), r.metricsSource)
+	if r.lastNote != "" {
+		fmt.Fprintln(w, r.lastNote)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HPA\tTARGET\tREPLICAS\tMETRICS (current/target)\tLAST DECISION\tAGE\tTRACE")
 	for _, k := range keys {
