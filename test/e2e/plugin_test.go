@@ -387,9 +387,13 @@ func TestSecondRunDoesNotWriteWhileTheFirstHoldsTheLease(t *testing.T) {
 		}
 		return nil
 	})
-	r.stop()
+	out := r.stop()
 	if w := pluginWrites(t, mark, second); len(w) != 0 {
 		t.Errorf("the second run wrote %d times while the first held the lease:\n%s", len(w), cluster.SummarizeAudit(w))
+	}
+	// The standby says so in its output, naming the holder (-o json: on stderr).
+	if want := "kubectl hpa run: standby: Lease " + ns + "/kubectl-hpa is held by "; !strings.Contains(out, want) {
+		t.Errorf("the second run never said it waits for the Lease (want %q):\n%s", want, out)
 	}
 }
 
