@@ -205,10 +205,11 @@ func ptrValue[T any](p *T) T {
 // TestRunTellsHowManyHPAsItWatches: a run whose namespace has no HPA (or whose selector
 // matches none) says so once its caches have synced, and again at every change.
 func TestRunTellsHowManyHPAsItWatches(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), nil, nil, map[string]int32{}, &fakeMetrics{})
 	kube := fake.NewClientset()
 	counts := make(chan int, 10)
-	c, err := New(DefaultOptions(), Deps{Kube: kube, Scales: &ScaleClient{Scales: nil, Mapper: testMapper()},
-		Metrics: &fakeMetrics{}, Recorder: record.NewFakeRecorder(10), Count: func(n int) { counts <- n }})
+	c, err := New(DefaultOptions(), Deps{Kube: kube, Scales: &ScaleClient{Scales: f.scales, Mapper: testMapper()},
+		Metrics: f.metrics, Recorder: record.NewFakeRecorder(100), Count: func(n int) { counts <- n }})
 	if err != nil {
 		t.Fatal(err)
 	}
