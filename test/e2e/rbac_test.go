@@ -226,6 +226,13 @@ func TestRbacLeastPrivilegeRolesAreEnoughForExplainAndRun(t *testing.T) {
 
 	for _, source := range []string{"metrics-api", "heapster"} {
 		t.Run("explain from "+source, func(t *testing.T) {
+			// Until the source has the pods' metrics the HPA cannot compute, and explain
+			// exits ExitCannotCompute (10); Heapster's samples span a 60s window.
+			if source == "metrics-api" {
+				waitMetricsAfterReadiness(t, ns)
+			} else {
+				waitReadyFor(t, ns, 61*time.Second)
+			}
 			res := rbacExec(t, rbacUser(t, explainUser), time.Minute, "hpa", "explain", "web", "-n", ns, "--metrics-source="+source, "-o", "json")
 			if res.code != 0 {
 				t.Fatalf("explain exited %d:\n%s", res.code, res.stderr)

@@ -115,6 +115,8 @@ func TestSecCredentialsNeverAppearInOutputAtAnyVerbosity(t *testing.T) {
 		{"bearer token", tokenK, tokenSecrets, secLevels},
 		{"client certificate", certK, secKeySecrets(t, certK.Kubeconfig), []int{0, 10}},
 	}
+	// Until metrics-server has the pods' metrics the HPA cannot compute and explain exits 10.
+	waitMetricsAfterReadiness(t, ns)
 	for _, tc := range cases {
 		for _, v := range tc.levels {
 			t.Run(fmt.Sprintf("%s explain -v=%d", tc.name, v), func(t *testing.T) {
