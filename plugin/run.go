@@ -45,6 +45,11 @@ It never fights another controller: an HPA whose status another manager (such as
 kube-controller-manager) wrote recently is only watched, unless --force-ownership
 is given. When writing, a Lease makes sure only one kubectl hpa run writes at a time.
 
+Besides its decisions it says when it watches no HPA (and whenever the count changes
+after), when it waits for the Lease (who holds it, since when) and when it acquires it,
+and in a dry run when another kubectl hpa run holds the Lease, since what happens may
+then differ from what it shows (on stderr with -o json).
+
 Exit codes: 0 stopped by Ctrl-C or SIGTERM, 1 unexpected failure (server unreachable or
 not a Kubernetes API server), 2 bad flags or arguments (or no kubeconfig), 4 the namespace
 does not exist, 7 a permission run needs is missing, 8 no metrics source, 9 unauthorized.`
