@@ -38,15 +38,16 @@ type hsFaultCase struct {
 	podsMetric bool
 }
 
-// TestHsHeapsterFaultsFailSafe makes the Heapster stand-in misbehave for one namespace at a
-// time. explain must fail with one line naming the cause; run must set ScalingActive=False
+// TestHsHeapsterFaultsFailSafe makes the Heapster stand-in (behind its own Service, named with
+// --heapster-service) misbehave for one namespace at a time: the real Heapster cannot be made
+// to answer garbage, duplicates, stale or slow on demand. explain must fail with one line naming the cause; run must set ScalingActive=False
 // with upstream's reason and the cause on the HPA in the API server, and must not scale,
 // though with good metrics the cpu HPA would (2 pods at 90% of their request against 50%).
 // A cpu answer with fewer pods than exist is not a fault: upstream counts the missing
 // pods conservatively, and so do we; the model API, asked pod by pod, must answer each.
 func TestHsHeapsterFaultsFailSafe(t *testing.T) {
 	t.Parallel()
-	const where = "heapster via service proxy kube-system/http:heapster:"
+	const where = "heapster via service proxy kube-system/http:" + cluster.HeapsterStandInService + ":"
 	const listPath = "GET /apis/metrics/v1alpha1/namespaces/$NS/pods"
 	cases := []hsFaultCase{{
 		name: "garbage instead of JSON", slug: "garbage",
@@ -103,7 +104,7 @@ func hsFaultCheck(t *testing.T, tc hsFaultCase) {
 	} else {
 		createHPA(t, ns, hpaSpec{})
 	}
-	hs := shared.Heapster()
+	hs := shared.HeapsterStandIn()
 	// Without the fault Heapster would answer for both pods: what goes wrong is the fault.
 	eventually(t, 30*time.Second, "heapster knows both pods' load", func(context.Context) error {
 		loaded := 0
@@ -137,7 +138,8 @@ func hsFaultCheck(t *testing.T, tc hsFaultCase) {
 	}
 
 	// explain: a non-zero exit and one line on stderr naming the cause.
-	code, stdout, stderr := hsRunExit(ctx, k, append([]string{"hpa", "explain", "web", "-n", ns, "--metrics-source=heapster"}, tc.flags...)...)
+	standIn := "--heapster-service=" + cluster.HeapsterStandInService
+	code, stdout, stderr := hsRunExit(ctx, k, append([]string{"hpa", "explain", "web", "-n", ns, "--metrics-source=heapster", standIn}, tc.flags...)...)
 	if code != 1 {
 		t.Errorf("explain exited %d under the fault, want 1; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -153,7 +155,7 @@ func hsFaultCheck(t *testing.T, tc hsFaultCase) {
 	}
 
 	// run: ScalingActive=False with upstream's reason and the cause, on the HPA itself.
-	runFlags := append([]string{"-n", ns, "--metrics-source=heapster", "--sync-period=2s", "--cpu-initialization-period=1s", "-o", "json"}, tc.flags...)
+	runFlags := append([]string{"-n", ns, "--metrics-source=heapster", standIn, "--sync-period=2s", "--cpu-initialization-period=1s", "-o", "json"}, tc.flags...)
 	r := startRun(t, k, runFlags...)
 	cond := hsWaitScalingActive(t, ns, corev1.ConditionFalse, reason)
 	for _, w := range wantErr {

@@ -111,7 +111,7 @@ func TestHeapsterStandInAnswersThroughTheServiceProxy(t *testing.T) {
 	shared.Load().Set(cluster.Workload{Namespace: ns, Selector: sel}, cluster.Load{CPUMilli: 250, MemoryBytes: 100 << 20})
 	pod := podsOf(t, ns, sel)[0].Name
 
-	path := fmt.Sprintf("/api/v1/namespaces/kube-system/services/http:%s:/proxy/apis/metrics/v1alpha1/namespaces/%s/pods?labelSelector=app%%3Dweb", cluster.HeapsterService, ns)
+	path := fmt.Sprintf("/api/v1/namespaces/kube-system/services/http:%s:/proxy/apis/metrics/v1alpha1/namespaces/%s/pods?labelSelector=app%%3Dweb", cluster.HeapsterStandInService, ns)
 	eventually(t, 30*time.Second, "heapster reports the pod's load", func(ctx context.Context) error {
 		out, err := admin().Run(ctx, "get", "--raw", path)
 		if err != nil {

@@ -238,7 +238,7 @@ func lifeHeapster(t *testing.T, ns string, hold *lifeHold) string {
 				return
 			}
 		}
-		shared.Heapster().ServeHTTP(w, r)
+		shared.HeapsterStandIn().ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL

@@ -138,7 +138,7 @@ func TestExplainComputesTheDecisionFromLiveMetricsAndWritesNothing(t *testing.T)
 			if tc.source == "heapster" {
 				// Heapster's samples span a 60s window: like upstream, explain counts a
 				// young pod's CPU only once its readiness is older than that window.
-				waitReadyFor(t, ns, 61*time.Second)
+				hrWaitPods(t, cluster.HeapsterService, ns, 90)
 			}
 			mark, err := shared.AuditMark()
 			if err != nil {
@@ -232,21 +232,6 @@ func waitSpecReplicas(t *testing.T, ns string, want int32) {
 		return nil
 	})
 	waitReadyReplicas(t, ns, "web", want)
-}
-
-// waitReadyFor waits until every pod of Deployment web has been ready for at least d.
-func waitReadyFor(t *testing.T, ns string, d time.Duration) {
-	t.Helper()
-	eventually(t, d+30*time.Second, fmt.Sprintf("pods in %s have been ready for %s", ns, d), func(context.Context) error {
-		for _, p := range podsOf(t, ns, map[string]string{"app": "web"}) {
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodReady && time.Since(c.LastTransitionTime.Time) < d {
-					return fmt.Errorf("pod %s ready since %s", p.Name, c.LastTransitionTime)
-				}
-			}
-		}
-		return nil
-	})
 }
 
 // waitMetricsAfterReadiness waits until metrics.k8s.io has, for every web pod, a sample whose

@@ -3,8 +3,9 @@
 // front-proxy for the aggregator), kube-controller-manager with the deployment, replicaset and
 // serviceaccount controllers (optionally the upstream HPA controller), a node stand-in that
 // plays scheduler and kubelet for its nodes and serves /metrics/resource from a load model,
-// the real metrics-server behind v1beta1.metrics.k8s.io, and the Heapster stand-in behind the
-// kube-system/heapster Service, reached through the API server's service proxy.
+// the real metrics-server behind v1beta1.metrics.k8s.io, the real Heapster (reading the node
+// stand-in's Summary API) behind the kube-system/heapster Service and the Heapster stand-in
+// behind kube-system/heapster-standin, both reached through the API server's service proxy.
 //
 // The service proxy and the aggregator refuse loopback endpoints, so everything runs inside a
 // private network namespace with an address of its own on lo: call RunIsolated first thing in
@@ -38,7 +39,7 @@ import (
 
 // Config says what to start. The zero value (plus BinDir) is a complete cluster.
 type Config struct {
-	// BinDir holds kube-apiserver, kube-controller-manager, etcd and metrics-server
+	// BinDir holds kube-apiserver, kube-controller-manager, etcd, metrics-server and heapster
 	// (hack/build-testbin.sh prints it).
 	BinDir string
 	// Dir is where certificates, kubeconfigs, data and logs go; a temporary directory,
@@ -47,14 +48,17 @@ type Config struct {
 	// IP is the namespace's own address, put on lo by RunIsolated (default 10.200.0.1).
 	IP string
 	// Ports; defaults: etcd 2379 (and +1 for peers), API server 6443, kubelets 10250 and up,
-	// metrics-server 8443, Heapster stand-in 8082.
-	EtcdPort, APIPort, KubeletPort, MetricsServerPort, HeapsterPort int
+	// metrics-server 8443, Heapster 8082 (its own default), Heapster stand-in 8083.
+	EtcdPort, APIPort, KubeletPort, MetricsServerPort, HeapsterPort, HeapsterStandInPort int
 	// Nodes is how many Node objects the node stand-in plays (default 1).
 	Nodes int
 	// PodReadyDelay is how long after creation a pod becomes Running and Ready (default 1s).
 	PodReadyDelay time.Duration
 	// MetricResolution is metrics-server's scrape interval (default and minimum 10s).
 	MetricResolution time.Duration
+	// HeapsterResolution is Heapster's --metric-resolution (default and minimum 5s; Heapster's
+	// own default is 60s).
+	HeapsterResolution time.Duration
 	// UpstreamHPA also runs kube-controller-manager's horizontal-pod-autoscaler controller.
 	UpstreamHPA bool
 	// ControllerManagerQPS and ControllerManagerBurst bound kube-controller-manager's API client
@@ -84,6 +88,7 @@ func (c *Config) defaults() error {
 	setDefault(&c.KubeletPort, 10250)
 	setDefault(&c.MetricsServerPort, 8443)
 	setDefault(&c.HeapsterPort, 8082)
+	setDefault(&c.HeapsterStandInPort, 8083)
 	setDefault(&c.Nodes, 1)
 	setDefault(&c.ControllerManagerBurst, 400)
 	if c.ControllerManagerQPS == 0 {
@@ -97,6 +102,17 @@ func (c *Config) defaults() error {
 	}
 	if c.MetricResolution < 10*time.Second {
 		return fmt.Errorf("cluster: MetricResolution %s is below metrics-server's minimum of 10s", c.MetricResolution)
+	}
+	if c.HeapsterResolution == 0 {
+		c.HeapsterResolution = 5 * time.Second
+	}
+	if c.HeapsterResolution < 5*time.Second {
+		return fmt.Errorf("cluster: HeapsterResolution %s is below Heapster's minimum of 5s", c.HeapsterResolution)
+	}
+	if c.Nodes > 1 {
+		// Heapster dials every node's InternalIP on one kubelet port; the stand-in's nodes
+		// share the address and differ by port.
+		return fmt.Errorf("cluster: Nodes %d: Heapster reads one kubelet port, so the cluster has one node", c.Nodes)
 	}
 	if c.Progress == nil {
 		c.Progress = func(string, ...any) {}
@@ -117,7 +133,8 @@ type Cluster struct {
 	client  kubernetes.Interface
 	restCfg *rest.Config
 
-	heapster *heapsterstandin.Server
+	heapster  *heapsterstandin.Server
+	heapsters []*Heapster // real ones, the cluster's first
 
 	cancel   context.CancelFunc // stops the in-process stand-ins
 	node     *nodeStandIn
@@ -201,10 +218,20 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err := step("node stand-in", func() error { return c.startNode(standInCtx) }); err != nil {
 		return nil, err
 	}
-	if err := step("heapster stand-in", func() error { return c.startHeapster(ctx, standInCtx) }); err != nil {
+	if err := step("heapster stand-in", func() error { return c.startHeapsterStandIn(ctx, standInCtx) }); err != nil {
 		return nil, err
 	}
-	if err := step("metrics-server", func() error { return c.startMetricsServer(ctx) }); err != nil {
+	// Heapster is ready after its first scrape, metrics-server once the aggregator has seen it:
+	// both wait on timers, so they start side by side.
+	heapsterErr := make(chan error, 1)
+	go func() {
+		heapsterErr <- step("heapster (real)", func() error {
+			_, err := c.StartHeapster(ctx, HeapsterService, cfg.HeapsterPort)
+			return err
+		})
+	}()
+	msErr := step("metrics-server", func() error { return c.startMetricsServer(ctx) })
+	if err := errors.Join(msErr, <-heapsterErr); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -251,9 +278,9 @@ func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restCfg) 
 // Load is the load model the node stand-in and the Heapster stand-in report from.
 func (c *Cluster) Load() *LoadModel { return c.load }
 
-// Heapster is the Heapster stand-in; it mirrors the load model every second, and a test may
-// add model time series to it.
-func (c *Cluster) Heapster() *heapsterstandin.Server { return c.heapster }
+// HeapsterStandIn is the Heapster stand-in behind HeapsterStandInService; it mirrors the load
+// model every second, and a test may add model time series to it or make it misbehave.
+func (c *Cluster) HeapsterStandIn() *heapsterstandin.Server { return c.heapster }
 
 // AuditMark returns the current end of the audit log.
 func (c *Cluster) AuditMark() (AuditMark, error) { return c.audit.mark() }
@@ -268,7 +295,7 @@ func (c *Cluster) Pids() []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	pids := append([]int(nil), c.exited...)
-	for _, p := range []*process{c.metrics, c.kcm, c.apiServer, c.etcd} {
+	for _, p := range append(c.heapsterProcs(), c.metrics, c.kcm, c.apiServer, c.etcd) {
 		if p != nil {
 			pids = append(pids, p.Pid())
 		}
@@ -282,7 +309,7 @@ func (c *Cluster) Pids() []int {
 func (c *Cluster) Stop() error {
 	var errs []error
 	c.mu.Lock()
-	for _, p := range []*process{c.metrics, c.kcm} {
+	for _, p := range append(c.heapsterProcs(), c.metrics, c.kcm) {
 		c.stopProcess(p)
 	}
 	c.mu.Unlock()
@@ -305,6 +332,15 @@ func (c *Cluster) Stop() error {
 		errs = append(errs, os.RemoveAll(c.dir))
 	}
 	return errors.Join(errs...)
+}
+
+// heapsterProcs are the real Heapsters' processes. c.mu is held.
+func (c *Cluster) heapsterProcs() []*process {
+	var ps []*process
+	for _, h := range c.heapsters {
+		ps = append(ps, h.proc)
+	}
+	return ps
 }
 
 func (c *Cluster) stopProcess(p *process) {
@@ -331,7 +367,7 @@ func (c *Cluster) writeConfigFiles() error {
 	}
 	for name, kp := range map[string]*keyPair{
 		"admin": c.pki.admin, "plugin": c.pki.plugin, "kube-controller-manager": c.pki.controllerMgr,
-		"metrics-server": c.pki.metricsServer, "node-standin": c.pki.nodeStandIn,
+		"metrics-server": c.pki.metricsServer, "node-standin": c.pki.nodeStandIn, "heapster": c.pki.heapster,
 	} {
 		if err := c.writeKubeconfig(name, kp); err != nil {
 			return err
@@ -572,7 +608,9 @@ func (c *Cluster) startNode(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("node stand-in: kubelet key pair: %w", err)
 	}
-	n := &nodeStandIn{client: client, clock: clock.RealClock{}, load: c.load, ip: c.ip, readyDelay: c.cfg.PodReadyDelay, cert: cert}
+	cas := x509.NewCertPool()
+	cas.AddCert(c.pki.ca.cert)
+	n := &nodeStandIn{client: client, clock: clock.RealClock{}, load: c.load, ip: c.ip, readyDelay: c.cfg.PodReadyDelay, cert: cert, clientCAs: cas}
 	for i := range c.cfg.Nodes {
 		n.nodes = append(n.nodes, fmt.Sprintf("node-%d", i+1))
 		n.ports = append(n.ports, c.cfg.KubeletPort+i)

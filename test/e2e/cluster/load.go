@@ -213,6 +213,17 @@ func (m *LoadModel) Scrape(node string) (pods []PodSample, nodeCPUSeconds float6
 	return pods, nodeCPUSeconds, nodeMemoryBytes, at
 }
 
+// SampleNodeAt is Scrape at the instant at (the Summary API's whole seconds) for a reader other
+// than metrics-server, whose last scrape LastScrape keeps naming. at should not be in the
+// past: a pod changed after at reports its counter as of that change.
+func (m *LoadModel) SampleNodeAt(node string, at time.Time) (pods []PodSample, nodeCPUSeconds float64, nodeMemoryBytes int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pods = m.samples(node, at)
+	nodeCPUSeconds, nodeMemoryBytes = m.nodeSample(node)
+	return pods, nodeCPUSeconds, nodeMemoryBytes
+}
+
 // LastScrape is the instant of node's last Scrape (zero before the first): metrics-server's
 // newest sample of the node's pods carries this timestamp.
 func (m *LoadModel) LastScrape(node string) time.Time {

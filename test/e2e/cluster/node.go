@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -32,7 +33,8 @@ const PodIPAnnotation = "e2e.kubectl-hpa.io/pod-ip"
 
 // nodeStandIn plays the kubelet (and the scheduler) for a few Node objects: it binds unscheduled
 // pods to its nodes round-robin, marks them Running and Ready after readyDelay, finishes the
-// deletion of terminating pods, and serves each node's /metrics/resource from the load model.
+// deletion of terminating pods, and serves each node's /metrics/resource (for metrics-server)
+// and /stats/summary (the Summary API, for Heapster) from the load model.
 type nodeStandIn struct {
 	client     kubernetes.Interface
 	clock      clock.Clock
@@ -42,6 +44,11 @@ type nodeStandIn struct {
 	ports      []int
 	readyDelay time.Duration
 	cert       tls.Certificate
+	// clientCAs verify client certificates, which /stats/ requires (see kubeletAuth).
+	clientCAs *x509.CertPool
+	auth      *kubeletAuth
+	// started is every node's boot time, the Summary API's node startTime.
+	started time.Time
 
 	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	lister  corelisters.PodLister
@@ -56,6 +63,8 @@ func (n *nodeStandIn) start(ctx context.Context) error {
 	if err := n.registerNodes(ctx); err != nil {
 		return err
 	}
+	n.started = n.clock.Now().Truncate(time.Second)
+	n.auth = &kubeletAuth{client: n.client, clock: n.clock}
 	for i, node := range n.nodes {
 		addr := net.JoinHostPort(n.ip.String(), strconv.Itoa(n.ports[i]))
 		l, err := net.Listen("tcp", addr)
@@ -63,8 +72,13 @@ func (n *nodeStandIn) start(ctx context.Context) error {
 			return fmt.Errorf("node stand-in %s: listening on %s: %w", node, addr, err)
 		}
 		srv := &http.Server{
-			Handler:           n.kubeletHandler(node),
-			TLSConfig:         &tls.Config{Certificates: []tls.Certificate{n.cert}, MinVersion: tls.VersionTLS12},
+			Handler: n.kubeletHandler(node),
+			TLSConfig: &tls.Config{
+				Certificates: []tls.Certificate{n.cert}, MinVersion: tls.VersionTLS12,
+				// metrics-server's scrapes of /metrics/resource need no certificate here;
+				// /stats/ refuses a request without a verified one.
+				ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: n.clientCAs,
+			},
 			ReadHeaderTimeout: 10 * time.Second,
 		}
 		n.servers = append(n.servers, srv)
@@ -310,8 +324,10 @@ func podReady(pod *corev1.Pod) bool {
 	return false
 }
 
-// kubeletHandler serves what metrics-server scrapes from a kubelet: /metrics/resource in the
-// Prometheus text format, every value stamped with the scrape time.
+// kubeletHandler serves what metrics-server scrapes from a kubelet, /metrics/resource in the
+// Prometheus text format with every value stamped with the scrape time, and what Heapster's
+// summary source reads, /stats/summary/ (the path it asks for) and /stats/summary, to clients
+// allowed nodes/stats.
 func (n *nodeStandIn) kubeletHandler(node string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics/resource", func(w http.ResponseWriter, _ *http.Request) {
@@ -319,6 +335,9 @@ func (n *nodeStandIn) kubeletHandler(node string) http.Handler {
 		pods, cpu, mem, at := n.load.Scrape(node)
 		_, _ = w.Write(renderResourceMetrics(pods, cpu, mem, at))
 	})
+	summary := n.auth.wrap(node, "stats", n.serveSummary(node))
+	mux.Handle("/stats/summary", summary)
+	mux.Handle("/stats/summary/", summary)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	return mux
 }

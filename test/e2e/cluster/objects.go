@@ -27,12 +27,16 @@ import (
 
 const (
 	// DefaultIP is the namespace's own address: the node's InternalIP, where metrics-server, the
-	// kubelets and the Heapster stand-in listen.
+	// kubelets, Heapster and the Heapster stand-in listen.
 	DefaultIP = "10.200.0.1"
-	// HeapsterService is the Service (in kube-system) in front of the Heapster stand-in.
+	// HeapsterService is the Service (in kube-system) in front of the real Heapster: the
+	// plugin's --heapster-service default.
 	HeapsterService = "heapster"
-	heapsterPod     = "heapster-0"
-	msService       = "metrics-server"
+	// HeapsterStandInService is the Service (in kube-system) in front of the Heapster stand-in,
+	// for the faults the real Heapster cannot be made to show on demand.
+	HeapsterStandInService = "heapster-standin"
+	heapsterStandInPod     = "heapster-standin-0"
+	msService              = "metrics-server"
 	// heapsterMirrorInterval is how often the Heapster stand-in copies the load model; Heapster
 	// itself had a 60s resolution, so one second is fresher than anything it ever served.
 	heapsterMirrorInterval = time.Second
@@ -41,7 +45,8 @@ const (
 var apiServiceGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 
 // bootstrap creates what every run needs before the controllers start: the plugin user's role
-// binding and kube-system's default ServiceAccount (the stand-in pods there need it at once).
+// binding, Heapster's role bindings and kube-system's default ServiceAccount (the Heapster pods
+// there need it at once).
 func (c *Cluster) bootstrap(ctx context.Context) error {
 	crb := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-plugin"},
@@ -50,6 +55,9 @@ func (c *Cluster) bootstrap(ctx context.Context) error {
 	}
 	if _, err := c.client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("cluster: binding the plugin user: %w", err)
+	}
+	if err := c.bindHeapster(ctx); err != nil {
+		return err
 	}
 	return c.ensureServiceAccount(ctx, metav1.NamespaceSystem)
 }
@@ -86,16 +94,16 @@ func (c *Cluster) EnsureNamespace(ctx context.Context, name string) error {
 	return c.ensureServiceAccount(ctx, name)
 }
 
-// startHeapster serves the Heapster stand-in on the namespace's address and makes it reachable
-// the way Heapster was: a kube-system/heapster Service whose endpoint is a pod's IP, proxied by
-// the API server.
-func (c *Cluster) startHeapster(ctx, standInCtx context.Context) error {
+// startHeapsterStandIn serves the Heapster stand-in on the namespace's address and makes it
+// reachable the way Heapster is: a kube-system Service (heapster-standin) whose endpoint is a
+// pod's IP, proxied by the API server.
+func (c *Cluster) startHeapsterStandIn(ctx, standInCtx context.Context) error {
 	srv, err := heapsterstandin.New(nil, heapsterstandin.Scenario{})
 	if err != nil {
 		return fmt.Errorf("heapster stand-in: %w", err)
 	}
 	c.heapster = srv
-	addr := c.hostPort(c.cfg.HeapsterPort)
+	addr := c.hostPort(c.cfg.HeapsterStandInPort)
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("heapster stand-in: listening on %s: %w", addr, err)
@@ -118,9 +126,9 @@ func (c *Cluster) startHeapster(ctx, standInCtx context.Context) error {
 	}()
 
 	ns := metav1.NamespaceSystem
-	labels := map[string]string{"k8s-app": HeapsterService}
+	labels := map[string]string{"k8s-app": HeapsterStandInService}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: heapsterPod, Namespace: ns, Labels: labels, Annotations: map[string]string{PodIPAnnotation: c.ip.String()}},
+		ObjectMeta: metav1.ObjectMeta{Name: heapsterStandInPod, Namespace: ns, Labels: labels, Annotations: map[string]string{PodIPAnnotation: c.ip.String()}},
 		Spec: corev1.PodSpec{
 			Containers:                   []corev1.Container{{Name: "heapster", Image: "e2e/heapster-standin:1.5"}},
 			AutomountServiceAccountToken: new(bool),
@@ -130,18 +138,18 @@ func (c *Cluster) startHeapster(ctx, standInCtx context.Context) error {
 		return fmt.Errorf("heapster stand-in: creating pod: %w", err)
 	}
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: HeapsterService, Namespace: ns, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: HeapsterStandInService, Namespace: ns, Labels: labels},
 		Spec: corev1.ServiceSpec{
 			Selector: labels,
-			Ports:    []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(int32(c.cfg.HeapsterPort))}},
+			Ports:    []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(int32(c.cfg.HeapsterStandInPort))}},
 		},
 	}
-	if err := c.createService(ctx, svc, &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: heapsterPod}); err != nil {
+	if err := c.createService(ctx, svc, &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: heapsterStandInPod}); err != nil {
 		return fmt.Errorf("heapster stand-in: %w", err)
 	}
 	// The service proxy only uses an endpoint whose target pod reports that IP, which the node
 	// stand-in sets once it has marked the pod running.
-	path := fmt.Sprintf("/api/v1/namespaces/%s/services/http:%s:/proxy/healthz", ns, HeapsterService)
+	path := fmt.Sprintf("/api/v1/namespaces/%s/services/http:%s:/proxy/healthz", ns, HeapsterStandInService)
 	return c.waitFor(ctx, "heapster stand-in behind the service proxy", 60*time.Second, func(ctx context.Context) error {
 		return c.client.CoreV1().RESTClient().Get().AbsPath(path).Do(ctx).Error()
 	})

@@ -48,6 +48,7 @@ type pki struct {
 	metricsServer  *keyPair
 	frontProxy     *keyPair
 	kubelet        *keyPair
+	heapster       *keyPair
 	saKeyFile      string
 	saPublicKeyPEM string
 }
@@ -103,6 +104,7 @@ func newPKI(dir string, ip net.IP) (*pki, error) {
 		{&p.nodeStandIn, p.ca, "node-standin", certSpec{commonName: nodeStandInUser, orgs: []string{systemMastersGroup}, usage: []x509.ExtKeyUsage{client}}},
 		{&p.metricsServer, p.ca, "metrics-server", certSpec{commonName: metricsServerUser, orgs: []string{systemMastersGroup}, usage: []x509.ExtKeyUsage{client}}},
 		{&p.frontProxy, p.frontProxyCA, "front-proxy-client", certSpec{commonName: frontProxyClientCN, usage: []x509.ExtKeyUsage{client}}},
+		{&p.heapster, p.ca, "heapster", certSpec{commonName: heapsterUser, usage: []x509.ExtKeyUsage{client}}},
 		{&p.kubelet, p.ca, "kubelet", certSpec{commonName: "e2e-kubelet", ips: []net.IP{ip}, usage: []x509.ExtKeyUsage{server}}},
 	}
 	for _, is := range issue {
