@@ -1,6 +1,7 @@
 // Command demo starts the end-to-end cluster with a sample namespace whose load rises and
-// falls, runs "kubectl hpa explain" once and "kubectl hpa run" in the foreground, and tears
-// everything down on Ctrl-C. `make demo` builds and starts it.
+// falls, runs "kubectl hpa explain" on the same load from metrics-server and from the real
+// Heapster, then "kubectl hpa run" in the foreground, and tears everything down on Ctrl-C.
+// `make demo` builds and starts it.
 package main
 
 import (
@@ -69,7 +70,7 @@ func run() (err error) {
 	if bin == "" || pluginDir == "" {
 		return errors.New("KUBECTL_HPA_TESTBIN and KUBECTL_HPA_PLUGIN_DIR must be set; run `make demo`")
 	}
-	say("starting the cluster (etcd, kube-apiserver, kube-controller-manager, metrics-server, node and Heapster stand-ins)")
+	say("starting the cluster (etcd, kube-apiserver, kube-controller-manager, metrics-server, Heapster, node and Heapster stand-ins)")
 	t0 := time.Now()
 	c, err := cluster.Start(ctx, cluster.Config{BinDir: bin, Progress: func(f string, a ...any) { say("  "+f, a...) }})
 	if err != nil {
@@ -91,18 +92,19 @@ func run() (err error) {
 	say("kubeconfig: %s (the API server lives in a private network namespace)", c.AdminKubeconfig())
 	say("poke at it from another terminal: %s get hpa,deploy,pods -n %s", wrapper, demoNamespace)
 
-	go driveLoad(ctx, c)
 	k := c.Kubectl(c.PluginKubeconfig(), pluginDir)
+	// Both explanations read the load of the cycle's first phase; the cycle starts after them.
+	first := cycle()[0]
+	c.Load().Set(cluster.Workload{Namespace: demoNamespace, Selector: map[string]string{"app": demoApp}}, cluster.Load{CPUMilli: first.cpuMilli, MemoryBytes: 128 << 20})
+	say("load -> %s", first.what)
 	say("waiting for metrics-server's first pod metrics (two scrapes)")
 	if err := waitForMetrics(ctx, k); err != nil {
 		return err
 	}
-	say("$ kubectl hpa explain %s -n %s", demoApp, demoNamespace)
-	if out, err := k.Run(ctx, "hpa", "explain", demoApp, "-n", demoNamespace); err != nil {
+	if err := explainBothSources(ctx, k); err != nil {
 		say("explain failed: %v", err)
-	} else {
-		fmt.Print(out)
 	}
+	go driveLoad(ctx, c)
 	args := []string{"hpa", "run", "-n", demoNamespace, "--downscale-stabilization=30s", "--sync-period=5s"}
 	say("$ kubectl %s   (Ctrl-C to stop and tear down)", strings.Join(args, " "))
 	cmd := k.Command(context.Background(), args...)

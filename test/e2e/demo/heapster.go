@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
+)
+
+// explainBothSources runs explain on the same load from metrics-server and from the real
+// Heapster (through the service proxy of kube-system/heapster), prints both, then the figures
+// that matter side by side.
+func explainBothSources(ctx context.Context, k cluster.Kubectl) error {
+	sources := []struct{ flag, title string }{
+		{"--metrics-source=metrics-api", "metrics-server"},
+		{"--metrics-source=heapster", "Heapster"},
+	}
+	var explained []output.Explanation
+	for _, s := range sources {
+		if s.title == "Heapster" {
+			say("waiting for Heapster to sample a full window (60s, it says) since the pods became ready")
+			if err := waitHeapsterWindow(ctx, k); err != nil {
+				return err
+			}
+		}
+		say("$ kubectl hpa explain %s -n %s %s", demoApp, demoNamespace, s.flag)
+		out, err := k.Run(ctx, "hpa", "explain", demoApp, "-n", demoNamespace, s.flag)
+		if err != nil {
+			return fmt.Errorf("explain from %s: %w", s.title, err)
+		}
+		fmt.Print(out)
+		e, err := explainJSON(ctx, k, s.flag)
+		if err != nil {
+			return err
+		}
+		explained = append(explained, e)
+	}
+	say("the two explanations side by side:")
+	printSideBySide(explained[0], explained[1])
+	return nil
+}
+
+func explainJSON(ctx context.Context, k cluster.Kubectl, flags ...string) (output.Explanation, error) {
+	var e output.Explanation
+	out, err := k.Run(ctx, append([]string{"hpa", "explain", demoApp, "-n", demoNamespace, "-o", "json"}, flags...)...)
+	if err != nil {
+		return e, fmt.Errorf("explain -o json %s: %w", strings.Join(flags, " "), err)
+	}
+	if err := json.Unmarshal([]byte(out), &e); err != nil {
+		return e, fmt.Errorf("decoding explain -o json: %w", err)
+	}
+	return e, nil
+}
+
+// waitHeapsterWindow waits until explain from Heapster counts every pod as ready: Heapster
+// stamps its samples with a 60s window, and like upstream explain counts a young pod's CPU only
+// once that window starts after the pod became ready.
+func waitHeapsterWindow(ctx context.Context, k cluster.Kubectl) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	var last string
+	for {
+		e, err := explainJSON(ctx, k, "--metrics-source=heapster")
+		switch {
+		case err != nil:
+			last = err.Error()
+		case e.Error != nil:
+			last = e.Error.Message
+		case len(e.Metrics) > 0 && len(e.Metrics[0].Pods) > 0:
+			ready := true
+			for _, p := range e.Metrics[0].Pods {
+				ready = ready && p.Treatment == "ready"
+			}
+			if ready {
+				return nil
+			}
+			last = "pods not counted as ready yet"
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("heapster: no full window after readiness (last: %s): %w", last, ctx.Err())
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+func printSideBySide(ms, hs output.Explanation) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	row := func(label string, f func(output.Explanation) string) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", label, f(ms), f(hs))
+	}
+	row("", func(e output.Explanation) string { return strings.ToUpper(sourceTitle(e)) })
+	row("metrics source", func(e output.Explanation) string { return e.MetricsSource })
+	row("sampled at", func(e output.Explanation) string {
+		if len(e.Metrics) == 0 || e.Metrics[0].Timestamp == nil {
+			return "-"
+		}
+		return e.Metrics[0].Timestamp.UTC().Format(time.RFC3339)
+	})
+	row("cpu current / target", func(e output.Explanation) string {
+		if len(e.Metrics) == 0 {
+			return "-"
+		}
+		return e.Metrics[0].Current + " / " + e.Metrics[0].Target
+	})
+	row("pod usage", func(e output.Explanation) string {
+		if len(e.Metrics) == 0 {
+			return "-"
+		}
+		var ps []string
+		for _, p := range e.Metrics[0].Pods {
+			if p.UsageMilli != nil {
+				ps = append(ps, fmt.Sprintf("%dm", *p.UsageMilli))
+			}
+		}
+		return strings.Join(ps, " ")
+	})
+	row("desired replicas", func(e output.Explanation) string {
+		if e.Decision == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%d -> %d", e.Decision.CurrentReplicas, e.Decision.DesiredReplicas)
+	})
+	_ = tw.Flush()
+}
+
+func sourceTitle(e output.Explanation) string {
+	if strings.Contains(e.MetricsSource, "heapster") {
+		return "Heapster"
+	}
+	return "metrics-server"
+}
