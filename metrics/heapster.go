@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -70,7 +71,22 @@ type heapsterClient struct {
 	cfg   HeapsterConfig
 	where string
 	get   func(ctx context.Context, path string, params map[string]string) ([]byte, error)
+	// resourceAPI is the index in heapsterResourceAPIs of the path that answered last.
+	resourceAPI atomic.Int32
 }
+
+// heapsterResourceAPIs are where Heapster serves its PodMetricsList: Kubernetes 1.11's client
+// asked Heapster 1.3 and 1.4's path; Heapster 1.5 and 1.6 serve the same list only under
+// metrics.k8s.io/v1alpha1. A client asks the path that answered last, the older first.
+func heapsterResourceAPIs() [2]struct{ path, versions string } {
+	return [2]struct{ path, versions string }{
+		{"/apis/metrics/v1alpha1/namespaces/%s/pods", "heapster 1.3, 1.4"},
+		{"/apis/metrics.k8s.io/v1alpha1/namespaces/%s/pods", "heapster 1.5, 1.6"},
+	}
+}
+
+// errNoSuchPath marks a 404 from Heapster itself (not from the API server's service proxy).
+var errNoSuchPath = errors.New("no such path")
 
 var _ Client = (*heapsterClient)(nil)
 
@@ -122,8 +138,7 @@ func (h *heapsterClient) PodResource(ctx context.Context, namespace string, res 
 	}
 	ctx, cancel := h.bounded(ctx)
 	defer cancel()
-	path := fmt.Sprintf("/apis/metrics/v1alpha1/namespaces/%s/pods", namespace)
-	body, err := h.get(ctx, path, map[string]string{"labelSelector": selector.String()})
+	body, path, err := h.getPodMetrics(ctx, namespace, map[string]string{"labelSelector": selector.String()})
 	if err != nil {
 		return nil, time.Time{}, SourceFailure{err}
 	}
@@ -186,6 +201,28 @@ func (h *heapsterClient) PodsMetric(ctx context.Context, namespace, metricName s
 	return samples, ts, nil
 }
 
+// getPodMetrics GETs the PodMetricsList of namespace from the path that answered last and, if
+// Heapster has no such path, from the other one; it returns the body and the path it came from.
+func (h *heapsterClient) getPodMetrics(ctx context.Context, namespace string, params map[string]string) ([]byte, string, error) {
+	apis := heapsterResourceAPIs()
+	first := int(h.resourceAPI.Load())
+	var paths [len(apis)]string
+	for i := range apis {
+		idx := (first + i) % len(apis)
+		paths[idx] = fmt.Sprintf(apis[idx].path, namespace)
+		body, err := h.get(ctx, paths[idx], params)
+		if err == nil {
+			h.resourceAPI.Store(int32(idx))
+			return body, paths[idx], nil
+		}
+		if !errors.Is(err, errNoSuchPath) {
+			return nil, paths[idx], err
+		}
+	}
+	return nil, paths[first], fmt.Errorf("%s has neither %s (%s) nor %s (%s); is it heapster 1.3 or later running in Kubernetes mode?",
+		h.where, paths[0], apis[0].versions, paths[1], apis[1].versions)
+}
+
 // badAnswer is the error for an answer that is not the JSON asked for.
 func badAnswer(where, path string, err error) error {
 	return fmt.Errorf("%s: the answer to GET %s is %w; check that it is heapster, and its logs", where, path, err)
@@ -224,7 +261,7 @@ func (h *heapsterClient) getProxy(ctx context.Context, path string, params map[s
 	case apierrors.IsServiceUnavailable(err):
 		return nil, fmt.Errorf("%s is unavailable (the service has no ready endpoints?): %w; check the heapster pod in %s", h.where, err, c.Namespace)
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("%s has no %s: %w; is it heapster 1.3 or later running in Kubernetes mode?", h.where, path, err)
+		return nil, fmt.Errorf("%s has no %s: %w (%w); is it heapster 1.3 or later running in Kubernetes mode?", h.where, path, err, errNoSuchPath)
 	case errors.As(err, &status) && status.Status().Code >= http.StatusInternalServerError:
 		// The proxy passes Heapster's own failure on; client-go quotes its body.
 		return nil, fmt.Errorf("%s answered %d to GET %s: %w; check the heapster pod's logs in %s", h.where, status.Status().Code, path, err, c.Namespace)
@@ -272,7 +309,7 @@ func (h *heapsterClient) getDirect(ctx context.Context, path string, params map[
 	case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized:
 		return nil, fmt.Errorf("%s refused %s (%s): %s; check the URL's credentials", h.where, path, resp.Status, bodySnippet(body))
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("%s has no %s (%s); is --heapster-url pointing at heapster 1.3 or later?", h.where, path, resp.Status)
+		return nil, fmt.Errorf("%s has no %s (%s, %w); is --heapster-url pointing at heapster 1.3 or later?", h.where, path, resp.Status, errNoSuchPath)
 	default:
 		return nil, fmt.Errorf("%s answered %s to %s: %s", h.where, resp.Status, path, bodySnippet(body))
 	}

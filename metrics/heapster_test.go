@@ -409,9 +409,9 @@ func TestHeapsterErrorsSayWhatToDo(t *testing.T) {
 		{name: "a non-JSON model answer is quoted",
 			f: heapsterFixture{pods: 1, backend: rawJSON("bad gateway")}, pods: true,
 			wantErr: []string{"not a MetricResultList", `"bad gateway"`}},
-		{name: "a path heapster does not serve is a 404 naming it",
+		{name: "paths heapster does not serve are 404s naming both",
 			f:       heapsterFixture{backend: http.NotFoundHandler()},
-			wantErr: []string{"has no /apis/metrics/v1alpha1/namespaces/test-namespace/pods", "heapster 1.3 or later"}},
+			wantErr: []string{"has neither /apis/metrics/v1alpha1/namespaces/test-namespace/pods", "nor /apis/metrics.k8s.io/v1alpha1/namespaces/test-namespace/pods", "heapster 1.3 or later"}},
 		{name: "a stale batch is refused, not dropped",
 			f:       heapsterFixture{now: minute(11), scenario: stale},
 			wantErr: []string{"the sample of pod test-pod-0 is stale", "is 11m0s old", "--metrics-max-age"}},
@@ -509,5 +509,57 @@ func TestHeapsterSourceNamesTheProxyPath(t *testing.T) {
 	c := heapsterFixture{scenario: &heapsterstandin.Scenario{}}.client(t)
 	if got, want := c.Source(), "heapster via service proxy kube-system/http:heapster:"; got != want {
 		t.Errorf("source %q, want %q", got, want)
+	}
+}
+
+// Heapster 1.5 and 1.6 serve the PodMetricsList Kubernetes 1.11's client asked for at
+// /apis/metrics/v1alpha1 (Heapster 1.3 and 1.4) only under /apis/metrics.k8s.io/v1alpha1; a
+// client that knows one path only cannot read the other versions' resource metrics.
+func TestHeapsterResourceReadsHeapster14AndHeapster16Paths(t *testing.T) {
+	const answer = `{"items":[{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","window":"1m0s","containers":[{"name":"c","usage":{"cpu":"90m"}}]}]}`
+	cases := []struct {
+		name      string
+		serves    string
+		direct    bool
+		reads     int
+		wantPaths []string
+		wantErr   string
+	}{
+		{name: "heapster 1.4 through the service proxy", serves: "/apis/metrics/v1alpha1/", reads: 2,
+			wantPaths: []string{"/apis/metrics/v1alpha1/namespaces/test-namespace/pods", "/apis/metrics/v1alpha1/namespaces/test-namespace/pods"}},
+		{name: "heapster 1.6 through the service proxy: one 404, then the path that answered", serves: "/apis/metrics.k8s.io/v1alpha1/", reads: 2,
+			wantPaths: []string{"/apis/metrics/v1alpha1/namespaces/test-namespace/pods", "/apis/metrics.k8s.io/v1alpha1/namespaces/test-namespace/pods", "/apis/metrics.k8s.io/v1alpha1/namespaces/test-namespace/pods"}},
+		{name: "heapster 1.6 at a URL", serves: "/apis/metrics.k8s.io/v1alpha1/", direct: true, reads: 1,
+			wantPaths: []string{"/apis/metrics/v1alpha1/namespaces/test-namespace/pods", "/apis/metrics.k8s.io/v1alpha1/namespaces/test-namespace/pods"}},
+		{name: "neither path: the error names both", serves: "/nothing/", reads: 1,
+			wantPaths: []string{"/apis/metrics/v1alpha1/namespaces/test-namespace/pods", "/apis/metrics.k8s.io/v1alpha1/namespaces/test-namespace/pods"},
+			wantErr:   "has neither /apis/metrics/v1alpha1/namespaces/test-namespace/pods (heapster 1.3, 1.4) nor /apis/metrics.k8s.io/v1alpha1/namespaces/test-namespace/pods (heapster 1.5, 1.6)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var paths []string
+			backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				paths = append(paths, r.URL.Path)
+				if !strings.HasPrefix(r.URL.Path, tc.serves) {
+					http.NotFound(w, r)
+					return
+				}
+				_, _ = w.Write([]byte(answer))
+			})
+			c := heapsterFixture{now: minute(0), backend: backend, direct: tc.direct}.client(t)
+			for range tc.reads {
+				got, _, err := c.PodResource(context.Background(), testNamespace, corev1.ResourceCPU, testSelector, "")
+				checkErr(t, err, tc.wantErr)
+				if tc.wantErr != "" {
+					break
+				}
+				if diff := cmp.Diff(samples(minute(0), time.Minute, "a", 90), got); diff != "" {
+					t.Errorf("samples (-want +got):\n%s", diff)
+				}
+			}
+			if diff := cmp.Diff(tc.wantPaths, paths); diff != "" {
+				t.Errorf("requested paths (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -26,18 +26,18 @@ import (
 // kube-system/heapster, reading the node stand-in's Summary API every 5 s. The faults it cannot
 // be made to show on demand are tested on the stand-in (faults_heapster_test.go).
 
-// hrPod is one pod of Heapster's metrics/v1alpha1 answer.
+// hrPod is one pod of Heapster 1.6's metrics.k8s.io/v1alpha1 answer.
 type hrPod struct {
 	cpuMilli, memBytes int64
 	timestamp          time.Time
 	window             time.Duration
 }
 
-// hrPodMetrics reads Heapster's metrics/v1alpha1 PodMetricsList for the web pods of ns through
+// hrPodMetrics reads Heapster's metrics.k8s.io/v1alpha1 PodMetricsList for the web pods of ns through
 // the service proxy of kube-system/service, summed over containers.
 func hrPodMetrics(ctx context.Context, service, ns string) (map[string]hrPod, error) {
 	raw, err := shared.Client().CoreV1().RESTClient().Get().
-		AbsPath("/api/v1/namespaces/kube-system/services/http:"+service+":/proxy/apis/metrics/v1alpha1/namespaces/"+ns+"/pods").
+		AbsPath("/api/v1/namespaces/kube-system/services/http:"+service+":/proxy/apis/metrics.k8s.io/v1alpha1/namespaces/"+ns+"/pods").
 		Param("labelSelector", "app=web").DoRaw(ctx)
 	if err != nil {
 		return nil, err
