@@ -123,14 +123,17 @@ func hrCheckAgainstModel(t *testing.T, ns string, got map[string]hrPod) {
 	}
 }
 
-// hrExplainReads are the only requests explain --metrics-source=heapster makes (README, "Heapster"):
-// the HPA, its target's scale, the pods, the rescale events, and Heapster's metrics/v1alpha1
-// through the service proxy of kube-system/heapster, all GET or LIST.
+// hrExplainReads are the only requests explain --metrics-source=heapster makes (README, "The
+// real Heapster"): discovery, the HPA, its target's scale, the pods, the rescale events, the
+// Service kube-system/heapster (it exists?) and Heapster's PodMetricsList through the service
+// proxy, all GET or LIST.
 var hrExplainReads = []string{
+	"get discovery",
 	"get horizontalpodautoscalers",
 	"get deployments/scale",
 	"list pods",
 	"list events",
+	"get services kube-system/heapster",
 	"get services/proxy kube-system/http:heapster:",
 }
 
@@ -219,6 +222,8 @@ func hrTuple(r cluster.AuditRequest) string {
 		return "get discovery"
 	case r.Resource == "services" && r.Subresource == "proxy":
 		return fmt.Sprintf("%s services/proxy %s/%s", r.Verb, r.Namespace, r.Name)
+	case r.Resource == "services":
+		return fmt.Sprintf("%s services %s/%s", r.Verb, r.Namespace, r.Name)
 	case r.Subresource != "":
 		return r.Verb + " " + r.Resource + "/" + r.Subresource
 	}
@@ -364,11 +369,11 @@ func TestHeapsterRealOutageFailsSafe(t *testing.T) {
 	}{{
 		name: "heapster stopped", service: "heapster-stopped", port: hrStoppedPort,
 		fault:   func(_ context.Context, h *cluster.Heapster) error { return h.Stop() },
-		wantErr: []string{"heapster via service proxy kube-system/http:heapster-stopped: answered 503", "connection refused"},
+		wantErr: []string{"heapster via service proxy kube-system/http:heapster-stopped: is unavailable", "dial tcp 10.200.0.1:8084: connect: connection refused"},
 	}, {
 		name: "service without endpoints", service: "heapster-noendpoints", port: hrNoEndpointsPort,
 		fault:   func(ctx context.Context, h *cluster.Heapster) error { return h.RemoveEndpoints(ctx) },
-		wantErr: []string{"heapster via service proxy kube-system/http:heapster-noendpoints: answered 503", `no endpoints available for service \"heapster-noendpoints\"`},
+		wantErr: []string{"heapster via service proxy kube-system/http:heapster-noendpoints: is unavailable", `no endpoints available for service "heapster-noendpoints"`},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
