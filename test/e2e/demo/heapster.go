@@ -21,14 +21,14 @@ func explainBothSources(ctx context.Context, k cluster.Kubectl) error {
 		{"--metrics-source=metrics-api", "metrics-server"},
 		{"--metrics-source=heapster", "Heapster"},
 	}
+	// Heapster's window (60s) is the longer: once it starts after the pods became ready,
+	// metrics-server's does too, and both explanations count the same ready pods.
+	say("waiting for Heapster to sample a full window (60s, it says) since the pods became ready")
+	if err := waitHeapsterWindow(ctx, k); err != nil {
+		return err
+	}
 	var explained []output.Explanation
 	for _, s := range sources {
-		if s.title == "Heapster" {
-			say("waiting for Heapster to sample a full window (60s, it says) since the pods became ready")
-			if err := waitHeapsterWindow(ctx, k); err != nil {
-				return err
-			}
-		}
 		say("$ kubectl hpa explain %s -n %s %s", demoApp, demoNamespace, s.flag)
 		out, err := k.Run(ctx, "hpa", "explain", demoApp, "-n", demoNamespace, s.flag)
 		if err != nil {
@@ -96,7 +96,13 @@ func printSideBySide(ms, hs output.Explanation) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", label, f(ms), f(hs))
 	}
 	row("", func(e output.Explanation) string { return strings.ToUpper(sourceTitle(e)) })
-	row("metrics source", func(e output.Explanation) string { return e.MetricsSource })
+	row("metrics source", func(e output.Explanation) string {
+		// "metrics from X, ... (why)" -> X
+		src := strings.TrimPrefix(e.MetricsSource, "metrics from ")
+		src, _, _ = strings.Cut(src, ", ")
+		src, _, _ = strings.Cut(src, " (")
+		return src
+	})
 	row("sampled at", func(e output.Explanation) string {
 		if len(e.Metrics) == 0 || e.Metrics[0].Timestamp == nil {
 			return "-"
