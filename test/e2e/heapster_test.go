@@ -126,9 +126,9 @@ func hrCheckAgainstModel(t *testing.T, ns string, got map[string]hrPod) {
 // hrExplainReads are the only requests explain --metrics-source=heapster makes (README, "The
 // real Heapster"): discovery, the HPA, its target's scale, the pods, the rescale events, the
 // Service kube-system/heapster (it exists?) and Heapster's PodMetricsList through the service
-// proxy, all GET or LIST.
+// proxy, all GET or LIST; discovery (GET /api, /apis) too when client-go's disk cache of it
+// is cold.
 var hrExplainReads = []string{
-	"get discovery",
 	"get horizontalpodautoscalers",
 	"get deployments/scale",
 	"list pods",
@@ -207,7 +207,9 @@ func TestHeapsterRealExplainAgreesWithTheLoadModelAndMetricsServer(t *testing.T)
 		if r.APIGroup == "metrics.k8s.io" {
 			t.Errorf("explain --metrics-source=heapster read metrics.k8s.io: %s", r)
 		}
-		got = append(got, hrTuple(r))
+		if tuple := hrTuple(r); tuple != "get discovery" {
+			got = append(got, tuple)
+		}
 	}
 	if missing, extra := hrSetDiff(hrExplainReads, got); len(missing)+len(extra) > 0 {
 		t.Errorf("explain's requests: missing %v, not listed in the README %v; all:\n%s", missing, extra, cluster.SummarizeAudit(reqs))
