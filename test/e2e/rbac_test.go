@@ -231,7 +231,7 @@ func TestRbacLeastPrivilegeRolesAreEnoughForExplainAndRun(t *testing.T) {
 			if source == "metrics-api" {
 				waitMetricsAfterReadiness(t, ns)
 			} else {
-				waitReadyFor(t, ns, 61*time.Second)
+				hrWaitPods(t, cluster.HeapsterService, ns, 90)
 			}
 			res := rbacExec(t, rbacUser(t, explainUser), time.Minute, "hpa", "explain", "web", "-n", ns, "--metrics-source="+source, "-o", "json")
 			if res.code != 0 {
