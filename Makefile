@@ -97,7 +97,8 @@ testbin:
 test-e2e: build
 	@testbin=$$(hack/build-testbin.sh | tail -n1) && \
 	$(GO) test -c -race -tags '$(E2E_TAGS)' -o $(BIN)/e2e.test ./test/e2e && \
-	cd test/e2e && KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_PLUGIN_DIR=$(BIN) \
+	$(GO) build -o $(BIN)/e2e-demo ./test/e2e/demo && \
+	cd test/e2e && KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_PLUGIN_DIR=$(BIN) KUBECTL_HPA_DEMO=$(BIN)/e2e-demo \
 		$(BIN)/e2e.test -test.v -test.parallel $(E2E_PARALLEL) -test.timeout $(E2E_TIMEOUT) -test.run '$(E2E_RUN)'
 
 demo: build

@@ -113,6 +113,20 @@ func prepare() (func(), error) {
 		}
 		os.Setenv(pluginDirEnv, dir)
 	}
+	if os.Getenv(demoEnv) == "" {
+		dir, err := os.MkdirTemp("", "kubectl-hpa-demo-bin-")
+		if err != nil {
+			return cleanup, err
+		}
+		prev := cleanup
+		cleanup = func() { prev(); os.RemoveAll(dir) }
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, "e2e-demo"), "./test/e2e/demo")
+		build.Dir, build.Stderr = root, os.Stderr
+		if err := build.Run(); err != nil {
+			return cleanup, fmt.Errorf("building the demo: %w", err)
+		}
+		os.Setenv(demoEnv, filepath.Join(dir, "e2e-demo"))
+	}
 	if _, err := exec.LookPath("kubectl"); err != nil {
 		return cleanup, errors.New("kubectl is not on PATH; the tests drive the plugin through kubectl's plugin discovery")
 	}

@@ -35,7 +35,9 @@ type process struct {
 }
 
 // startProcess launches bin with args, output appended to logDir/name.log. The child gets
-// SIGKILL if the harness dies, so a crashed test does not leak control-plane processes.
+// SIGKILL if the harness dies, so a crashed test does not leak control-plane processes. It
+// runs in a process group of its own, so a terminal's Ctrl-C reaches only the harness (or the
+// demo), which stops the components in order: the API server outlives its clients' stops.
 func startProcess(name, bin string, args []string, logDir string) (*process, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%s: binary not found (%w); build it with hack/build-testbin.sh", name, err)
@@ -48,7 +50,7 @@ func startProcess(name, bin string, args []string, logDir string) (*process, err
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = f
 	cmd.Stderr = f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("%s: starting %s: %w", name, bin, err)

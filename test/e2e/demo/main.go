@@ -8,12 +8,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/term"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -46,7 +51,25 @@ func cycle() []phase {
 	}
 }
 
+// runDirEnv hands the run directory, made by the parent before the namespaces, to the
+// isolated child.
+const runDirEnv = "KUBECTL_HPA_DEMO_DIR"
+
 func main() {
+	// The run directory holds keys, tokens and etcd data. The parent makes it and removes it
+	// once the isolated child has exited, however the child ended (a crash, a kill); the
+	// child removes it itself after an orderly teardown.
+	if !cluster.Isolated() {
+		// Nothing the parent writes may end it before it has cleaned up.
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+		dir, err := os.MkdirTemp("", "kubectl-hpa-demo-")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "demo: creating the run directory: %v\n", err)
+			os.Exit(1)
+		}
+		defer removeRunDir(dir)
+		os.Setenv(runDirEnv, dir)
+	}
 	code, isParent, err := cluster.RunIsolated(cluster.DefaultIP)
 	if err == nil && !isParent {
 		err = run()
@@ -60,11 +83,24 @@ func main() {
 			code = 1
 		}
 	}
+	if isParent {
+		removeRunDir(os.Getenv(runDirEnv))
+	}
 	os.Exit(code)
 }
 
+// removeRunDir removes the run directory unless cluster.KeepEnv asks to keep it.
+func removeRunDir(dir string) {
+	if dir != "" && os.Getenv(cluster.KeepEnv) == "" {
+		_ = os.RemoveAll(dir)
+	}
+}
+
 func run() (err error) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed stdout or stderr (`make demo | tee log`, then Ctrl-C ends tee) means nobody
+	// watches any more: tear down as for Ctrl-C. Handling SIGPIPE also turns writes to the
+	// closed pipe into errors instead of ending the demo before its teardown.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
 	defer stop()
 	bin, pluginDir := os.Getenv("KUBECTL_HPA_TESTBIN"), os.Getenv("KUBECTL_HPA_PLUGIN_DIR")
 	if bin == "" || pluginDir == "" {
@@ -72,25 +108,26 @@ func run() (err error) {
 	}
 	say("starting the cluster (etcd, kube-apiserver, kube-controller-manager, metrics-server, Heapster, node and Heapster stand-ins)")
 	t0 := time.Now()
-	c, err := cluster.Start(ctx, cluster.Config{BinDir: bin, Progress: func(f string, a ...any) { say("  "+f, a...) }})
+	dir := os.Getenv(runDirEnv)
+	c, err := cluster.Start(ctx, cluster.Config{BinDir: bin, Dir: dir, Progress: func(f string, a ...any) { say("  "+f, a...) }})
 	if err != nil {
 		return err
 	}
 	defer func() {
 		say("tearing down")
 		err = errors.Join(err, c.Stop())
+		removeRunDir(c.Dir())
+		say("stopped; removed %s", c.Dir())
 	}()
 	say("cluster ready in %.1fs", time.Since(t0).Seconds())
 
 	if err := sample(ctx, c); err != nil {
 		return err
 	}
-	wrapper, err := writeKubectlWrapper(c)
+	wrapper, err := writeKubectlWrapper(c, pluginDir)
 	if err != nil {
 		return err
 	}
-	say("kubeconfig: %s (the API server lives in a private network namespace)", c.AdminKubeconfig())
-	say("poke at it from another terminal: %s get hpa,deploy,pods -n %s", wrapper, demoNamespace)
 
 	k := c.Kubectl(c.PluginKubeconfig(), pluginDir)
 	// Both explanations read the load of the cycle's first phase; the cycle starts after them.
@@ -105,27 +142,117 @@ func run() (err error) {
 		say("explain failed: %v", err)
 	}
 	go driveLoad(ctx, c)
+	printCommands(wrapper)
 	args := []string{"hpa", "run", "-n", demoNamespace, "--downscale-stabilization=30s", "--sync-period=5s"}
 	say("$ kubectl %s   (Ctrl-C to stop and tear down)", strings.Join(args, " "))
-	cmd := k.Command(context.Background(), args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
+	if err := runInForeground(ctx, k.Command(context.Background(), args...)); err != nil {
+		return err
+	}
+	say("%s", leaseState(c))
+	return nil
+}
+
+// printCommands prints, one to a line and ready to paste, what a user may run against the
+// cluster from another terminal.
+func printCommands(wrapper string) {
+	say("poke at the cluster from another terminal while this runs (as root: the API server lives in a private network namespace):")
+	for _, args := range [][]string{
+		{"get", "hpa,deploy,pods", "-n", demoNamespace},
+		{"hpa", "explain", demoApp, "-n", demoNamespace},
+		{"hpa", "run", "-n", demoNamespace, "--dry-run=client"},
+	} {
+		fmt.Fprintf(os.Stderr, "%s%s %s\n", commandIndent, wrapper, strings.Join(args, " "))
+	}
+}
+
+// commandIndent starts each printed command line: a shell ignores it when the line is pasted.
+const commandIndent = "    "
+
+// runInForeground runs kubectl hpa run until it ends or ctx is done, then stops it with one
+// SIGINT and waits for it: it runs in its own process group, so the terminal's Ctrl-C reaches
+// only the demo, which stops run before the cluster (run releases its Lease while the API
+// server still answers). Its output goes through the demo unless stdout is a terminal, so
+// that a closed pipe costs run nothing: it is never ended by SIGPIPE mid-stop.
+func runInForeground(ctx context.Context, cmd *exec.Cmd) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var copied sync.WaitGroup
+	copyTo := func(dst *os.File) (io.Writer, error) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		copied.Go(func() {
+			defer r.Close()
+			// Write errors (a closed pipe) are dropped; reading on keeps run unblocked.
+			_, _ = io.Copy(ignoreErrors{dst}, r)
+		})
+		return w, nil
+	}
+	cmd.Stdout = os.Stdout
+	var pipes []io.Closer
+	if !term.IsTerminal(int(os.Stdout.Fd())) {
+		w, err := copyTo(os.Stdout)
+		if err != nil {
+			return err
+		}
+		cmd.Stdout, pipes = w, append(pipes, w.(io.Closer))
+	}
+	w, err := copyTo(os.Stderr)
+	if err != nil {
+		return err
+	}
+	cmd.Stderr, pipes = w, append(pipes, w.(io.Closer))
+	err = cmd.Start()
+	// The child holds its own copies of the write ends; once it exits the copies see EOF.
+	for _, p := range pipes {
+		_ = p.Close()
+	}
+	if err != nil {
 		return fmt.Errorf("starting kubectl hpa run: %w", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
-	case err := <-done:
-		return fmt.Errorf("kubectl hpa run ended: %w", err)
+	case err = <-done:
+		err = fmt.Errorf("kubectl hpa run ended: %w", err)
 	case <-ctx.Done():
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-done:
+		case err = <-done:
+			if err != nil {
+				err = fmt.Errorf("kubectl hpa run did not stop cleanly: %w", err)
+			}
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
 			<-done
+			err = errors.New("kubectl hpa run did not stop within 10s of SIGINT and was killed")
 		}
-		return nil
+	}
+	copied.Wait()
+	return err
+}
+
+// ignoreErrors is a writer that always succeeds.
+type ignoreErrors struct{ w io.Writer }
+
+func (i ignoreErrors) Write(p []byte) (int, error) {
+	_, _ = i.w.Write(p)
+	return len(p), nil
+}
+
+// leaseState says whether run released its Lease: the cluster is still up, so this is what
+// the next holder would find.
+func leaseState(c *cluster.Cluster) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l, err := c.Client().CoordinationV1().Leases(demoNamespace).Get(ctx, "kubectl-hpa", metav1.GetOptions{})
+	switch {
+	case err != nil:
+		return fmt.Sprintf("could not read run's Lease: %v", err)
+	case l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "":
+		return fmt.Sprintf("run released its Lease %s/%s", demoNamespace, l.Name)
+	default:
+		return fmt.Sprintf("run's Lease %s/%s is still held by %s (it expires on its own)", demoNamespace, l.Name, *l.Spec.HolderIdentity)
 	}
 }
 
@@ -208,19 +335,30 @@ func waitForMetrics(ctx context.Context, k cluster.Kubectl) error {
 }
 
 // writeKubectlWrapper writes DIR/kubectl, which runs kubectl inside the cluster's network
-// namespace with the admin kubeconfig.
-func writeKubectlWrapper(c *cluster.Cluster) (string, error) {
+// namespace with the admin kubeconfig and the demo's kubectl-hpa first on PATH. The
+// kubeconfig is given in the environment, not as a flag: kubectl refuses flags before a
+// plugin's name, so `DIR/kubectl hpa explain ...` works as well as `DIR/kubectl get ...`.
+func writeKubectlWrapper(c *cluster.Cluster, pluginDir string) (string, error) {
 	pid, err := cluster.HostPID()
 	if err != nil {
 		return "", err
 	}
 	path := filepath.Join(c.Dir(), "kubectl")
-	script := fmt.Sprintf("#!/bin/sh\nexec nsenter --net=/proc/%d/ns/net kubectl --kubeconfig=%s \"$@\"\n", pid, c.AdminKubeconfig())
+	script := fmt.Sprintf(`#!/bin/sh
+# kubectl for the kubectl-hpa demo cluster (it lives in the network namespace of pid %d).
+export KUBECONFIG=%s
+export KUBECACHEDIR=%s
+export PATH=%s:"$PATH"
+exec nsenter --net=/proc/%d/ns/net kubectl "$@"
+`, pid, shellQuote(c.AdminKubeconfig()), shellQuote(filepath.Join(c.Dir(), "kube-cache")), shellQuote(pluginDir), pid)
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		return "", fmt.Errorf("writing kubectl wrapper: %w", err)
 	}
 	return path, nil
 }
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func say(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "demo: "+format+"\n", args...)

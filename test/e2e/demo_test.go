@@ -1,0 +1,221 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// demoEnv names the demo binary (`make demo`'s test/e2e/demo).
+const demoEnv = "KUBECTL_HPA_DEMO"
+
+// lineLog collects a stream's lines as they come, for waiting on one.
+type lineLog struct {
+	mu    sync.Mutex
+	lines []string
+	done  bool
+}
+
+func (l *lineLog) follow(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		l.mu.Lock()
+		l.lines = append(l.lines, sc.Text())
+		l.mu.Unlock()
+	}
+	l.mu.Lock()
+	l.done = true
+	l.mu.Unlock()
+}
+
+func (l *lineLog) snapshot() ([]string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...), l.done
+}
+
+func (l *lineLog) String() string {
+	lines, _ := l.snapshot()
+	return strings.Join(lines, "\n")
+}
+
+// waitFor polls the log until match finds what it wants in it.
+func (l *lineLog) waitFor(t *testing.T, bound time.Duration, what string, match func([]string) bool) {
+	t.Helper()
+	eventually(t, bound, what, func(context.Context) error {
+		lines, done := l.snapshot()
+		if match(lines) {
+			return nil
+		}
+		if done {
+			t.Fatalf("the stream ended before %s:\n%s", what, strings.Join(lines, "\n"))
+		}
+		return errors.New("not yet")
+	})
+}
+
+// TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder starts `make demo`'s program as a
+// terminal would (its own process group, the foreground job) with stdout on a pipe, runs the
+// commands it prints exactly as printed (through sh, as a paste would), then does what
+// `make demo | tee log` and Ctrl-C do: SIGINT to the whole group while the pipe's reader
+// goes away. The demo must stop its run first (the Lease released while the API server still
+// answers), then the cluster, exit 0 and leave no run directory (keys, tokens, etcd data).
+func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
+	t.Parallel()
+	bin := os.Getenv(demoEnv)
+	if bin == "" {
+		t.Fatalf("%s is not set; run `make test-e2e`", demoEnv)
+	}
+	cmd := exec.Command(bin)
+	// The demo makes a network namespace of its own, nested in this one: it must not think it
+	// is already isolated.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KUBECTL_HPA_E2E_HOST_NETNS=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	outW.Close()
+	errW.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	pgid := cmd.Process.Pid
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	})
+	var stdout, stderr lineLog
+	go stdout.follow(outR)
+	go stderr.follow(errR)
+	defer func() {
+		if t.Failed() {
+			t.Logf("demo stderr:\n%s\ndemo stdout:\n%s", stderr.String(), stdout.String())
+		}
+	}()
+
+	var commands []string
+	stderr.waitFor(t, 4*time.Minute, "the demo prints the commands to poke at it", func(lines []string) bool {
+		commands = nil
+		for i, l := range lines {
+			if strings.Contains(l, "poke at the cluster from another terminal") {
+				for _, c := range lines[i+1:] {
+					if !strings.HasPrefix(c, "    ") {
+						break
+					}
+					commands = append(commands, c)
+				}
+			}
+		}
+		return len(commands) == 3
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sh := func(line string) *exec.Cmd {
+		c := exec.CommandContext(ctx, "sh", "-c", line)
+		c.Env = os.Environ() // no KUBECONFIG: the wrapper brings its own
+		return c
+	}
+	// kubectl get and kubectl hpa explain, exactly as printed.
+	out, err := sh(commands[0]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", commands[0], err, out)
+	}
+	contains(t, string(out), "horizontalpodautoscaler.autoscaling/web", "deployment.apps/web")
+	out, err = sh(commands[1]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", commands[1], err, out)
+	}
+	if lines := strings.Split(string(out), "\n"); len(lines) < 5 || lines[0] != "Name:                  web" || !strings.HasPrefix(lines[3], "Verdict:") {
+		t.Errorf("%s printed, want the explanation of web leading with its verdict:\n%s", commands[1], out)
+	}
+	// The second, dry run: it decides (one line per decision off a terminal) and stops on
+	// Ctrl-C with exit 0.
+	dry := sh(commands[2])
+	dry.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dryOut, err := dry.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dryErr lineLog
+	dryErrR, err := dry.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dry.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var dryLines lineLog
+	go dryLines.follow(dryOut)
+	go dryErr.follow(dryErrR)
+	dryLines.waitFor(t, time.Minute, "the dry run decides for demo/web", func(lines []string) bool {
+		for _, l := range lines {
+			if strings.Contains(l, " demo/web ") {
+				return true
+			}
+		}
+		return false
+	})
+	_ = syscall.Kill(-dry.Process.Pid, syscall.SIGINT)
+	if err := dry.Wait(); err != nil {
+		t.Errorf("%s after Ctrl-C: %v, want exit 0; stderr:\n%s", commands[2], err, dryErr.String())
+	}
+
+	// The demo's own run writes (it holds the Lease) before it is stopped.
+	stdout.waitFor(t, time.Minute, "the demo's run decides for demo/web", func(lines []string) bool {
+		for _, l := range lines {
+			if strings.Contains(l, " demo/web ") {
+				return true
+			}
+		}
+		return false
+	})
+	// Ctrl-C in `make demo | tee log`: the terminal signals the foreground group, and tee,
+	// the pipe's reader, is gone.
+	outR.Close()
+	if err := syscall.Kill(-pgid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err = <-exited:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the demo did not exit within 90s of Ctrl-C")
+	}
+	if err != nil {
+		t.Errorf("demo after Ctrl-C: %v, want exit 0", err)
+	}
+	// Everything the demo said reaches the log before it exits.
+	stderr.waitFor(t, 10*time.Second, "the demo's stderr ends", func([]string) bool { _, done := stderr.snapshot(); return done })
+	log := stderr.String()
+	contains(t, log, "run released its Lease demo/kubectl-hpa")
+	runDir := filepath.Dir(strings.Fields(commands[0])[0])
+	contains(t, log, "stopped; removed "+runDir)
+	if _, err := os.Stat(runDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("run directory %s after the demo: %v, want it removed", runDir, err)
+	}
+}
