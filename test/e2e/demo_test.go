@@ -151,7 +151,7 @@ func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", commands[1], err, out)
 	}
-	if lines := strings.Split(string(out), "\n"); len(lines) < 5 || lines[0] != "Name:                  web" || !strings.HasPrefix(lines[3], "Verdict:") {
+	if lines := strings.Split(string(out), "\n"); len(lines) < 5 || strings.Join(strings.Fields(lines[0]), " ") != "Name: web" || !strings.HasPrefix(lines[3], "Verdict:") {
 		t.Errorf("%s printed, want the explanation of web leading with its verdict:\n%s", commands[1], out)
 	}
 	// The second, dry run: it decides (one line per decision off a terminal) and stops on
