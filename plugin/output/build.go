@@ -664,6 +664,12 @@ func verdictDetails(d replicas.Decision, e *Explanation) []string {
 			out = append(out, fmt.Sprintf("a failing metric blocks scale-down: %s, but the controller never scales down while any metric is invalid (it would still scale up)", strings.Join(lower, ", ")))
 		}
 	}
+	if d.Phase == replicas.PhaseDisabled {
+		out = append(out, "scale to zero: an HPA scales a target up from 0 only when it scaled it to 0 itself (status condition ScaledToZero=True, feature gate HPAScaleToZero); a target set to 0 by anyone else stays there until it is scaled up by hand")
+	}
+	if w := windowRelease(d, e.Time.Time); w != "" {
+		out = append(out, w)
+	}
 	if chosen == nil {
 		return out
 	}
@@ -735,4 +741,30 @@ func thresholds(d replicas.Decision, m Metric, e *Explanation) string {
 		s += "; memory use rarely falls when load does (caches, heaps), so a memory HPA may never scale down"
 	}
 	return s
+}
+
+// windowRelease says which recommendation a stabilization window holds the count with and
+// when it leaves the window: the window counts recommendations, not the time since the last
+// scale, which is what makes a window seem not to hold (or to hold too long).
+func windowRelease(d replicas.Decision, now time.Time) string {
+	s := d.Stabilization
+	if s == nil || s.Legacy || s.Result == s.Recommendation {
+		return ""
+	}
+	window, dir, beyond, holds := s.DownWindow, "scaleDown", "above", func(r int32) bool { return r > s.Recommendation }
+	if s.Reason == "ScaleUpStabilized" {
+		window, dir, beyond, holds = s.UpWindow, "scaleUp", "below", func(r int32) bool { return r < s.Recommendation }
+	}
+	var last *replicas.Recommendation
+	for i, r := range s.Considered {
+		if holds(r.Replicas) && (last == nil || r.Timestamp.After(last.Timestamp)) {
+			last = &s.Considered[i]
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	left := max(last.Timestamp.Add(window).Sub(now), 0).Round(time.Second)
+	return fmt.Sprintf("stabilization window: the recommendation of %d made %s ago holds the count until it leaves the %s %s window, in %s (if no recommendation %s %d comes meanwhile); the window counts recommendations, not the time since the last scale",
+		last.Replicas, now.Sub(last.Timestamp).Round(time.Second), window, dir, left, beyond, s.Recommendation)
 }

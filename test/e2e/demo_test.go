@@ -136,8 +136,14 @@ func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// Each printed line is a plain command (no quoting, no shell syntax), so splitting it at
+	// blanks runs exactly what a shell would run when it is pasted.
 	sh := func(line string) *exec.Cmd {
-		c := exec.CommandContext(ctx, "sh", "-c", line)
+		if strings.ContainsAny(line, "'\"$`\\|&;<>(){}*?~#") {
+			t.Fatalf("printed command %q is not a plain command to paste", line)
+		}
+		f := strings.Fields(line)
+		c := exec.CommandContext(ctx, f[0], f[1:]...)
 		c.Env = os.Environ() // no KUBECONFIG: the wrapper brings its own
 		return c
 	}
@@ -181,7 +187,10 @@ func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
 		}
 		return false
 	})
-	_ = syscall.Kill(-dry.Process.Pid, syscall.SIGINT)
+	// Ctrl-C: the terminal signals the command's process group.
+	if err := syscall.Kill(-dry.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
 	if err := dry.Wait(); err != nil {
 		t.Errorf("%s after Ctrl-C: %v, want exit 0; stderr:\n%s", commands[2], err, dryErr.String())
 	}
@@ -219,3 +228,4 @@ func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
 		t.Errorf("run directory %s after the demo: %v, want it removed", runDir, err)
 	}
 }
+

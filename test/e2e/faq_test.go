@@ -127,7 +127,8 @@ func faqScenarios() []faqScenario {
 			}
 			return faqExplain(ctx, ns, deploymentSpec{replicas: 4}.build(ns), faqLoad{cpuMilli: 40, memory: 128 * mi, perPod: 10}, h, status)
 		},
-		want: []string{"held at 4 by the highest recommendation of the last 5m0s (scaleDown stabilization window)", "a controller started now, with no history, would decide 1"},
+		want: []string{"held at 4 by the highest recommendation of the last 5m0s (scaleDown stabilization window)",
+			"stabilization window: the recommendation of 4 made 1m", "the window counts recommendations, not the time since the last scale"},
 	}, {
 		name: "tolerance", question: "why does it not scale although usage is above target?",
 		run: func(ctx context.Context, ns string) (string, error) {
@@ -193,11 +194,11 @@ func faqScenarios() []faqScenario {
 		},
 		want: []string{"would scale 2 -> 3: cpu 100% vs 90%", "What-if (inputs changed here only; the cluster was not touched):", "--set-target cpu=90% (was 50%)"},
 	}, {
-		name: "scale-to-zero", question: "why does my HPA not scale from zero?",
+		name: "scale-to-zero", question: "why does my HPA not scale up from zero (minReplicas 0, an External metric)?",
 		run: func(ctx context.Context, ns string) (string, error) {
 			return faqExplain(ctx, ns, deploymentSpec{replicas: 0}.build(ns), faqLoad{}, faqHPA(ns, 0, 5, external("queue_messages_ready", map[string]string{"queue": "orders"})))
 		},
-		want: []string{"would not scale", "kubectl get hpa shows <unknown> for queue_messages_ready", "minReplicas 0 relies on HPAScaleToZero"},
+		want: []string{"would not scale: the target has 0 replicas", "scales a target up from 0 only when it scaled it to 0 itself (status condition ScaledToZero=True", "minReplicas 0 relies on HPAScaleToZero"},
 	}, {
 		name: "keda", question: "why does my KEDA-managed HPA behave like this?",
 		run: func(ctx context.Context, ns string) (string, error) {
