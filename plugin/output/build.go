@@ -724,8 +724,9 @@ func podSummary(m Metric) string {
 // the tolerance.
 func thresholds(d replicas.Decision, m Metric, e *Explanation) string {
 	if d.Rescale || d.Phase != replicas.PhaseComputed || m.TargetSpec.Type != autoscalingv2.UtilizationMetricType || m.TargetSpec.AverageUtilization == nil ||
-		m.Proposal == nil || *m.Proposal != d.CurrentReplicas {
-		// Only the metric holds the count here; a window or a limit says its own why.
+		m.Proposal == nil || *m.Proposal != d.CurrentReplicas || podSummary(m) != "" {
+		// Only the metric, measured on every pod, holds the count here: a window or a limit
+		// says its own why, and pods not yet measured move the ratio by rebalancing.
 		return ""
 	}
 	target := float64(*m.TargetSpec.AverageUtilization)

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -141,8 +142,24 @@ func run() (err error) {
 	if err := explainBothSources(ctx, k); err != nil {
 		say("explain failed: %v", err)
 	}
-	go driveLoad(ctx, c)
+	// On a terminal run redraws its table in place: a line printed under it would break the
+	// redraw, so the load's phases are announced once, before the table.
+	var tableUp atomic.Bool
+	announce := func(format string, args ...any) {
+		if !tableUp.Load() {
+			say(format, args...)
+		}
+	}
+	go driveLoad(ctx, c, announce)
 	printCommands(wrapper)
+	if term.IsTerminal(int(os.Stdout.Fd())) {
+		var phases []string
+		for _, p := range cycle() {
+			phases = append(phases, fmt.Sprintf("%s for %s", p.what, p.hold))
+		}
+		say("the load repeats: %s", strings.Join(phases, ", then "))
+		tableUp.Store(true)
+	}
 	args := []string{"hpa", "run", "-n", demoNamespace, "--downscale-stabilization=30s", "--sync-period=5s"}
 	say("$ kubectl %s   (Ctrl-C to stop and tear down)", strings.Join(args, " "))
 	if err := runInForeground(ctx, k.Command(context.Background(), args...)); err != nil {
@@ -302,12 +319,12 @@ func sample(ctx context.Context, c *cluster.Cluster) error {
 	return nil
 }
 
-func driveLoad(ctx context.Context, c *cluster.Cluster) {
+func driveLoad(ctx context.Context, c *cluster.Cluster, announce func(string, ...any)) {
 	w := cluster.Workload{Namespace: demoNamespace, Selector: map[string]string{"app": demoApp}}
 	for {
 		for _, p := range cycle() {
 			c.Load().Set(w, cluster.Load{CPUMilli: p.cpuMilli, MemoryBytes: 128 << 20})
-			say("load -> %s for %s", p.what, p.hold)
+			announce("load -> %s for %s", p.what, p.hold)
 			select {
 			case <-ctx.Done():
 				return
