@@ -228,4 +228,3 @@ func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
 		t.Errorf("run directory %s after the demo: %v, want it removed", runDir, err)
 	}
 }
-
