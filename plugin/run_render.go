@@ -146,7 +146,7 @@ func (r *runRenderer) start(ctx context.Context) func() {
 			case <-tick.C:
 			}
 			r.mu.Lock()
-			r.redraw(time.Now(), false)
+			r.redraw(time.Now())
 			r.mu.Unlock()
 		}
 	}()
@@ -154,21 +154,32 @@ func (r *runRenderer) start(ctx context.Context) func() {
 		<-done
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		r.redraw(time.Now(), true)
+		r.finish(time.Now())
 	}
+}
+
+// finish leaves the table on screen when run stops. The last frame stays where it is, since
+// a line logged under it at the stop must not be drawn over; decisions that came after it
+// (a write finished during the stop) get a fresh frame below; then the time run stopped.
+func (r *runRenderer) finish(now time.Time) {
+	select {
+	case <-r.dirty:
+		r.drawn = 0
+		r.redraw(now)
+	default:
+	}
+	fmt.Fprintf(r.out, "\nkubectl hpa run stopped at %s; the table above shows each HPA's last decision\n\x1b[?25h", now.UTC().Format(time.RFC3339))
 }
 
 // redraw draws the table over the previous frame. Lines do not wrap (autowrap is off while
 // drawing), so a frame takes exactly one screen row per line and the next one can move back
-// to its first line; a frame is cut to the screen's height for the same reason. The final
-// frame is drawn whole, says when run stopped, and restores the cursor. The caller holds mu.
-func (r *runRenderer) redraw(now time.Time, final bool) {
+// to its first line; a frame is cut to the screen's height for the same reason. The caller
+// holds mu.
+func (r *runRenderer) redraw(now time.Time) {
 	var table bytes.Buffer
 	r.writeTable(&table, now)
 	lines := strings.Split(strings.TrimSuffix(table.String(), "\n"), "\n")
-	if final {
-		lines = append(lines, "", fmt.Sprintf("kubectl hpa run stopped at %s; the table shows each HPA's last decision", now.UTC().Format(time.RFC3339)))
-	} else if h := r.termRows(); h > 2 && len(lines) > h-1 {
+	if h := r.termRows(); h > 2 && len(lines) > h-1 {
 		hidden := len(lines) - (h - 2)
 		lines = append(lines[:h-2], fmt.Sprintf("... %d more lines (a taller terminal shows them)", hidden))
 	}
@@ -183,9 +194,6 @@ func (r *runRenderer) redraw(now time.Time, final bool) {
 		b.WriteString("\n")
 	}
 	b.WriteString("\x1b[?7h")
-	if final {
-		b.WriteString("\x1b[?25h")
-	}
 	_, _ = io.WriteString(r.out, b.String())
 	r.drawn = len(lines)
 }

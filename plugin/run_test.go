@@ -232,10 +232,16 @@ func TestRunTableFrameFitsTheTerminal(t *testing.T) {
 		r.report(rep)
 	}
 	r.termRows = func() int { return 24 }
-	r.redraw(runNow.Add(5*time.Second), false)
+	r.redraw(runNow.Add(5 * time.Second))
 	r.termRows = func() int { return 5 } // shrunk: 3 header lines and 3 HPAs do not fit
-	r.redraw(runNow.Add(6*time.Second), false)
-	r.redraw(runNow.Add(7*time.Second), true)
+	r.redraw(runNow.Add(6 * time.Second))
+	r.termRows = func() int { return 24 }
+	// A decision during the stop gets a frame of its own below the last one.
+	<-r.dirty
+	r.report(runTestReports()[1])
+	r.finish(runNow.Add(7 * time.Second))
+	// Without one, only the stop line is added under the last frame.
+	r.finish(runNow.Add(8 * time.Second))
 	runCheckGolden(t, "run-table-frames.golden", []byte(strings.ReplaceAll(out.String(), "\x1b", "<ESC>")))
 }
 
