@@ -73,7 +73,11 @@ func notifyStop(parent context.Context, clk clock.Clock, deadline time.Duration,
 					cancel()
 				case s == os.Interrupt && clk.Since(first) >= interruptGrace:
 					signal.Reset(os.Interrupt)
-					_ = syscall.Kill(syscall.Getpid(), syscall.SIGINT)
+					// os.Process.Signal, not syscall.Kill: the release builds for Windows too
+					// (where it fails, and forceExit below ends the process).
+					if self, err := os.FindProcess(os.Getpid()); err == nil {
+						_ = self.Signal(os.Interrupt)
+					}
 					// SIGINT was ignored when the process started (a background job):
 					// end anyway, as asked.
 					clk.Sleep(100 * time.Millisecond)
