@@ -525,7 +525,10 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	if err := c.audit.endLine(); err != nil {
 		return err
 	}
-	return c.startAPIServer(ctx)
+	if err := c.startAPIServer(ctx); err != nil {
+		return err
+	}
+	return c.restartHeapsters(ctx)
 }
 
 // stopComponent stops *slot's process (SIGTERM, SIGKILL after grace) and records its pid for

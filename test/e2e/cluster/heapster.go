@@ -24,7 +24,8 @@ type Heapster struct {
 	c       *Cluster
 	service string
 	port    int
-	proc    *process
+	args    []string
+	proc    *process // replaced when restartHeapsters restarts it; c.mu guards it
 }
 
 // heapsterUser is Heapster's identity, bound to the API server's own system:heapster role
@@ -43,15 +44,16 @@ func (c *Cluster) StartHeapster(ctx context.Context, service string, port int) (
 		"inClusterConfig": {"false"}, "auth": {c.kubeconfig("heapster")},
 		"kubeletHttps": {"true"}, "kubeletPort": {strconv.Itoa(c.cfg.KubeletPort)},
 	}.Encode()}
-	p, err := startProcess(service, filepath.Join(c.cfg.BinDir, "heapster"), []string{
+	args := []string{
 		"--source=kubernetes.summary_api:" + source.String(),
 		"--metric-resolution=" + c.cfg.HeapsterResolution.String(),
 		"--listen-ip=" + c.ip.String(), "--heapster-port=" + strconv.Itoa(port),
-	}, c.logDir)
+	}
+	p, err := startProcess(service, filepath.Join(c.cfg.BinDir, "heapster"), args, c.logDir)
 	if err != nil {
 		return nil, err
 	}
-	h := &Heapster{c: c, service: service, port: port, proc: p}
+	h := &Heapster{c: c, service: service, port: port, proc: p, args: args}
 	c.mu.Lock()
 	c.heapsters = append(c.heapsters, h)
 	c.mu.Unlock()
@@ -78,14 +80,55 @@ func (c *Cluster) StartHeapster(ctx context.Context, service string, port int) (
 	if err := c.createService(ctx, svc, &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod.Name}); err != nil {
 		return nil, fmt.Errorf("heapster %s: %w", service, err)
 	}
-	path := fmt.Sprintf("/api/v1/namespaces/%s/services/http:%s:/proxy/healthz", ns, service)
-	err = p.waitReady(ctx, 90*time.Second, func(ctx context.Context) error {
-		return c.client.CoreV1().RESTClient().Get().AbsPath(path).Do(ctx).Error()
-	})
-	if err != nil {
+	if err := h.waitReady(ctx); err != nil {
 		return nil, err
 	}
 	return h, nil
+}
+
+// waitReady returns once the service proxy reaches Heapster's /healthz, which passes after its
+// first scrape.
+func (h *Heapster) waitReady(ctx context.Context) error {
+	h.c.mu.Lock()
+	p := h.proc
+	h.c.mu.Unlock()
+	path := fmt.Sprintf("/api/v1/namespaces/%s/services/http:%s:/proxy/healthz", metav1.NamespaceSystem, h.service)
+	return p.waitReady(ctx, 90*time.Second, func(ctx context.Context) error {
+		return h.c.client.CoreV1().RESTClient().Get().AbsPath(path).Do(ctx).Error()
+	})
+}
+
+// restartHeapsters restarts the running real Heapsters once a stopped API server is back:
+// Heapster 1.6 (client-go of 2018) does not resume watching pods after the API server
+// restarts (seen here: no pod created afterwards ever appeared in its answers), and the
+// liveness probe of its manifests checks only that it still scrapes nodes, so in a cluster it
+// would go on serving a stale pod list as well.
+func (c *Cluster) restartHeapsters(ctx context.Context) error {
+	c.mu.Lock()
+	hs := append([]*Heapster(nil), c.heapsters...)
+	c.mu.Unlock()
+	for _, h := range hs {
+		c.mu.Lock()
+		old := h.proc
+		c.mu.Unlock()
+		if old.exited() {
+			continue // stopped by a test
+		}
+		if err := h.Stop(); err != nil {
+			return err
+		}
+		p, err := startProcess(h.service, old.bin, h.args, c.logDir)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		h.proc = p
+		c.mu.Unlock()
+		if err := h.waitReady(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Service is the name of the Heapster's Service in kube-system.
