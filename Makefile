@@ -5,7 +5,8 @@ SHELL := /usr/bin/env bash
 # A failing command anywhere in a pipeline fails the recipe.
 .SHELLFLAGS := -eo pipefail -c
 GO ?= go
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+# Semver with its leading v (krew requires it): the tag at HEAD, else v0.0.0-<commit> (hack/version.sh).
+VERSION ?= $(shell hack/version.sh)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X github.com/kubectl-hpa/kubectl-hpa/plugin.version=$(VERSION) -X github.com/kubectl-hpa/kubectl-hpa/plugin.commit=$(COMMIT)
 BIN := $(CURDIR)/bin

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 )
 
 // ExitError carries a process exit code chosen by a command.
@@ -24,7 +25,7 @@ func (e *ExitError) Unwrap() error { return e.Err }
 
 // NewRootCmd builds the "kubectl hpa" command tree.
 func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
-	configFlags := genericclioptions.NewConfigFlags(true)
+	configFlags := genericclioptions.NewConfigFlags(true).WithWrapConfigFn(withUserAgent)
 	cmd := &cobra.Command{
 		Use:           "kubectl-hpa",
 		Short:         "See, trust and control Horizontal Pod Autoscalers",
@@ -58,6 +59,13 @@ func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(NewCmdExplain(configFlags, streams), NewCmdCompletion(streams))
 	cmd.AddCommand(NewCmdRun(configFlags, streams))
 	return cmd
+}
+
+// withUserAgent gives every client built from the kubeconfig flags the plugin's one user agent,
+// so audit logs name the version that sent each request.
+func withUserAgent(cfg *rest.Config) *rest.Config {
+	cfg.UserAgent = UserAgent()
+	return cfg
 }
 
 // Execute runs the command line and returns the process exit code. logFlags, when not nil,

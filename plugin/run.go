@@ -240,7 +240,6 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return err
 	}
 	cfg = rest.CopyConfig(cfg)
-	cfg.UserAgent = "kubectl-hpa/" + Version().Version + " (run)"
 	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

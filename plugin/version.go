@@ -4,16 +4,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
-// Set at link time by the Makefile (-X).
+// Set at link time by the Makefile (-X); empty in a plain go build or go install, which stamp
+// the module version and VCS revision into the build info instead.
 var (
-	version = "v0.0.0-dev"
-	commit  = "unknown"
+	version string
+	commit  string
 )
+
+// upstream is the Kubernetes release whose HPA controller decisions this build reproduces.
+const upstream = "v1.37.2"
 
 // VersionInfo is what "kubectl hpa version" reports.
 type VersionInfo struct {
@@ -27,13 +33,49 @@ type VersionInfo struct {
 
 // Version returns the build's version information.
 func Version() VersionInfo {
-	return VersionInfo{
-		Version:   version,
-		Commit:    commit,
-		GoVersion: runtime.Version(),
-		Platform:  runtime.GOOS + "/" + runtime.GOARCH,
-		Upstream:  "v1.37.2",
+	bi, _ := debug.ReadBuildInfo()
+	return versionInfo(version, commit, bi)
+}
+
+// versionInfo prefers the linker's values and falls back to what the go command stamped:
+// the module version of a go install (a pseudo-version in a checkout) and the VCS revision.
+func versionInfo(linkedVersion, linkedCommit string, bi *debug.BuildInfo) VersionInfo {
+	v := VersionInfo{Version: linkedVersion, Commit: linkedCommit, GoVersion: runtime.Version(),
+		Platform: runtime.GOOS + "/" + runtime.GOARCH, Upstream: upstream}
+	if bi != nil {
+		if v.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v.Version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && v.Commit == "" {
+				v.Commit = s.Value[:min(len(s.Value), 7)]
+			}
+		}
 	}
+	if v.Version == "" {
+		v.Version = "v0.0.0-dev"
+	}
+	if v.Commit == "" {
+		v.Commit = "unknown"
+	}
+	return v
+}
+
+// UserAgent is the one user agent of every request the plugin sends, in client-go's form
+// (binary/version (os/arch) source/commit).
+func UserAgent() string {
+	v := Version()
+	return fmt.Sprintf("kubectl-hpa/%s (%s) kubectl-hpa/%s", v.Version, v.Platform, v.Commit)
+}
+
+// String is the one-line form: the commit is left out when the version already names it
+// (v0.0.0-<commit> of an untagged build).
+func (v VersionInfo) String() string {
+	build := "commit " + v.Commit + ", "
+	if strings.Contains(v.Version, v.Commit) {
+		build = ""
+	}
+	return fmt.Sprintf("kubectl-hpa %s (%s%s, %s; decisions of Kubernetes %s)", v.Version, build, v.GoVersion, v.Platform, v.Upstream)
 }
 
 // NewCmdVersion builds "kubectl hpa version".
@@ -47,8 +89,7 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 			v := Version()
 			switch output {
 			case "":
-				_, err := fmt.Fprintf(streams.Out, "kubectl-hpa %s (commit %s, %s, %s; decisions of Kubernetes %s)\n",
-					v.Version, v.Commit, v.GoVersion, v.Platform, v.Upstream)
+				_, err := fmt.Fprintln(streams.Out, v)
 				return err
 			case "json":
 				enc := json.NewEncoder(streams.Out)
