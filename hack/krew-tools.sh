@@ -1,12 +1,31 @@
 #!/usr/bin/env bash
-# Builds the release and krew tools of the krew/tools module into $1: krew-archive, krew-render,
-# and krew and validate-krew-manifest at the versions pinned there (v0.4.3). Go's build cache
-# makes repeated builds cheap; the module cache or proxy supplies the sources.
+# Builds the release tools once: krew-archive and krew-render, and krew and validate-krew-manifest
+# at the versions pinned in krew/tools (v0.4.3), and the image builder oci-image of deploy/image,
+# into a cache directory keyed by the hash of their inputs (the modules' go.mod, go.sum and
+# sources, the Go version and this script); prints that directory on stdout's last line. A warm call only
+# checks that the tools are there. KREW_TOOLS, when set, names a directory of tools built already.
 set -euo pipefail
-out=${1:?usage: hack/krew-tools.sh OUT_DIR}
 root=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "$out"
-cd "$root/krew/tools"
-"${GO:-go}" build -o "$out/" \
-  ./cmd/krew-archive ./cmd/krew-render \
-  sigs.k8s.io/krew/cmd/krew sigs.k8s.io/krew/cmd/validate-krew-manifest
+go=${GO:-go}
+if [ -n "${KREW_TOOLS:-}" ]; then echo "$KREW_TOOLS"; exit 0; fi
+mods=(krew/tools deploy/image)
+want=(krew-archive krew-render oci-image krew validate-krew-manifest)
+key=$( { "$go" env GOVERSION GOOS GOARCH; cat "$0"; cd "$root" && for m in "${mods[@]}"; do
+  git ls-files -co --exclude-standard -- "$m/go.mod" "$m/go.sum" "$m/*.go"; done \
+  | grep -v '_test\.go$' | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-12)
+out=${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-hpa/krew-tools/$key
+complete() { for b in "${want[@]}"; do [ -x "$out/$b" ] || return 1; done; }
+if complete; then echo "$out"; exit 0; fi
+mkdir -p "$(dirname "$out")"
+# One build per key at a time: a second caller waits for the first and then finds the tools.
+exec 9>"$out.lock"
+flock 9
+if complete; then echo "$out"; exit 0; fi
+start=$(date +%s)
+rm -rf "$out.partial" && mkdir -p "$out.partial"
+(cd "$root/krew/tools" && "$go" build -trimpath -o "$out.partial/" ./cmd/krew-archive ./cmd/krew-render \
+  sigs.k8s.io/krew/cmd/krew sigs.k8s.io/krew/cmd/validate-krew-manifest)
+(cd "$root/deploy/image" && "$go" build -trimpath -o "$out.partial/" ./cmd/oci-image)
+rm -rf "$out" && mv "$out.partial" "$out"
+echo "krew-tools: built ${want[*]} into $out in $(( $(date +%s) - start ))s" >&2
+echo "$out"
