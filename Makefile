@@ -11,12 +11,39 @@ COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X github.com/kubectl-hpa/kubectl-hpa/plugin.version=$(VERSION) -X github.com/kubectl-hpa/kubectl-hpa/plugin.commit=$(COMMIT)
 BIN := $(CURDIR)/bin
 
-.PHONY: all build test verify test-unit test-fuzz bench
+.PHONY: all test verify test-unit test-fuzz bench
 
 all: build
 
-build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-hpa ./cmd/kubectl-hpa
+# The plugin is built once per platform into bin/<os>_<arch>/ with the release flags, and reused:
+# build and the end-to-end tests take the host's, dist the six archives' and image linux's. A
+# binary is relinked only when a product source or the link flags change (Go's build cache
+# keeps the compiled packages).
+PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+HOST_PLATFORM := $(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)
+platform_bin = $(BIN)/$(subst /,_,$(1))/kubectl-hpa$(if $(filter windows/%,$(1)),.exe)
+GO_SOURCES := $(shell git ls-files -co --exclude-standard -- '*.go' go.mod go.sum | grep -v -e '_test\.go$$' -e '^test/' -e '^krew/' -e '^deploy/')
+GOBUILD = env GOFLAGS= CGO_ENABLED=0 GOOS=$(word 1,$(subst _, ,$(1))) GOARCH=$(word 2,$(subst _, ,$(1))) GOAMD64=v1 GOARM64=v8.0 \
+	$(GO) build -trimpath -buildvcs=false -ldflags "$(LDFLAGS)" -o $(2) ./cmd/kubectl-hpa
+
+.PHONY: build build-all FORCE
+
+## build: bin/kubectl-hpa for this machine (the same file as bin/<os>_<arch>/kubectl-hpa)
+build: $(call platform_bin,$(HOST_PLATFORM))
+	ln -f $< $(BIN)/kubectl-hpa
+
+## build-all: bin/<os>_<arch>/kubectl-hpa[.exe] of every release platform
+build-all: $(foreach p,$(PLATFORMS),$(call platform_bin,$(p)))
+
+# Rewritten only when the link flags (version, commit) change, so that the binaries relink then.
+$(BIN)/.ldflags: FORCE
+	@mkdir -p $(BIN) && { echo '$(LDFLAGS)' | cmp -s - $@ || echo '$(LDFLAGS)' >$@; }
+
+$(BIN)/%/kubectl-hpa: $(GO_SOURCES) $(BIN)/.ldflags
+	$(call GOBUILD,$*,$@)
+
+$(BIN)/%/kubectl-hpa.exe: $(GO_SOURCES) $(BIN)/.ldflags
+	$(call GOBUILD,$*,$@)
 
 ## verify: formatting, vet, tidy modules, import direction
 # vet builds with -race so that it shares every compiled package with the unit and end-to-end
@@ -95,11 +122,11 @@ E2E_PARALLEL ?= 4
 testbin:
 	hack/build-testbin.sh
 
-test-e2e: build
+test-e2e: build e2e-image
 	@testbin=$$(hack/build-testbin.sh | tail -n1) && \
 	$(GO) test -c -race -tags '$(E2E_TAGS)' -o $(BIN)/e2e.test ./test/e2e && \
 	$(GO) build -o $(BIN)/e2e-demo ./test/e2e/demo && \
-	cd test/e2e && KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_PLUGIN_DIR=$(BIN) KUBECTL_HPA_DEMO=$(BIN)/e2e-demo \
+	cd test/e2e && KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_PLUGIN_DIR=$(BIN) KUBECTL_HPA_DEMO=$(BIN)/e2e-demo KUBECTL_HPA_IMAGE_DIR=$(BIN)/e2e-image \
 		$(BIN)/e2e.test -test.v -test.parallel $(E2E_PARALLEL) -test.timeout $(E2E_TIMEOUT) -test.run '$(E2E_RUN)'
 
 demo: build
@@ -110,11 +137,28 @@ demo: build
 # ---- krew: dist, manifest, install round-trip (owner: krew) ----
 DIST ?= $(CURDIR)/dist
 
-.PHONY: dist krew-manifest krew-index test-krew
+.PHONY: dist krew-manifest krew-index test-krew image release e2e-image
+
+IMAGE_PLATFORMS := linux/amd64 linux/arm64
+
+## image: the container image of linux/amd64 and linux/arm64 as one OCI index, without a Docker
+## daemon: $(DIST)/image (OCI layout), $(DIST)/kubectl-hpa_$(VERSION)_image.tar, $(DIST)/image.digest
+image: $(foreach p,$(IMAGE_PLATFORMS),$(call platform_bin,$(p)))
+	VERSION="$(VERSION)" BIN="$(BIN)" DIST="$(DIST)" IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" hack/image.sh
 
 ## dist: reproducible release archives of every platform and checksums.txt in $(DIST)
-dist:
-	GO="$(GO)" VERSION="$(VERSION)" LDFLAGS="$(LDFLAGS)" DIST="$(DIST)" hack/dist.sh
+dist: build-all
+	GO="$(GO)" VERSION="$(VERSION)" BIN="$(BIN)" DIST="$(DIST)" PLATFORMS="$(PLATFORMS)" hack/dist.sh
+
+## e2e-image: the image of this machine's platform, validated and unpacked into $(BIN)/e2e-image
+## for the in-cluster end-to-end test
+e2e-image: $(call platform_bin,$(HOST_PLATFORM))
+	VERSION="$(VERSION)" BIN="$(BIN)" HOST_PLATFORM="$(HOST_PLATFORM)" OUT="$(BIN)/e2e-image" hack/e2e-image.sh
+
+## release: archives, checksums.txt, hpa.yaml, the image and kubectl-hpa.yaml (deploy/ with the
+## image's digest) in $(DIST), all or nothing; refuses a dirty tree or a VERSION that is not semver
+release:
+	@MAKE="$(MAKE)" VERSION="$(VERSION)" DIST="$(DIST)" hack/release.sh
 
 ## krew-manifest: $(DIST)/hpa.yaml for VERSION=vX.Y.Z from krew/hpa.yaml, validated by krew
 krew-manifest: dist
@@ -124,9 +168,13 @@ krew-manifest: dist
 krew-index: krew-manifest
 	mkdir -p krew/index/plugins && cp "$(DIST)/hpa.yaml" krew/index/plugins/hpa.yaml
 
-## test-krew: make dist + krew-manifest into a temp dir, krew install of every platform, offline
-test-krew:
-	cd krew/tools && $(GO) test -race -count=1 -timeout 45m ./...
+## test-krew: the release round trip, offline: make dist + krew-manifest into a temp dir, krew
+## install of every platform, the upgrade through the index; make release's refusals; the image
+## (deploy/image) and its reproducibility. The binaries of build-all and krew's tools (cached by
+## hack/krew-tools.sh) are built once and reused.
+test-krew: build-all
+	cd krew/tools && VERSION="$(VERSION)" $(GO) test -race -count=1 -timeout 45m ./...
+	cd deploy/image && $(GO) test -race -count=1 ./...
 
 # ---- soak (owner: soak) ----
 # `make soak` runs TestSoak alone on the real cluster (build tags e2e and soak: `make test`

@@ -8,11 +8,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 version=${VERSION:?VERSION must be set, with its leading v: make krew-manifest VERSION=v1.2.3}
 dist=${DIST:-$root/dist}
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-# KREW_TOOLS names a directory where hack/krew-tools.sh already built the tools.
-tools=${KREW_TOOLS:-$work/tools}
-[ -n "${KREW_TOOLS:-}" ] || "$root/hack/krew-tools.sh" "$tools"
+tools=$("$root/hack/krew-tools.sh" | tail -n1)
 
 "$tools/krew-render" -template "$root/krew/hpa.yaml" -tag "$version" -dist "$dist" -o "$dist/hpa.yaml"
 "$tools/validate-krew-manifest" -manifest "$dist/hpa.yaml" -skip-install

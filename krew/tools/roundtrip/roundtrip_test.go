@@ -1,8 +1,10 @@
 // Package roundtrip checks a release the way users receive it: `make dist` and
-// `make krew-manifest` run for a test version into a temporary directory, krew's own
+// `make krew-manifest` run for the build's version (VERSION, as make test builds it, so the
+// binaries in bin/<os>_<arch>/ are reused) into a temporary directory, krew's own
 // validate-krew-manifest accepts the manifest, and krew v0.4.3 installs every platform's archive
 // (offline, through --archive, or from a local clone of the custom index served by a 127.0.0.1
-// server), after which the real kubectl runs the installed plugin.
+// server), after which the real kubectl runs the installed plugin. The upgrade from an older
+// version, built for this machine's platform only, goes through the index as a user's does.
 package roundtrip
 
 import (
@@ -20,6 +22,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -32,19 +35,27 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// version is the release the test builds; the Makefile's ldflags put it into the binaries.
-const version = "v0.1.0-roundtrip"
+// version is the release the test builds (make's VERSION); the Makefile's ldflags put it into
+// the binaries.
+var version string
+
+// oldVersion is the release the upgrade starts from: below any version hack/version.sh derives
+// (a numeric pre-release identifier sorts before an alphanumeric one, and v0.0.0-0 before any
+// v0.0.0-N with N > 0 and any later release).
+const oldVersion = "v0.0.0-0.upgrade-from"
 
 type platform struct{ os, arch string }
 
 func (p platform) String() string { return p.os + "/" + p.arch }
 
-func (p platform) archive() string {
+func (p platform) archive() string { return p.archiveOf(version) }
+
+func (p platform) archiveOf(v string) string {
 	ext := "tar.gz"
 	if p.os == "windows" {
 		ext = "zip"
 	}
-	return fmt.Sprintf("kubectl-hpa_%s_%s_%s.%s", version, p.os, p.arch, ext)
+	return fmt.Sprintf("kubectl-hpa_%s_%s_%s.%s", v, p.os, p.arch, ext)
 }
 
 func (p platform) bin() string {
@@ -64,9 +75,10 @@ var platforms = []platform{
 // release is what TestMain built once for every test.
 type release struct {
 	root     string // repository root
-	tools    string // krew, validate-krew-manifest (and the dist tools)
+	tools    string // krew, validate-krew-manifest (and the dist tools), cached by hack/krew-tools.sh
 	dist     string // archives, checksums.txt, hpa.yaml
 	manifest string // dist/hpa.yaml
+	oldDist  string // oldVersion's archive for this machine
 	commit   string // short commit the binaries report
 	mtime    time.Time
 }
@@ -98,19 +110,37 @@ func setup(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(work)
-	rel = release{root: root, tools: filepath.Join(work, "tools"), dist: filepath.Join(work, "dist")}
+	rel = release{root: root, dist: filepath.Join(work, "dist"), oldDist: filepath.Join(work, "old")}
 	rel.manifest = filepath.Join(rel.dist, "hpa.yaml")
+	if version = os.Getenv("VERSION"); version == "" {
+		out, err := command(root, nil, filepath.Join(root, "hack", "version.sh")).Output()
+		if err != nil {
+			return 0, fmt.Errorf("hack/version.sh: %w", err)
+		}
+		version = strings.TrimSpace(string(out))
+	}
 
 	start := time.Now()
-	if out, err := command(root, nil, filepath.Join(root, "hack", "krew-tools.sh"), rel.tools).CombinedOutput(); err != nil {
+	out, err := command(root, nil, filepath.Join(root, "hack", "krew-tools.sh")).Output()
+	if err != nil {
 		return 0, fmt.Errorf("building krew tools: %w\n%s", err, out)
 	}
-	fmt.Fprintf(os.Stderr, "roundtrip: krew tools built in %s\n", time.Since(start).Round(time.Millisecond))
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	rel.tools = lines[len(lines)-1]
+	fmt.Fprintf(os.Stderr, "roundtrip: krew tools ready in %s (%s)\n", time.Since(start).Round(time.Millisecond), rel.tools)
 	start = time.Now()
 	if out, err := makeTargets(rel.dist, version, "dist", "krew-manifest"); err != nil {
 		return 0, fmt.Errorf("make dist krew-manifest: %w\n%s", err, out)
 	}
-	fmt.Fprintf(os.Stderr, "roundtrip: make dist krew-manifest in %s\n", time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "roundtrip: make dist krew-manifest %s in %s\n", version, time.Since(start).Round(time.Millisecond))
+	// The upgrade needs the old version on this machine only: one more build, not six, into a
+	// bin directory of its own so that bin/ keeps the current version's binaries.
+	start = time.Now()
+	host := runtime.GOOS + "/" + runtime.GOARCH
+	if out, err := makeTargets(rel.oldDist, oldVersion, "PLATFORMS="+host, "BIN="+filepath.Join(work, "old-bin"), "dist"); err != nil {
+		return 0, fmt.Errorf("make dist %s: %w\n%s", oldVersion, err, out)
+	}
+	fmt.Fprintf(os.Stderr, "roundtrip: make dist %s for %s in %s\n", oldVersion, host, time.Since(start).Round(time.Millisecond))
 
 	commit, err := command(root, nil, "git", "rev-parse", "--short", "HEAD").Output()
 	if err != nil {
@@ -133,7 +163,7 @@ func setup(m *testing.M) (int, error) {
 // isolated from any make that runs this test (its MAKEFLAGS would carry its own variable overrides).
 func makeTargets(dist, version string, targets ...string) ([]byte, error) {
 	args := append([]string{"--no-print-directory", "VERSION=" + version, "DIST=" + dist}, targets...)
-	cmd := command(rel.root, []string{"KREW_TOOLS=" + rel.tools}, "make", args...)
+	cmd := command(rel.root, nil, "make", args...)
 	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool {
 		return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=")
 	})
@@ -338,9 +368,11 @@ func TestManifestPassesKrewValidationAndNamesTheLocalArchives(t *testing.T) {
 
 // installed checks what krew put under krewRoot for p: the LICENSE and the completion script in the
 // plugin's install directory and the plugin's command on krew's PATH.
-func installed(t *testing.T, krewRoot string, p platform) {
+func installed(t *testing.T, krewRoot string, p platform) { installedVersion(t, krewRoot, p, version) }
+
+func installedVersion(t *testing.T, krewRoot string, p platform, v string) {
 	t.Helper()
-	dir := filepath.Join(krewRoot, "store", "hpa", version)
+	dir := filepath.Join(krewRoot, "store", "hpa", v)
 	for _, name := range []string{"LICENSE", "kubectl_complete-hpa", p.bin()} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("%s not installed: %v", name, err)
@@ -366,10 +398,19 @@ func TestKrewInstallsEveryPlatformFromTheLocalArchive(t *testing.T) {
 			installed(t, krewRoot, p)
 			if p == host {
 				// kubectl finds the host's binary through krew's bin directory on PATH.
-				kubectl(t, krewRoot, p, []string{"hpa", "version"}, "kubectl-hpa "+version+" (commit "+rel.commit+",")
+				kubectl(t, krewRoot, p, []string{"hpa", "version"}, versionLine(version))
 			}
 		})
 	}
+}
+
+// versionLine is how `kubectl hpa version` starts for v, built from this commit: the commit is
+// named once, in the version or after it.
+func versionLine(v string) string {
+	if strings.Contains(v, rel.commit) {
+		return "kubectl-hpa " + v + " (go"
+	}
+	return "kubectl-hpa " + v + " (commit " + rel.commit + ", go"
 }
 
 // kubectl runs the kubectl found on the test's PATH in p's krew environment and requires want in
@@ -547,15 +588,35 @@ func indexRepo(t *testing.T, manifest []byte) string {
 	return repo
 }
 
-// TestReadmeInstructionsWork runs README.md's install, completion and uninstall commands
-// through kubectl and krew, with the project's index cloned from a local repository and the
-// release served from 127.0.0.1 instead of GitHub.
+// commitIndex replaces plugins/hpa.yaml in the index repository with manifest, as publishing
+// a release does.
+func commitIndex(t *testing.T, repo string, manifest []byte) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(repo, "plugins", "hpa.yaml"), manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"add", "."},
+		{"-c", "user.name=roundtrip", "-c", "user.email=roundtrip@example.invalid", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "publish"},
+	} {
+		if out, err := command(repo, nil, "git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// TestReadmeInstructionsWork runs README.md's install, completion, upgrade and uninstall
+// commands through kubectl and krew, with the project's index cloned from a local repository
+// and the releases served from 127.0.0.1 instead of GitHub: the older version is installed from
+// the index, the current one published there, and `kubectl krew upgrade` brings it.
 func TestReadmeInstructionsWork(t *testing.T) {
 	const releases = "https://github.com/kubectl-hpa/kubectl-hpa/releases/download/"
+	const latest = "https://github.com/kubectl-hpa/kubectl-hpa/releases/latest/download/"
 	release, err := os.ReadFile(rel.manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
+	host := platform{runtime.GOOS, runtime.GOARCH}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -565,27 +626,48 @@ func TestReadmeInstructionsWork(t *testing.T) {
 	if bytes.Equal(served, release) {
 		t.Fatalf("manifest names no archive under %s", releases)
 	}
-	srv := httptest.NewUnstartedServer(http.StripPrefix("/"+version+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "hpa.yaml" {
+	// The older release's manifest: the same template for oldVersion, with the sum of its one
+	// archive (the other platforms' entries are never fetched here).
+	oldSum := sha256File(t, filepath.Join(rel.oldDist, host.archiveOf(oldVersion)))
+	old := strings.ReplaceAll(string(served), version, oldVersion)
+	old = strings.Replace(old, checksums(t)[host.archive()], oldSum, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch dir, file := path.Split(r.URL.Path); {
+		case dir == "/latest/download/" && file == "hpa.yaml":
 			_, _ = w.Write(served)
-			return
+		case dir == "/"+version+"/":
+			http.ServeFile(w, r, filepath.Join(rel.dist, file))
+		case dir == "/"+oldVersion+"/":
+			http.ServeFile(w, r, filepath.Join(rel.oldDist, file))
+		default:
+			http.NotFound(w, r)
 		}
-		http.FileServer(http.Dir(rel.dist)).ServeHTTP(w, r)
-	})))
+	}))
 	srv.Listener = ln
 	srv.Start()
 	defer srv.Close()
-	host := platform{runtime.GOOS, runtime.GOARCH}
 
-	t.Run("own index, completion, uninstall", func(t *testing.T) {
+	t.Run("own index, completion, upgrade, uninstall", func(t *testing.T) {
 		krewRoot := t.TempDir()
-		install := strings.ReplaceAll(readmeBlock(t, "krew index add"), "https://github.com/kubectl-hpa/krew-index.git", indexRepo(t, served))
-		if out := sh(t, krewRoot, host, install); !strings.Contains(out, "kubectl-hpa "+version+" ") {
-			t.Errorf("install commands printed:\n%s\nwant the version %s from kubectl hpa version", out, version)
+		index := indexRepo(t, []byte(old))
+		install := strings.ReplaceAll(readmeBlock(t, "krew index add"), "https://github.com/kubectl-hpa/krew-index.git", index)
+		if out := sh(t, krewRoot, host, install); !strings.Contains(out, versionLine(oldVersion)) {
+			t.Errorf("install commands printed:\n%s\nwant %q from kubectl hpa version", out, versionLine(oldVersion))
+		}
+		installedVersion(t, krewRoot, host, oldVersion)
+
+		sh(t, krewRoot, host, readmeBlock(t, "kubectl_complete-hpa\" \"$krew_root/bin/"))
+		kubectl(t, krewRoot, host, []string{"__complete", "hpa", "vers"}, "version")
+
+		commitIndex(t, index, served)
+		if out := sh(t, krewRoot, host, readmeBlock(t, "krew upgrade")); !strings.Contains(out, versionLine(version)) {
+			t.Errorf("upgrade commands printed:\n%s\nwant %q from kubectl hpa version", out, versionLine(version))
 		}
 		installed(t, krewRoot, host)
-
-		sh(t, krewRoot, host, readmeBlock(t, "kubectl_complete-hpa"))
+		if _, err := os.Stat(filepath.Join(krewRoot, "store", "hpa", oldVersion)); !os.IsNotExist(err) {
+			t.Errorf("the old version is still installed after the upgrade (stat: %v)", err)
+		}
+		// The helper copied once keeps completing after the upgrade.
 		kubectl(t, krewRoot, host, []string{"__complete", "hpa", "vers"}, "version")
 
 		sh(t, krewRoot, host, readmeBlock(t, "krew uninstall"))
@@ -606,8 +688,31 @@ func TestReadmeInstructionsWork(t *testing.T) {
 		if out, err := krew(t, krewRoot, host, "index", "add", "kubectl-hpa", indexRepo(t, served)); err != nil {
 			t.Fatalf("krew index add: %v\n%s", err, out)
 		}
-		script := strings.ReplaceAll(readmeBlock(t, "--manifest-url"), releases+"vX.Y.Z/", baseURL+"/"+version+"/")
-		sh(t, krewRoot, host, script)
+		block := readmeBlock(t, "--manifest-url")
+		if !strings.Contains(block, latest) {
+			t.Fatalf("README's --manifest-url block does not name %s:\n%s", latest, block)
+		}
+		sh(t, krewRoot, host, strings.ReplaceAll(block, latest, baseURL+"/latest/download/"))
+		installed(t, krewRoot, host)
+	})
+
+	t.Run("local build before a release", func(t *testing.T) {
+		krewRoot := t.TempDir()
+		// The block's make line is what setup ran into rel.dist; the rest runs as written from
+		// a checkout whose dist/ is that directory.
+		block := readmeBlock(t, "--archive=")
+		makeLine, rest, ok := strings.Cut(block, "\n")
+		if !strings.HasPrefix(makeLine, "make dist krew-manifest") || !ok {
+			t.Fatalf("README's local build block does not start with make dist krew-manifest:\n%s", block)
+		}
+		checkout := t.TempDir()
+		if err := os.Symlink(rel.dist, filepath.Join(checkout, "dist")); err != nil {
+			t.Fatal(err)
+		}
+		installCmd := "cd " + checkout + "\n" + rest
+		if out := sh(t, krewRoot, host, installCmd); !strings.Contains(out, versionLine(version)) {
+			t.Errorf("local install commands printed:\n%s\nwant %q", out, versionLine(version))
+		}
 		installed(t, krewRoot, host)
 	})
 }

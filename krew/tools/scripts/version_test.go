@@ -1,6 +1,8 @@
 package scripts
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,4 +116,13 @@ func TestMakefileVersionDefaultsToSemver(t *testing.T) {
 	if want := run(t, r, nil, filepath.Join(r, "hack", "version.sh")); got != want {
 		t.Errorf("make's default VERSION = %q; hack/version.sh says %q", got, want)
 	}
+}
+
+func sha256sum(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(b))
 }
