@@ -1,73 +1,94 @@
 #!/usr/bin/env bash
-# `make test`: every suite CI runs, one after another, and a table of each step's wall time at
-# the end (on failure too). The components the end-to-end tests need (control plane,
-# metrics-server, ...) are built from the start in the background at the lowest CPU priority:
-# the steps before the end-to-end tests leave a core idle often (links, tests that wait), and
-# the build takes those cycles without slowing them. The end-to-end step waits for it.
+# `make test`: every suite CI runs, one after another, then a table of each step's wall time
+# (printed on failure too).
 #
-# Environment: MAKE (set by make), TEST_STEPS to run a subset (e.g. "verify test-unit").
+# What the later steps only wait for is built from the start in the background at the lowest
+# CPU priority: the components of the end-to-end tests (control plane, metrics-server, Heapster,
+# ...) and the plugin for every release platform. The steps in front leave a core idle often
+# (links, tests that wait on timers), and nice 19 hands those cycles to the builds without
+# slowing the steps. A step that needs a background build waits for it first.
+#
+# Environment: MAKE (set by make); TEST_STEPS runs a subset, e.g. TEST_STEPS="verify test-unit".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 make=${MAKE:-make}
 steps=(${TEST_STEPS:-verify test-unit test-fuzz test-parity test-krew test-e2e})
 
-log=$(mktemp -t kubectl-hpa-testbin.XXXXXX)
 t0=$(date +%s)
+tmp=$(mktemp -d -t kubectl-hpa-test.XXXXXX)
 rows=()
-bg_pid= bg_rows=()
 
-needs_testbin=
-for s in "${steps[@]}"; do [ "$s" = test-e2e ] && needs_testbin=1; done
-if [ -n "$needs_testbin" ]; then
+# Background builds: NAME, the command, and the steps that wait for it.
+bg_names=(components plugin-all-platforms)
+bg_cmd_components="hack/build-testbin.sh"
+bg_for_components="test-e2e"
+bg_cmd_plugin_all_platforms="$make --no-print-directory build-all"
+# Both write bin/: neither may run while the background build relinks the same files.
+bg_for_plugin_all_platforms="test-e2e test-krew"
+declare -A bg_pid=()
+
+var() { local v="${1//-/_}"; v="bg_$2_$v"; echo "${!v}"; }
+wanted() { # NAME: is a step that waits for it among those to run?
+  local s w
+  for s in "${steps[@]}"; do for w in $(var "$1" for); do [ "$s" = "$w" ] && return 0; done; done
+  return 1
+}
+
+for n in "${bg_names[@]}"; do
+  wanted "$n" || continue
   # Its own session, so that a stop ends the whole build (go and its compilers) at once.
-  setsid bash -c 's=$(date +%s); nice -n 19 hack/build-testbin.sh >"$1" 2>&1; rc=$?
-    echo "$rc $(( $(date +%s) - s ))" >"$1.done"; exit $rc' build-testbin "$log" &
-  bg_pid=$!
-fi
+  setsid bash -c 's=$(date +%s); nice -n 19 '"$(var "$n" cmd)"' >"$1.log" 2>&1; rc=$?
+    echo "$rc $(( $(date +%s) - s ))" >"$1.done"; exit $rc' build "$tmp/$n" &
+  bg_pid[$n]=$!
+done
 
 table() {
   local total=$(( $(date +%s) - t0 )) r
   echo
-  echo "make test: wall time per step (2 cores; total ${total}s = $(( total / 60 ))m$(( total % 60 ))s)"
-  printf '  %-28s %8s  %s\n' STEP SECONDS RESULT
-  for r in "${rows[@]}" "${bg_rows[@]}"; do printf '  %s\n' "$r"; done
+  echo "make test: wall time per step (total ${total}s = $(( total / 60 ))m$(( total % 60 ))s)"
+  printf '  %-34s %8s  %s\n' STEP SECONDS RESULT
+  for r in "${rows[@]}"; do printf '  %s\n' "$r"; done
 }
+row() { rows+=("$(printf '%-34s %8s  %s' "$1" "$2" "$3")"); }
 
 cleanup() {
-  if [ -n "$bg_pid" ] && kill -0 "$bg_pid" 2>/dev/null; then
-    kill -TERM -- "-$bg_pid" 2>/dev/null
-  fi
-  rm -f "$log" "$log.done"
+  local n
+  for n in "${!bg_pid[@]}"; do kill -TERM -- "-${bg_pid[$n]}" 2>/dev/null; done
+  rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-wait_testbin() {
-  local w0 rc secs
+wait_bg() { # NAME STEP
+  local n=$1 w0 rc secs waited
+  [ -n "${bg_pid[$n]:-}" ] || return 0
+  echo "make test: $2 waits for the background build: $n"
   w0=$(date +%s)
-  wait "$bg_pid"
-  bg_pid=
-  read -r rc secs <"$log.done" || { rc=1 secs=?; }
-  local waited=$(( $(date +%s) - w0 ))
+  wait "${bg_pid[$n]}"
+  unset "bg_pid[$n]"
+  read -r rc secs <"$tmp/$n.done" || { rc=1 secs=?; }
+  waited=$(( $(date +%s) - w0 ))
+  grep -E ' built in [0-9]+s' "$tmp/$n.log" | sed 's/^/  /' || true
   if [ "$rc" != 0 ]; then
-    cat "$log" >&2
-    bg_rows+=("$(printf '%-28s %8s  %s' 'components (background)' "$secs" "FAILED (exit $rc)")")
+    cat "$tmp/$n.log" >&2
+    row "$n (background)" "$secs" "FAILED (exit $rc)"
     return 1
   fi
-  grep '^build-testbin: .* built in' "$log" | sed 's/^/  /' || true
-  bg_rows+=("$(printf '%-28s %8s  %s' 'components (background)' "$secs" "ok, from the start; test-e2e waited ${waited}s")")
+  row "$n (background, nice 19)" "$secs" "ok; $2 waited ${waited}s for it"
 }
 
 for s in "${steps[@]}"; do
-  if [ "$s" = test-e2e ] && [ -n "$bg_pid" ]; then
-    echo "make test: waiting for the background build of the test components"
-    if ! wait_testbin; then table; echo "make test: FAILED: building the test components"; exit 1; fi
-  fi
+  for n in "${bg_names[@]}"; do
+    for w in $(var "$n" for); do
+      [ "$w" = "$s" ] || continue
+      if ! wait_bg "$n" "$s"; then table; echo "make test: FAILED: background build $n"; exit 1; fi
+    done
+  done
   echo "make test: === $s"
   s0=$(date +%s)
   "$make" --no-print-directory "$s"
   rc=$?
-  rows+=("$(printf '%-28s %8d  %s' "$s" $(( $(date +%s) - s0 )) "$([ $rc = 0 ] && echo ok || echo "FAILED (exit $rc)")")")
+  row "$s" $(( $(date +%s) - s0 )) "$([ $rc = 0 ] && echo ok || echo "FAILED (exit $rc)")"
   if [ $rc != 0 ]; then table; echo "make test: FAILED: $s"; exit $rc; fi
 done
 table
