@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -289,8 +288,13 @@ func (f *fixture) run(t *testing.T, args ...string) result {
 
 func runExplain(t *testing.T, ctx context.Context, clk *clocktesting.FakeClock, ec *explainClients, c *clients, args ...string) result {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	return runExplainTo(t, ctx, clk, ec, c, &syncBuffer{}, &syncBuffer{}, args...)
+}
+
+// runExplainTo is runExplain writing to out and errOut, which the test may read while it runs.
+func runExplainTo(t *testing.T, ctx context.Context, clk *clocktesting.FakeClock, ec *explainClients, c *clients, out, errOut *syncBuffer, args ...string) result {
+	t.Helper()
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
 	configFlags := genericclioptions.NewConfigFlags(true)
 	root := &cobra.Command{Use: "kubectl-hpa", SilenceUsage: true, SilenceErrors: true}
 	configFlags.AddFlags(root.PersistentFlags())
@@ -302,9 +306,9 @@ func runExplain(t *testing.T, ctx context.Context, clk *clocktesting.FakeClock, 
 	o.newClients = func(context.Context, *ExplainOptions) (*explainClients, error) { return ec, nil }
 	root.AddCommand(newCmdExplain(o))
 	root.SetArgs(append([]string{"explain", "--kubeconfig", kubeconfig(t)}, args...))
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	code := report(&errOut, root.ExecuteContext(ctx))
+	root.SetOut(out)
+	root.SetErr(errOut)
+	code := report(errOut, root.ExecuteContext(ctx))
 	return result{stdout: out.String(), stderr: errOut.String(), code: code, c: c}
 }
 

@@ -105,12 +105,15 @@ func TestExplainWatchExitsWithTheLastExplanationsCode(t *testing.T) {
 			clk := clocktesting.NewFakeClock(now)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan result)
-			go func() { done <- runExplain(t, ctx, clk, ec, c, "web", "-n", "shop", "--watch") }()
+			var out, errOut syncBuffer
+			go func() { done <- runExplainTo(t, ctx, clk, ec, c, &out, &errOut, "web", "-n", "shop", "--watch") }()
+			// waitFor returns once n explanations are printed: an explanation or its failure
+			// (cancelling while one is still being made keeps the one before).
 			waitFor := func(n int) {
 				deadline := time.Now().Add(time.Minute)
-				for !clk.HasWaiters() || hpaGets(c) < n {
+				for strings.Count(out.String(), "Name:")+strings.Count(errOut.String(), `horizontalpodautoscaler "web" not found`) < n {
 					if time.Now().After(deadline) {
-						t.Fatalf("watch never reached explanation %d (HPA reads: %d)", n, hpaGets(c))
+						t.Fatalf("watch never printed explanation %d (HPA reads: %d)", n, hpaGets(c))
 					}
 					time.Sleep(time.Millisecond)
 				}
