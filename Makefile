@@ -122,10 +122,12 @@ E2E_PARALLEL ?= 4
 testbin:
 	hack/build-testbin.sh
 
+# The demo the tests drive is built with -race too: it then shares every compiled package with
+# the test binary instead of compiling the harness's dependencies once more.
 test-e2e: build e2e-image
 	@testbin=$$(hack/build-testbin.sh | tail -n1) && \
 	$(GO) test -c -race -tags '$(E2E_TAGS)' -o $(BIN)/e2e.test ./test/e2e && \
-	$(GO) build -o $(BIN)/e2e-demo ./test/e2e/demo && \
+	$(GO) build -race -o $(BIN)/e2e-demo ./test/e2e/demo && \
 	cd test/e2e && KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_PLUGIN_DIR=$(BIN) KUBECTL_HPA_DEMO=$(BIN)/e2e-demo KUBECTL_HPA_IMAGE_DIR=$(BIN)/e2e-image \
 		$(BIN)/e2e.test -test.v -test.parallel $(E2E_PARALLEL) -test.timeout $(E2E_TIMEOUT) -test.run '$(E2E_RUN)'
 
