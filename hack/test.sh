@@ -46,10 +46,10 @@ table() {
   local total=$(( $(date +%s) - t0 )) r
   echo
   echo "make test: wall time per step (total ${total}s = $(( total / 60 ))m$(( total % 60 ))s)"
-  printf '  %-34s %8s  %s\n' STEP SECONDS RESULT
+  printf '  %-44s %8s  %s\n' STEP SECONDS RESULT
   for r in "${rows[@]}"; do printf '  %s\n' "$r"; done
 }
-row() { rows+=("$(printf '%-34s %8s  %s' "$1" "$2" "$3")"); }
+row() { rows+=("$(printf '%-44s %8s  %s' "$1" "$2" "$3")"); }
 
 cleanup() {
   local n
