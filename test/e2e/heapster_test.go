@@ -273,11 +273,11 @@ func TestHeapsterRealRunScalesUpAndDown(t *testing.T) {
 		"--downscale-stabilization=10s", "--cpu-initialization-period=1s", "-o", "json")
 
 	waitSpecReplicas(t, ns, 4)
-	hrWaitCondition(t, ns, autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound")
+	faultWaitCondition(t, ns, autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound")
 	shared.Load().Set(w, cluster.Load{CPUMilli: 40, MemoryBytes: 64 << 20})
 	waitSpecReplicas(t, ns, 1)
-	hrWaitCondition(t, ns, autoscalingv2.AbleToScale, corev1.ConditionTrue, "ReadyForNewScale")
-	hrWaitCondition(t, ns, autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound")
+	faultWaitCondition(t, ns, autoscalingv2.AbleToScale, corev1.ConditionTrue, "ReadyForNewScale")
+	faultWaitCondition(t, ns, autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound")
 	r.stop()
 
 	hpa, err := shared.Client().AutoscalingV2().HorizontalPodAutoscalers(ns).Get(context.Background(), "web", metav1.GetOptions{})
@@ -324,29 +324,6 @@ func TestHeapsterRealRunScalesUpAndDown(t *testing.T) {
 	if proxied < 3 {
 		t.Errorf("run read heapster %d times through the service proxy, want one per sync", proxied)
 	}
-}
-
-// hrWaitCondition waits until HPA web's condition typ has status and reason.
-func hrWaitCondition(t *testing.T, ns string, typ autoscalingv2.HorizontalPodAutoscalerConditionType, status corev1.ConditionStatus, reason string) autoscalingv2.HorizontalPodAutoscalerCondition {
-	t.Helper()
-	var found autoscalingv2.HorizontalPodAutoscalerCondition
-	eventually(t, 60*time.Second, fmt.Sprintf("HPA %s/web has %s=%s %s", ns, typ, status, reason), func(ctx context.Context) error {
-		hpa, err := shared.Client().AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for _, c := range hpa.Status.Conditions {
-			if c.Type == typ {
-				if c.Status == status && c.Reason == reason {
-					found = c
-					return nil
-				}
-				return fmt.Errorf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
-			}
-		}
-		return fmt.Errorf("no %s condition; conditions %+v", typ, hpa.Status.Conditions)
-	})
-	return found
 }
 
 // Ports of the Heapsters the outage tests start for themselves (the cluster's own is on 8082,
