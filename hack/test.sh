@@ -49,7 +49,12 @@ table() {
   printf '  %-44s %8s  %s\n' STEP SECONDS RESULT
   for r in "${rows[@]}"; do printf '  %s\n' "$r"; done
 }
-row() { rows+=("$(printf '%-44s %8s  %s' "$1" "$2" "$3")"); }
+# row records a step's figure for the table and prints it at once (a run cut short by a
+# time limit still shows the steps it finished).
+row() {
+  rows+=("$(printf '%-44s %8s  %s' "$1" "$2" "$3")")
+  echo "make test: $1: $2s, $3"
+}
 
 cleanup() {
   local n
