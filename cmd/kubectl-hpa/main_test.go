@@ -62,16 +62,7 @@ func TestAStopSignalDeliveredTwiceAtOnceLetsTheStopFinish(t *testing.T) {
 			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), stopHelperEnv+"=1h", stopTakesEnv+"=300ms")
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-				t.Fatalf("helper said %q, %v; want ready", line, err)
-			}
+			startHelper(t, cmd)
 			pid := cmd.Process.Pid
 			if err := syscall.Kill(-pid, sig); err != nil {
 				t.Fatal(err)
@@ -82,7 +73,7 @@ func TestAStopSignalDeliveredTwiceAtOnceLetsTheStopFinish(t *testing.T) {
 			if err := syscall.Kill(pid, sig); err != nil {
 				t.Fatal(err)
 			}
-			err = cmd.Wait()
+			err := cmd.Wait()
 			if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() || cmd.ProcessState.ExitCode() != 0 {
 				t.Errorf("helper ended with %v (signaled %v); want its stop to finish and exit 0", err, ws.Signaled())
 			}
@@ -197,16 +188,7 @@ func TestAStopThatHangsStillEndsTheProcess(t *testing.T) {
 			cmd.Env = append(os.Environ(), stopHelperEnv+"="+tc.deadline.String())
 			var stderr lockedBuffer
 			cmd.Stderr = &stderr
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-				t.Fatalf("helper said %q, %v; want ready", line, err)
-			}
+			startHelper(t, cmd)
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
 			var waitErr error
@@ -239,5 +221,20 @@ func TestAStopThatHangsStillEndsTheProcess(t *testing.T) {
 				t.Errorf("helper stderr %q, want %q", got, tc.wantStderr)
 			}
 		})
+	}
+}
+
+// startHelper starts the re-executed test binary and waits until it says it is ready.
+func startHelper(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("helper said %q, %v; want ready", line, err)
 	}
 }
