@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/eventsink"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/monitor"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
@@ -259,13 +260,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return fmt.Errorf("workers must be at least 1, got %d", workers)
 	}
 	logger := klog.FromContext(ctx)
-	var events *eventWriter
+	var events *eventsink.Writer
 	if c.recorder == nil {
-		events = newEventWriter(ctx, c.kube, c.clock)
+		events = eventsink.New(ctx, c.kube, c.clock, EventComponent)
 		// On an early return there is nothing to wait for; after the workers ran, the
 		// flush below waits for their events first.
-		defer events.flush(ctx)
-		c.recorder = events.recorder
+		defer events.Flush(ctx)
+		c.recorder = events.Recorder()
 	}
 	c.hpaFactory.Start(ctx.Done())
 	c.podFactory.Start(ctx.Done())
@@ -303,7 +304,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	c.queue.ShutDown()
 	wg.Wait()
 	if events != nil {
-		events.flush(grace)
+		events.Flush(grace)
 	}
 	return nil
 }

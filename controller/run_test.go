@@ -3,6 +3,8 @@ package controller
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -149,59 +151,6 @@ func TestStopNeverLeavesADecisionHalfApplied(t *testing.T) {
 	}
 }
 
-func TestRunWithLeaseReleasesTheLeaseOnStop(t *testing.T) {
-	kube := fake.NewClientset()
-	ctx, cancel := context.WithCancel(context.Background())
-	started := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- RunWithLease(ctx, kube, LeaseConfig{Namespace: ns, Name: "kubectl-hpa", Identity: "me", ReleaseTimeout: time.Minute}, func(ctx context.Context) error {
-			close(started)
-			<-ctx.Done()
-			return nil
-		})
-	}()
-	<-started
-	lease, err := kube.CoordinationV1().Leases(ns).Get(context.Background(), "kubectl-hpa", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := ptrValue(lease.Spec.HolderIdentity); got != "me" {
-		t.Errorf("holder while running = %q, want me", got)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("RunWithLease after cancel: %v", err)
-	}
-	lease, err = kube.CoordinationV1().Leases(ns).Get(context.Background(), "kubectl-hpa", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := ptrValue(lease.Spec.HolderIdentity); got != "" {
-		t.Errorf("holder after stop = %q, want the lease released", got)
-	}
-}
-
-func TestRunWithLeaseStopsWhileWaiting(t *testing.T) {
-	kube := fake.NewClientset()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	// Whether or not the elector won the race to acquire, it must return without error.
-	if err := RunWithLease(ctx, kube, LeaseConfig{Namespace: ns, Name: "kubectl-hpa", Identity: "me"}, func(context.Context) error {
-		return nil
-	}); err != nil {
-		t.Errorf("RunWithLease with a cancelled context: %v", err)
-	}
-}
-
-func ptrValue[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
 // TestRunTellsHowManyHPAsItWatches: a run whose namespace has no HPA (or whose selector
 // matches none) says so once its caches have synced, and again at every change.
 func TestRunTellsHowManyHPAsItWatches(t *testing.T) {
@@ -279,5 +228,57 @@ func TestAFailedReconcileIsLoggedAtV0OnlyWhenNoSinkShowsIt(t *testing.T) {
 				t.Errorf("%d reports, want 1", reports)
 			}
 		})
+	}
+}
+
+// storedEvents lists the events the fake API server holds as "reason: message xcount".
+func storedEvents(t *testing.T, kube *fake.Clientset) []string {
+	t.Helper()
+	list, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		out = append(out, fmt.Sprintf("%s: %s x%d", e.Reason, e.Message, e.Count))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestRunWritesTheEventsOfADecisionAppliedDuringTheStop: a stop lands while the scale write
+// is in flight; the write and its status follow within the grace, and so do their events.
+func TestRunWritesTheEventsOfADecisionAppliedDuringTheStop(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), nil, nil, map[string]int32{"web": 2}, &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+	kube := fake.NewClientset(newHPA("web"), webPods()[0], webPods()[1])
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	scales := stopDuringScale{ScaleTarget: &ScaleClient{Scales: f.scales, Mapper: testMapper()}, during: func(context.Context) error { cancel(); return nil }}
+	c, err := New(DefaultOptions(), Deps{Kube: kube, Scales: scales, Metrics: f.metrics, Clock: f.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, 1) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return within 30s of the stop")
+	}
+	stored, err := kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status.DesiredReplicas != 4 {
+		t.Fatalf("status.desiredReplicas %d, want 4 (the decision applied during the stop)", stored.Status.DesiredReplicas)
+	}
+	got := storedEvents(t, kube)
+	if !slices.ContainsFunc(got, func(e string) bool {
+		return e == "SuccessfulRescale: New size: 4; reason: cpu resource utilization (percentage of request) above target x1"
+	}) {
+		t.Errorf("stored events %q, want the SuccessfulRescale of 2 -> 4", got)
 	}
 }

@@ -1,7 +1,3 @@
-// Package controller is the foreground HPA control loop of kubectl hpa: informers,
-// a work queue, and a reconcile that gathers a snapshot, asks the decision core and
-// applies the result. The snapshot half (this file) is shared with "kubectl hpa explain",
-// so both commands run exactly one calculation.
 package controller
 
 import (

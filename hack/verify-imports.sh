@@ -40,6 +40,13 @@ check_layer() { # pkg-pattern forbidden-prefix...
 check_layer 'metrics/...' controller plugin cmd
 check_layer 'controller/...' plugin cmd
 check_layer 'plugin/...' cmd
+# The controller's rooms with one job each (the core above, the metrics, the event sink,
+# leader election) import nothing of this module: the controller uses them, not the reverse.
+for leaf in controller/monitor controller/eventsink controller/lease; do
+  for imp in $(go list -f '{{join .Imports "\n"}}' "$mod/$leaf"); do
+    case "$imp" in "$mod"|"$mod"/*) fail "$leaf imports $imp (it has one job and imports nothing of this module)";; esac
+  done
+done
 
 # Product code never imports k8s.io/kubernetes.
 if go list -deps ./... | grep -q '^k8s.io/kubernetes/'; then fail "product code depends on k8s.io/kubernetes"; fi

@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/lease"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/monitor"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 )
@@ -224,8 +225,8 @@ func (o *RunOptions) Validate() error {
 	return nil
 }
 
-func (o *RunOptions) leaseConfig() controller.LeaseConfig {
-	return controller.LeaseConfig{Namespace: o.LeaseNamespace, Name: o.LeaseName,
+func (o *RunOptions) leaseConfig() lease.Config {
+	return lease.Config{Namespace: o.LeaseNamespace, Name: o.LeaseName,
 		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod}
 }
 
@@ -315,23 +316,23 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return c.Run(ctx, o.Workers)
 	}
 	host, _ := os.Hostname()
-	lease := o.leaseConfig()
-	lease.Identity = host + "_" + string(uuid.NewUUID())
-	lease.OnWaiting = func(holder string, since time.Time) {
+	leaseCfg := o.leaseConfig()
+	leaseCfg.Identity = host + "_" + string(uuid.NewUUID())
+	leaseCfg.OnWaiting = func(holder string, since time.Time) {
 		held := ""
 		if !since.IsZero() {
 			held = " since " + since.UTC().Format(time.RFC3339)
 		}
-		r.note(time.Now(), fmt.Sprintf("standby: Lease %s/%s is held by %s%s; this run writes nothing until it takes the Lease over", lease.Namespace, lease.Name, holder, held))
+		r.note(time.Now(), fmt.Sprintf("standby: Lease %s/%s is held by %s%s; this run writes nothing until it takes the Lease over", leaseCfg.Namespace, leaseCfg.Name, holder, held))
 	}
-	lease.OnAcquired = func() {
-		r.note(time.Now(), fmt.Sprintf("acquired Lease %s/%s: this run writes", lease.Namespace, lease.Name))
+	leaseCfg.OnAcquired = func() {
+		r.note(time.Now(), fmt.Sprintf("acquired Lease %s/%s: this run writes", leaseCfg.Namespace, leaseCfg.Name))
 	}
-	logger.Info("Waiting for the lease before writing", "lease", klog.KRef(lease.Namespace, lease.Name), "identity", lease.Identity)
-	return controller.RunTerms(ctx, kube, lease, func(ctx context.Context, term controller.Term) error {
+	logger.Info("Waiting for the lease before writing", "lease", klog.KRef(leaseCfg.Namespace, leaseCfg.Name), "identity", leaseCfg.Identity)
+	return lease.RunTerms(ctx, kube, leaseCfg, func(ctx context.Context, term lease.Term) error {
 		// Every request of this term's clients ends with the term: a write even already
 		// sent is cancelled the moment the Lease is lost, before a successor may take it.
-		fenced := controller.FenceConfig(cfg, term.Leading)
+		fenced := lease.FenceConfig(cfg, term.Leading)
 		kube, err := kubernetes.NewForConfig(fenced)
 		if err != nil {
 			return fmt.Errorf("creating the Kubernetes client: %w", err)

@@ -1,4 +1,4 @@
-package controller
+package lease
 
 import (
 	"context"
@@ -26,19 +26,21 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func TestLeaseConfigValidateRefusesTimingsTheElectorCannotKeep(t *testing.T) {
+const ns = "default"
+
+func TestConfigValidateRefusesTimingsTheElectorCannotKeep(t *testing.T) {
 	cases := []struct {
 		name    string
-		cfg     LeaseConfig
+		cfg     Config
 		wantErr string
 	}{
-		{"zero values take kube-controller-manager's defaults", LeaseConfig{}, ""},
-		{"short timings for tests", LeaseConfig{LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 250 * time.Millisecond}, ""},
-		{"a lease shorter than a second cannot be stored", LeaseConfig{LeaseDuration: 900 * time.Millisecond, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, "at least 1s"},
-		{"the lease must outlast the renew deadline", LeaseConfig{LeaseDuration: 5 * time.Second, RenewDeadline: 5 * time.Second}, "greater than the renew deadline"},
-		{"the renew deadline must allow a jittered retry", LeaseConfig{LeaseDuration: 5 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 2 * time.Second}, "times the retry period"},
-		{"the holder must stop writing before a standby may take over", LeaseConfig{LeaseDuration: 5 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: 1500 * time.Millisecond}, "plus the retry period"},
-		{"a negative retry period", LeaseConfig{RetryPeriod: -time.Second}, "must be positive"},
+		{"zero values take kube-controller-manager's defaults", Config{}, ""},
+		{"short timings for tests", Config{LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 250 * time.Millisecond}, ""},
+		{"a lease shorter than a second cannot be stored", Config{LeaseDuration: 900 * time.Millisecond, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, "at least 1s"},
+		{"the lease must outlast the renew deadline", Config{LeaseDuration: 5 * time.Second, RenewDeadline: 5 * time.Second}, "greater than the renew deadline"},
+		{"the renew deadline must allow a jittered retry", Config{LeaseDuration: 5 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 2 * time.Second}, "times the retry period"},
+		{"the holder must stop writing before a standby may take over", Config{LeaseDuration: 5 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: 1500 * time.Millisecond}, "plus the retry period"},
+		{"a negative retry period", Config{RetryPeriod: -time.Second}, "must be positive"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,12 +58,12 @@ func TestLeaseConfigValidateRefusesTimingsTheElectorCannotKeep(t *testing.T) {
 	}
 }
 
-func TestRunWithLeaseRefusesAnInvalidTimingBeforeRunning(t *testing.T) {
+func TestRunTermsRefusesAnInvalidTimingBeforeRunning(t *testing.T) {
 	called := false
-	err := RunWithLease(context.Background(), fake.NewClientset(), LeaseConfig{Namespace: ns, Name: "kubectl-hpa", Identity: "me", LeaseDuration: time.Second, RenewDeadline: time.Second},
-		func(context.Context) error { called = true; return nil })
+	err := RunTerms(context.Background(), fake.NewClientset(), Config{Namespace: ns, Name: "kubectl-hpa", Identity: "me", LeaseDuration: time.Second, RenewDeadline: time.Second},
+		func(context.Context, Term) error { called = true; return nil })
 	if err == nil || called {
-		t.Errorf("RunWithLease with lease duration = renew deadline: err %v, run called %v; want an error and no run", err, called)
+		t.Errorf("RunTerms with lease duration = renew deadline: err %v, run called %v; want an error and no run", err, called)
 	}
 }
 
@@ -168,7 +170,7 @@ func TestRunTermsStopsWritingWhenTheLeaseIsLostAndResumesWhenReacquired(t *testi
 			var leadings []context.Context
 			done := make(chan error, 1)
 			go func() {
-				done <- RunTerms(ctx, kube, LeaseConfig{Namespace: ns, Name: "kubectl-hpa", Identity: "me",
+				done <- RunTerms(ctx, kube, Config{Namespace: ns, Name: "kubectl-hpa", Identity: "me",
 					LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond},
 					func(ctx context.Context, term Term) error {
 						terms++
@@ -309,7 +311,7 @@ func TestRunTermsTellsAStandbyWhoHoldsTheLeaseAndSinceWhen(t *testing.T) {
 	}
 	waits := make(chan waiting, 10)
 	acquired := make(chan struct{}, 10)
-	cfg := LeaseConfig{Namespace: ns, Name: "kubectl-hpa", Identity: "me", LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond,
+	cfg := Config{Namespace: ns, Name: "kubectl-hpa", Identity: "me", LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond,
 		OnWaiting:  func(holder string, since time.Time) { waits <- waiting{holder, since} },
 		OnAcquired: func() { acquired <- struct{}{} }}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -342,4 +344,57 @@ func TestRunTermsTellsAStandbyWhoHoldsTheLeaseAndSinceWhen(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("RunTerms: %v", err)
 	}
+}
+
+func TestRunTermsReleasesTheLeaseOnStop(t *testing.T) {
+	kube := fake.NewClientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- RunTerms(ctx, kube, Config{Namespace: ns, Name: "kubectl-hpa", Identity: "me", ReleaseTimeout: time.Minute}, func(ctx context.Context, _ Term) error {
+			close(started)
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	<-started
+	lease, err := kube.CoordinationV1().Leases(ns).Get(context.Background(), "kubectl-hpa", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ptrValue(lease.Spec.HolderIdentity); got != "me" {
+		t.Errorf("holder while running = %q, want me", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("RunTerms after cancel: %v", err)
+	}
+	lease, err = kube.CoordinationV1().Leases(ns).Get(context.Background(), "kubectl-hpa", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ptrValue(lease.Spec.HolderIdentity); got != "" {
+		t.Errorf("holder after stop = %q, want the lease released", got)
+	}
+}
+
+func TestRunTermsStopsWhileWaiting(t *testing.T) {
+	kube := fake.NewClientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// Whether or not the elector won the race to acquire, it must return without error.
+	if err := RunTerms(ctx, kube, Config{Namespace: ns, Name: "kubectl-hpa", Identity: "me"}, func(context.Context, Term) error {
+		return nil
+	}); err != nil {
+		t.Errorf("RunTerms with a cancelled context: %v", err)
+	}
+}
+
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

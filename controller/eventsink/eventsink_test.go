@@ -1,4 +1,4 @@
-package controller
+package eventsink
 
 import (
 	"context"
@@ -14,10 +14,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 )
+
+const ns = "default"
+
+// newHPA is an HPA for events to be about.
+func newHPA(name string) *autoscalingv2.HorizontalPodAutoscaler {
+	return &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name)}}
+}
 
 // storedEvents lists the events the fake API server holds as "reason: message xcount".
 func storedEvents(t *testing.T, kube *fake.Clientset) []string {
@@ -34,26 +42,26 @@ func storedEvents(t *testing.T, kube *fake.Clientset) []string {
 	return out
 }
 
-func TestEventWriterWritesWhatWasRecordedBeforeTheStop(t *testing.T) {
+func TestWriterWritesWhatWasRecordedBeforeTheStop(t *testing.T) {
 	cases := []struct {
 		name string
 		// record records on w after the run's context was cancelled.
-		record func(w *eventWriter, hpa *autoscalingv2.HorizontalPodAutoscaler)
+		record func(w *Writer, hpa *autoscalingv2.HorizontalPodAutoscaler)
 		want   []string
 	}{
 		{
 			name: "events recorded after the run's context ended are still written",
-			record: func(w *eventWriter, hpa *autoscalingv2.HorizontalPodAutoscaler) {
-				w.recorder.Event(hpa, corev1.EventTypeNormal, "SuccessfulRescale", "New size: 4; reason: cpu resource utilization (percentage of request) above target")
-				w.recorder.Eventf(hpa, corev1.EventTypeWarning, "FailedUpdateStatus", "conflict %d", 1)
+			record: func(w *Writer, hpa *autoscalingv2.HorizontalPodAutoscaler) {
+				w.Recorder().Event(hpa, corev1.EventTypeNormal, "SuccessfulRescale", "New size: 4; reason: cpu resource utilization (percentage of request) above target")
+				w.Recorder().Eventf(hpa, corev1.EventTypeWarning, "FailedUpdateStatus", "conflict %d", 1)
 			},
 			want: []string{"FailedUpdateStatus: conflict 1 x1", "SuccessfulRescale: New size: 4; reason: cpu resource utilization (percentage of request) above target x1"},
 		},
 		{
 			name: "a repeated event is counted on the one event, as upstream's sink does",
-			record: func(w *eventWriter, hpa *autoscalingv2.HorizontalPodAutoscaler) {
+			record: func(w *Writer, hpa *autoscalingv2.HorizontalPodAutoscaler) {
 				for range 3 {
-					w.recorder.Event(hpa, corev1.EventTypeWarning, "FailedGetResourceMetric", "no metrics")
+					w.Recorder().Event(hpa, corev1.EventTypeWarning, "FailedGetResourceMetric", "no metrics")
 				}
 			},
 			want: []string{"FailedGetResourceMetric: no metrics x3"},
@@ -63,13 +71,13 @@ func TestEventWriterWritesWhatWasRecordedBeforeTheStop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := fake.NewClientset()
 			ctx, cancel := context.WithCancel(context.Background())
-			w := newEventWriter(ctx, kube, testingclock.NewFakeClock(time.Now()))
+			w := New(ctx, kube, testingclock.NewFakeClock(time.Now()), "horizontal-pod-autoscaler")
 			cancel()
 			tc.record(w, newHPA("web"))
 			flushed := make(chan struct{})
 			go func() {
 				defer close(flushed)
-				w.flush(context.Background())
+				w.Flush(context.Background())
 			}()
 			select {
 			case <-flushed:
@@ -83,7 +91,7 @@ func TestEventWriterWritesWhatWasRecordedBeforeTheStop(t *testing.T) {
 	}
 }
 
-func TestEventWriterFlushIsBoundedByItsContext(t *testing.T) {
+func TestWriterFlushIsBoundedByItsContext(t *testing.T) {
 	cases := []struct {
 		name string
 		// api answers the event create.
@@ -110,14 +118,14 @@ func TestEventWriterFlushIsBoundedByItsContext(t *testing.T) {
 				mu.Unlock()
 				return true, nil, tc.api(release)
 			})
-			w := newEventWriter(context.Background(), kube, testingclock.NewFakeClock(time.Now()))
-			w.recorder.Event(newHPA("web"), corev1.EventTypeNormal, "SuccessfulRescale", "New size: 4")
+			w := New(context.Background(), kube, testingclock.NewFakeClock(time.Now()), "horizontal-pod-autoscaler")
+			w.Recorder().Event(newHPA("web"), corev1.EventTypeNormal, "SuccessfulRescale", "New size: 4")
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
 			flushed := make(chan struct{})
 			go func() {
 				defer close(flushed)
-				w.flush(ctx)
+				w.Flush(ctx)
 			}()
 			select {
 			case <-flushed:
@@ -138,14 +146,14 @@ func TestEventWriterFlushIsBoundedByItsContext(t *testing.T) {
 	}
 }
 
-func TestEventWriterDoesNotWaitForEventsTheRecorderDrops(t *testing.T) {
+func TestWriterDoesNotWaitForEventsTheRecorderDrops(t *testing.T) {
 	kube := fake.NewClientset()
-	w := newEventWriter(context.Background(), kube, testingclock.NewFakeClock(time.Now()))
-	w.recorder.Event(newHPA("web"), "Bogus", "Reason", "an event of no known type is dropped by the recorder")
-	w.recorder.Event(nil, corev1.EventTypeNormal, "Reason", "an event about nothing is dropped by the recorder")
+	w := New(context.Background(), kube, testingclock.NewFakeClock(time.Now()), "horizontal-pod-autoscaler")
+	w.Recorder().Event(newHPA("web"), "Bogus", "Reason", "an event of no known type is dropped by the recorder")
+	w.Recorder().Event(nil, corev1.EventTypeNormal, "Reason", "an event about nothing is dropped by the recorder")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	w.flush(ctx)
+	w.Flush(ctx)
 	if ctx.Err() != nil {
 		t.Error("flush waited for its deadline for events the recorder had dropped")
 	}
@@ -154,59 +162,22 @@ func TestEventWriterDoesNotWaitForEventsTheRecorderDrops(t *testing.T) {
 	}
 }
 
-func TestEventWriterDoesNotResendWhatTheServerRefused(t *testing.T) {
+func TestWriterDoesNotResendWhatTheServerRefused(t *testing.T) {
 	kube := fake.NewClientset()
 	attempts := 0
 	kube.PrependReactor("create", "events", func(core.Action) (bool, runtime.Object, error) {
 		attempts++
 		return true, nil, apierrors.NewForbidden(corev1.Resource("events"), "", errors.New("no"))
 	})
-	w := newEventWriter(context.Background(), kube, testingclock.NewFakeClock(time.Now()))
-	w.recorder.Event(newHPA("web"), corev1.EventTypeNormal, "SuccessfulRescale", "New size: 4")
+	w := New(context.Background(), kube, testingclock.NewFakeClock(time.Now()), "horizontal-pod-autoscaler")
+	w.Recorder().Event(newHPA("web"), corev1.EventTypeNormal, "SuccessfulRescale", "New size: 4")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	w.flush(ctx)
+	w.Flush(ctx)
 	if ctx.Err() != nil {
 		t.Error("flush waited for its deadline although the server had refused the event")
 	}
 	if attempts != 1 {
 		t.Errorf("%d create attempts, want 1", attempts)
-	}
-}
-
-// TestRunWritesTheEventsOfADecisionAppliedDuringTheStop: a stop lands while the scale write
-// is in flight; the write and its status follow within the grace, and so do their events.
-func TestRunWritesTheEventsOfADecisionAppliedDuringTheStop(t *testing.T) {
-	f := newFixture(t, DefaultOptions(), nil, nil, map[string]int32{"web": 2}, &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
-	kube := fake.NewClientset(newHPA("web"), webPods()[0], webPods()[1])
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	scales := stopDuringScale{ScaleTarget: &ScaleClient{Scales: f.scales, Mapper: testMapper()}, during: func(context.Context) error { cancel(); return nil }}
-	c, err := New(DefaultOptions(), Deps{Kube: kube, Scales: scales, Metrics: f.metrics, Clock: f.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 1) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return within 30s of the stop")
-	}
-	stored, err := kube.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(context.Background(), "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if stored.Status.DesiredReplicas != 4 {
-		t.Fatalf("status.desiredReplicas %d, want 4 (the decision applied during the stop)", stored.Status.DesiredReplicas)
-	}
-	got := storedEvents(t, kube)
-	if !slices.ContainsFunc(got, func(e string) bool {
-		return e == "SuccessfulRescale: New size: 4; reason: cpu resource utilization (percentage of request) above target x1"
-	}) {
-		t.Errorf("stored events %q, want the SuccessfulRescale of 2 -> 4", got)
 	}
 }

@@ -1,4 +1,6 @@
-package controller
+// Package eventsink writes the controller's events to the API server and lets a stop wait
+// until the events already recorded are written.
+package eventsink
 
 import (
 	"context"
@@ -26,12 +28,12 @@ const (
 	eventRetryWait = 10 * time.Second
 )
 
-// eventWriter sends the controller's events to the API server as client-go's broadcaster
+// Writer sends the controller's events to the API server as client-go's broadcaster
 // sink does (correlation, aggregation, the spam filter, retries while the server is
 // away), but it knows which recorded events are not written yet, so a stop can wait for
 // them: the events of a decision whose writes finish during the stop's grace are
 // written too, not dropped with the broadcaster.
-type eventWriter struct {
+type Writer struct {
 	kube       kubernetes.Interface
 	clock      clock.Clock
 	correlator *record.EventCorrelator
@@ -42,26 +44,31 @@ type eventWriter struct {
 	mu        sync.Mutex
 	pending   int             // recorded and not yet written or given up; guarded by mu
 	drained   []chan struct{} // closed when pending drops to 0; guarded by mu
-	stopping  chan struct{}   // closed by flush: no more retries
+	stopping  chan struct{}   // closed by Flush: no more retries
 	flushOnce sync.Once
 }
 
-func newEventWriter(ctx context.Context, kube kubernetes.Interface, clk clock.Clock) *eventWriter {
-	w := &eventWriter{
+// New starts a Writer whose events name component as their source. ctx carries the
+// logger; the Writer outlives it, until Flush.
+func New(ctx context.Context, kube kubernetes.Interface, clk clock.Clock, component string) *Writer {
+	w := &Writer{
 		kube: kube, clock: clk,
 		correlator: record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{}),
 		stopping:   make(chan struct{}),
 	}
-	// The broadcaster outlives ctx: it is shut down by flush, after the last decision.
+	// The broadcaster outlives ctx: it is shut down by Flush, after the last decision.
 	w.broadcaster = record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
 	w.broadcaster.StartEventWatcher(func(e *corev1.Event) { w.write(klog.FromContext(ctx), e) })
-	w.recorder = &countingRecorder{EventRecorder: w.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent}), w: w}
+	w.recorder = &countingRecorder{EventRecorder: w.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component}), w: w}
 	return w
 }
 
-// flush waits until every recorded event is written or given up, or until ctx is done,
+// Recorder records the events this Writer writes.
+func (w *Writer) Recorder() record.EventRecorder { return w.recorder }
+
+// Flush waits until every recorded event is written or given up, or until ctx is done,
 // then shuts the broadcaster down; calls after the first do nothing.
-func (w *eventWriter) flush(ctx context.Context) {
+func (w *Writer) Flush(ctx context.Context) {
 	w.flushOnce.Do(func() {
 		close(w.stopping)
 		defer w.broadcaster.Shutdown()
@@ -70,7 +77,7 @@ func (w *eventWriter) flush(ctx context.Context) {
 }
 
 // wait returns once every recorded event is written or given up, or ctx has ended.
-func (w *eventWriter) wait(ctx context.Context) {
+func (w *Writer) wait(ctx context.Context) {
 	w.mu.Lock()
 	if w.pending == 0 {
 		w.mu.Unlock()
@@ -87,13 +94,13 @@ func (w *eventWriter) wait(ctx context.Context) {
 	}
 }
 
-func (w *eventWriter) add() {
+func (w *Writer) add() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pending++
 }
 
-func (w *eventWriter) done() {
+func (w *Writer) done() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.pending--; w.pending == 0 {
@@ -106,7 +113,7 @@ func (w *eventWriter) done() {
 
 // write sends one event, retrying transport errors until it is written, refused, out of
 // tries, or the writer is stopping.
-func (w *eventWriter) write(logger klog.Logger, e *corev1.Event) {
+func (w *Writer) write(logger klog.Logger, e *corev1.Event) {
 	defer w.done()
 	res, err := w.correlator.EventCorrelate(e)
 	if err != nil {
@@ -145,7 +152,7 @@ func (w *eventWriter) write(logger klog.Logger, e *corev1.Event) {
 
 // send patches an aggregated event's count, or creates the event (also when the one to
 // patch is gone).
-func (w *eventWriter) send(e *corev1.Event, patch []byte) error {
+func (w *Writer) send(e *corev1.Event, patch []byte) error {
 	client := w.kube.CoreV1().Events(e.Namespace)
 	// A request in flight is not cut short by the stop: the stop's own deadline bounds it.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -175,7 +182,7 @@ func (w *eventWriter) send(e *corev1.Event, patch []byte) error {
 // makes the stop wait for its full grace.
 type countingRecorder struct {
 	record.EventRecorder
-	w *eventWriter
+	w *Writer
 }
 
 func (r *countingRecorder) count(object runtime.Object, eventtype string) {

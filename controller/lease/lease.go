@@ -1,4 +1,8 @@
-package controller
+// Package lease is the leader election of "kubectl hpa run": it runs the control loop only
+// while this process holds a coordination.k8s.io Lease, ends the loop's writes the moment
+// leadership ends (FenceConfig), and releases the Lease on stop, so that two runs on one
+// namespace never write at the same time.
+package lease
 
 import (
 	"context"
@@ -17,8 +21,8 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// LeaseConfig names the Lease that keeps two writers apart.
-type LeaseConfig struct {
+// Config names the Lease that keeps two writers apart.
+type Config struct {
 	Namespace, Name string
 	// Identity of this process in the Lease (host name plus a random suffix is usual).
 	Identity string
@@ -35,7 +39,7 @@ type LeaseConfig struct {
 	OnAcquired func()
 }
 
-func (c LeaseConfig) withDefaults() LeaseConfig {
+func (c Config) withDefaults() Config {
 	if c.LeaseDuration == 0 {
 		c.LeaseDuration = 15 * time.Second
 	}
@@ -53,7 +57,7 @@ func (c LeaseConfig) withDefaults() LeaseConfig {
 
 // Validate checks the timing (zero values take the defaults) as the leader elector would,
 // so that a bad value is reported before anything starts.
-func (c LeaseConfig) Validate() error {
+func (c Config) Validate() error {
 	c = c.withDefaults()
 	retryJittered := time.Duration(leaderelection.JitterFactor * float64(c.RetryPeriod))
 	switch {
@@ -84,18 +88,13 @@ type Term struct {
 	Leading context.Context
 }
 
-// RunWithLease is RunTerms for a run that needs no Term.
-func RunWithLease(ctx context.Context, kube kubernetes.Interface, cfg LeaseConfig, run func(context.Context) error) error {
-	return RunTerms(ctx, kube, cfg, func(ctx context.Context, _ Term) error { return run(ctx) })
-}
-
 // RunTerms runs run only while holding the Lease, until ctx is cancelled or run fails.
 // When leadership ends (renewals failed for the renew deadline: the API server is away, or
 // another holder took the Lease), run's context is cancelled before anything else, one
 // line says why, and the Lease is campaigned for again; run is called anew, with a fresh
 // Term, each time it is reacquired. On stop the Lease is released once run has returned,
 // so no write of ours can follow a successor's. It returns nil when ctx is cancelled.
-func RunTerms(ctx context.Context, kube kubernetes.Interface, cfg LeaseConfig, run func(context.Context, Term) error) error {
+func RunTerms(ctx context.Context, kube kubernetes.Interface, cfg Config, run func(context.Context, Term) error) error {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -118,7 +117,7 @@ func RunTerms(ctx context.Context, kube kubernetes.Interface, cfg LeaseConfig, r
 
 // runTerm campaigns for the Lease and runs run while holding it. lost reports that
 // leadership ended while ctx was live.
-func runTerm(ctx context.Context, lock *watchedLock, cfg LeaseConfig, run func(context.Context, Term) error) (lost bool, err error) {
+func runTerm(ctx context.Context, lock *watchedLock, cfg Config, run func(context.Context, Term) error) (lost bool, err error) {
 	logger := klog.FromContext(ctx)
 	ref := klog.KRef(cfg.Namespace, cfg.Name)
 	// The elector runs on its own context: once leading, it keeps renewing until run has
@@ -232,7 +231,7 @@ func runTerm(ctx context.Context, lock *watchedLock, cfg LeaseConfig, run func(c
 
 // release gives the Lease up if it still names us, as the elector would, within
 // cfg.ReleaseTimeout; an unreleased Lease expires after the lease duration.
-func release(ctx context.Context, lock *watchedLock, cfg LeaseConfig) {
+func release(ctx context.Context, lock *watchedLock, cfg Config) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ReleaseTimeout)
 	defer cancel()
 	err := func() error {
