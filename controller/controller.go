@@ -158,7 +158,7 @@ type Controller struct {
 	synced       []cache.InformerSynced
 
 	queue   workqueue.TypedRateLimitingInterface[string]
-	snap    *Snapshotter
+	source  Source
 	tracker *SelectorTracker
 	mu      sync.Mutex
 	history map[string]replicas.History
@@ -174,6 +174,9 @@ type Controller struct {
 func New(opts Options, deps Deps) (*Controller, error) {
 	if opts.SyncPeriod <= 0 {
 		return nil, fmt.Errorf("sync period must be positive, got %v", opts.SyncPeriod)
+	}
+	if deps.Metrics == nil {
+		return nil, errors.New("no metrics client configured")
 	}
 	if _, err := labels.Parse(opts.HPASelector); err != nil {
 		return nil, fmt.Errorf("parsing the HPA label selector %q: %w", opts.HPASelector, err)
@@ -231,12 +234,12 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	}, cache.HandlerOptions{ResyncPeriod: &opts.SyncPeriod}); err != nil {
 		return nil, fmt.Errorf("adding the HPA event handler: %w", err)
 	}
-	c.snap = &Snapshotter{
-		Scales:   c.scales,
-		Pods:     IndexedPods{Indexer: podInformer.Informer().GetIndexer()},
-		Metrics:  deps.Metrics,
-		Config:   opts.Config,
-		Overlaps: c.tracker,
+	c.source = Readers{
+		HPAReader:   listerHPAs{c.hpaLister},
+		PastReader:  c,
+		ScaleReader: c.scales,
+		PodReader:   IndexedPods{Indexer: podInformer.Informer().GetIndexer()},
+		Client:      deps.Metrics,
 	}
 	return c, nil
 }
@@ -441,7 +444,10 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (deleted, rep
 	if err := c.ensureCaughtUp(key); err != nil {
 		return false, false, err
 	}
-	shared, err := c.hpaLister.HorizontalPodAutoscalers(ns).Get(name)
+	start := c.clock.Now()
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "hpa", klog.KRef(ns, name))
+	ctx = klog.NewContext(ctx, logger)
+	ev, err := Evaluate(ctx, c.source, ns, name, EvalOptions{Now: start, Config: c.opts.Config, Overlaps: c.tracker})
 	if apierrors.IsNotFound(err) {
 		c.mu.Lock()
 		delete(c.history, key)
@@ -451,11 +457,32 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (deleted, rep
 	if err != nil {
 		return false, false, err
 	}
-	rep := c.reconcile(ctx, shared.DeepCopy())
+	rep := c.reconcile(ctx, ev, start)
 	if c.sink != nil {
 		c.sink(rep)
 	}
 	return false, c.sink != nil, rep.Err
+}
+
+// listerHPAs reads HPAs from the informer cache.
+type listerHPAs struct {
+	lister autoscalinglisters.HorizontalPodAutoscalerLister
+}
+
+// HPA implements HPAReader with a private copy of the cached HPA.
+func (l listerHPAs) HPA(_ context.Context, namespace, name string) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+	shared, err := l.lister.HorizontalPodAutoscalers(namespace).Get(name)
+	if err != nil {
+		return nil, err
+	}
+	return shared.DeepCopy(), nil
+}
+
+// Past implements PastReader: run's history is what it kept from its own decisions.
+func (c *Controller) Past(_ context.Context, namespace, name string) Past {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return KnownHistory(c.history[namespace+"/"+name])
 }
 
 // ensureCaughtUp refuses to reconcile from an HPA cache older than our own last status
@@ -479,18 +506,11 @@ func (c *Controller) ensureCaughtUp(key string) error {
 	return nil
 }
 
-// reconcile is gather -> decide -> apply for one HPA (a private copy).
-func (c *Controller) reconcile(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) Report {
-	start := c.clock.Now()
+// reconcile applies one evaluation, started at start: writes, events, status, history.
+func (c *Controller) reconcile(ctx context.Context, ev *Evaluation, start time.Time) Report {
+	hpa, in, d, took := ev.Read, ev.Input, ev.Decision, ev.MetricTimes
 	key := hpa.Namespace + "/" + hpa.Name
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "hpa", klog.KObj(hpa))
-	ctx = klog.NewContext(ctx, logger)
-
-	c.mu.Lock()
-	history := c.history[key]
-	c.mu.Unlock()
-	in, took := c.snap.input(ctx, hpa, history, start)
-	d := replicas.Decide(in)
+	logger := klog.FromContext(ctx)
 	rep := Report{Key: key, Input: in, Decision: d}
 
 	dryRun, reason := c.writeMode(hpa, start)

@@ -1,10 +1,10 @@
 // Package controller is the foreground HPA control loop of kubectl hpa: informers, a work
-// queue, and a reconcile that gathers a snapshot, asks the decision core and applies the
-// result. The snapshot half (the Snapshotter) is shared with "kubectl hpa explain", so both
-// commands run exactly one calculation: run reads through informer caches, explain through
-// live reads.
+// queue, and a reconcile that evaluates an HPA and applies the result. Evaluate is the one
+// gather-and-decide path of every command: it reads an HPA's inputs from a Source (run's
+// informer caches and memory, explain's live reads; a recording or a load model fits the
+// same interface), independent reads in parallel, and asks the decision core.
 //
-// Besides the Controller and the Snapshotter, the package holds what they read through:
+// Besides the Controller and Evaluate, the package holds what they read through:
 // the scale subresource client and its cached form for the built-in kinds, the pod
 // readers, the tracker of overlapping HPAs, and the pod informer's transform that keeps
 // only what decisions read.

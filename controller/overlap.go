@@ -8,9 +8,7 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 )
 
 // SelectorTracker remembers the target selector of every HPA the controller knows, as
@@ -144,40 +142,4 @@ func anyMatches(sel labels.Selector, pods []*corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// LiveOverlaps finds overlapping HPAs from live reads, for one-shot commands: it lists
-// the namespace's HPAs and reads each other HPA's target selector. Unlike the running
-// controller it also counts HPAs no controller has reconciled yet.
-type LiveOverlaps struct {
-	Client kubernetes.Interface
-	Scales ScaleReader
-}
-
-// OtherHPAs implements OverlapFinder.
-func (l LiveOverlaps) OtherHPAs(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, _ labels.Selector, pods []*corev1.Pod) ([]string, error) {
-	list, err := l.Client.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing HPAs in %s to check for overlapping selectors: %w", hpa.Namespace, err)
-	}
-	var others []string
-	for i := range list.Items {
-		other := &list.Items[i]
-		if other.Name == hpa.Name {
-			continue
-		}
-		s, err := l.Scales.Scale(ctx, other.Namespace, other.Spec.ScaleTargetRef)
-		if err != nil || s.Selector == "" {
-			continue // such an HPA never registers a selector upstream either
-		}
-		sel, err := labels.Parse(s.Selector)
-		if err != nil {
-			continue
-		}
-		if anyMatches(sel, pods) {
-			others = append(others, other.Namespace+"/"+other.Name)
-		}
-	}
-	slices.Sort(others)
-	return others, nil
 }

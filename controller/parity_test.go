@@ -9,12 +9,10 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
 
 // TestRunAndLiveSnapshotDecideAlike feeds one fixture to run's reconcile (informer caches,
-// stripped pods, selector tracker) and to the Snapshotter over live readers (what explain
+// stripped pods, selector tracker) and to Evaluate over the live source (what explain
 // uses) and requires the same Decision.
 func TestRunAndLiveSnapshotDecideAlike(t *testing.T) {
 	unready := newPod("web-3", "web")
@@ -53,11 +51,15 @@ func TestRunAndLiveSnapshotDecideAlike(t *testing.T) {
 			f := newFixture(t, opts, []*autoscalingv2.HorizontalPodAutoscaler{tc.hpa}, tc.pods, map[string]int32{"web": 2}, tc.metrics)
 
 			scales := &ScaleClient{Scales: f.scales, Mapper: testMapper()}
-			live := Snapshotter{
-				Scales: scales, Pods: LivePods{Client: f.kube}, Metrics: tc.metrics, Config: opts.Config,
-				Overlaps: LiveOverlaps{Client: f.kube, Scales: scales},
+			live := Readers{
+				HPAReader: LiveHPAs{Client: f.kube}, PastReader: noPast{},
+				ScaleReader: scales, PodReader: LivePods{Client: f.kube}, Client: tc.metrics,
 			}
-			want := replicas.Decide(live.Input(context.Background(), tc.hpa.DeepCopy(), replicas.History{}, t0))
+			ev, err := Evaluate(context.Background(), live, ns, tc.hpa.Name, EvalOptions{Now: t0, Config: opts.Config})
+			if err != nil {
+				t.Fatalf("Evaluate: %v", err)
+			}
+			want := ev.Decision
 
 			_ = f.sync(t, tc.hpa.Name)
 			if len(f.reports) != 1 {
@@ -84,3 +86,8 @@ func sameError(a, b error) bool {
 	}
 	return a.Error() == b.Error()
 }
+
+// noPast is an empty history, as run's on its first sync.
+type noPast struct{}
+
+func (noPast) Past(context.Context, string, string) Past { return KnownHistory{} }

@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/scale"
@@ -118,16 +117,6 @@ func (c *ScaleClient) SetReplicasVersion(ctx context.Context, namespace string, 
 		return err
 	})
 	return rv, err
-}
-
-// ListerPods reads pods from an informer cache.
-type ListerPods struct {
-	Lister corelisters.PodLister
-}
-
-// Pods implements PodReader.
-func (l ListerPods) Pods(_ context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
-	return l.Lister.Pods(namespace).List(selector)
 }
 
 // LivePods lists pods from the API server on every call (for one-shot commands).

@@ -7,15 +7,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/klog/v2"
@@ -28,88 +25,75 @@ import (
 
 var vpaGVR = schema.GroupVersionResource{Group: "autoscaling.k8s.io", Version: "v1", Resource: "verticalpodautoscalers"}
 
-// explain reads the cluster (three round trips: the HPA with its events; the scale with
-// the VPAs; the pods with every metric), decides through the core and builds the Explanation.
-// A non-nil error with a non-nil Explanation means: print it, then exit with the error's code.
+// explain decides through controller.Evaluate over live reads (three round trips: the HPA
+// with its rescale events; the scale with the VPAs; the pods with every metric) and builds
+// the Explanation. A non-nil error with a non-nil Explanation means: print it, then exit
+// with the error's code.
 func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, error) {
 	c := o.clients
 	logger := klog.FromContext(ctx)
-	now := o.Clock.Now()
 
-	// Round trip 1: the HPA and the events about it.
 	var (
-		hpa               *autoscalingv2.HorizontalPodAutoscaler
-		hpaErr, eventsErr error
-		events            []corev1.Event
-		wg                sync.WaitGroup
+		whatIfs  []output.WhatIf
+		usageErr error
+		served   map[string]bool
+		vpas     *unstructured.UnstructuredList
+		vpaErr   error
 	)
-	wg.Go(func() {
-		hpa, hpaErr = c.Kube.AutoscalingV2().HorizontalPodAutoscalers(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
-	})
-	wg.Go(func() {
-		events, eventsErr = rescaleEvents(ctx, c, o.Namespace, o.Name)
-	})
-	wg.Wait()
-	if hpaErr != nil {
-		return nil, o.hpaError(ctx, hpaErr)
+	opts := controller.EvalOptions{
+		Now:            o.Clock.Now(),
+		Config:         o.Config,
+		WithoutHistory: true,
+		Adjust: func(hpa *autoscalingv2.HorizontalPodAutoscaler) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+			adjusted, records, err := applySetTargets(hpa, o.whatIf)
+			whatIfs, usageErr = records, err
+			return adjusted, err
+		},
+		// Discovery only after the HPA was read: an unreachable cluster then fails with the
+		// one line of the HPA read. The VPAs go out beside the scale.
+		Beside: func(ctx context.Context, _ *autoscalingv2.HorizontalPodAutoscaler) {
+			served = servedGroupVersions(c.Discovery)
+			if served[vpaGVR.GroupVersion().String()] && c.Dynamic != nil {
+				vpas, vpaErr = c.Dynamic.Resource(vpaGVR).Namespace(o.Namespace).List(ctx, metav1.ListOptions{})
+			}
+		},
 	}
-
-	// Discovery only after the HPA was read: an unreachable cluster then fails with the
-	// one line of the HPA read. The VPAs go out beside the scale (round trip 2).
-	served := servedGroupVersions(c.Discovery)
-	var (
-		vpas   *unstructured.UnstructuredList
-		vpaErr error
-	)
-	if served[vpaGVR.GroupVersion().String()] && c.Dynamic != nil {
-		wg.Go(func() {
-			vpas, vpaErr = c.Dynamic.Resource(vpaGVR).Namespace(o.Namespace).List(ctx, metav1.ListOptions{})
-		})
-	}
-
-	coreHPA, whatIfs, err := applySetTargets(hpa, o.whatIf)
-	if err != nil {
-		return nil, &ExitError{Code: ExitUsage, Err: err}
-	}
-	history, historyNote := reconstructHistory(hpa, events, now, o.Config)
-
-	// Round trips 2 and 3 happen inside the Snapshotter; the prefetcher sends the pod list
-	// and the metric reads together as soon as the scale is known.
-	pf := newPrefetcher(c, o.Config, coreHPA)
-	snap := controller.Snapshotter{Scales: pf, Pods: pf, Metrics: pf, Config: o.Config}
-	in := snap.Input(ctx, coreHPA, history, now)
-	pf.wait()
-	wg.Wait()
-	var before []replicas.MetricResult
 	if slices.ContainsFunc(o.whatIf, func(w whatIf) bool { return w.flag == "assume" }) {
-		before = replicas.Decide(in).Metrics
+		opts.Amend = func(in *replicas.Input, asRead replicas.Decision) error {
+			assumed, err := applyAssumes(in, o.whatIf, asRead.Metrics)
+			whatIfs = append(whatIfs, assumed...)
+			usageErr = err
+			return err
+		}
 	}
-	assumed, err := applyAssumes(&in, o.whatIf, before)
-	if err != nil {
-		return nil, &ExitError{Code: ExitUsage, Err: err}
+	src := controller.LiveSource(c.Kube, c.Scales, c.Pods, c.Metrics)
+	ev, err := controller.Evaluate(ctx, src, o.Namespace, o.Name, opts)
+	switch {
+	case usageErr != nil:
+		return nil, &ExitError{Code: ExitUsage, Err: usageErr}
+	case err != nil:
+		return nil, o.hpaError(ctx, err)
 	}
-	whatIfs = append(whatIfs, assumed...)
-
-	d := replicas.Decide(in)
-	fresh := in
-	fresh.History = replicas.History{}
+	hpa, in, d := ev.Read, ev.Input, ev.Decision
 	var freshDesired *int32
-	if fd := replicas.Decide(fresh); fd.DesiredReplicas != d.DesiredReplicas {
-		freshDesired = &fd.DesiredReplicas
+	if ev.Fresh != nil && ev.Fresh.DesiredReplicas != d.DesiredReplicas {
+		freshDesired = &ev.Fresh.DesiredReplicas
 	}
 	logger.V(2).Info("Decided", "phase", d.Phase, "current", d.CurrentReplicas, "desired", d.DesiredReplicas)
 
+	past, _ := ev.Past.(controller.Rescales)
+	_, historyNote := past.Reconstruct(hpa, in.Now)
 	facts := output.Facts{
 		Input:         in,
 		Decision:      d,
 		Cluster:       hpa,
-		RescaleEvents: events,
+		RescaleEvents: past.Events,
 		MetricsSource: metricsSource(c),
 		HistorySource: "reconstructed",
 		HistoryNote:   historyNote,
 		FreshDesired:  freshDesired,
 		WhatIf:        whatIfs,
-		Warnings:      warnings(hpa, in, vpas, vpaErr, eventsErr),
+		Warnings:      warnings(hpa, in, vpas, vpaErr, past.Err),
 	}
 	e := output.Build(facts)
 	if err := o.decisionExitError(hpa, in, d, served); err != nil {
@@ -117,24 +101,6 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 		return e, err
 	}
 	return e, nil
-}
-
-// rescaleEvents lists the SuccessfulRescale events of the HPA. The field selector narrows
-// the list on the server; the filter here keeps fakes and old servers honest.
-func rescaleEvents(ctx context.Context, c *explainClients, namespace, name string) ([]corev1.Event, error) {
-	list, err := c.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: "involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name=" + name + ",reason=SuccessfulRescale",
-	})
-	if err != nil {
-		return nil, err
-	}
-	var out []corev1.Event
-	for _, ev := range list.Items {
-		if ev.InvolvedObject.Kind == "HorizontalPodAutoscaler" && ev.InvolvedObject.Name == name && ev.Reason == "SuccessfulRescale" {
-			out = append(out, ev)
-		}
-	}
-	return out, nil
 }
 
 // servedGroupVersions returns the group/versions the (cached) discovery client knows;
@@ -300,219 +266,6 @@ func scaleSubresourceServed(dc discovery.DiscoveryInterface, ref autoscalingv2.C
 	}
 	return false, true
 }
-
-// reconstructHistory rebuilds what can be known of the cluster controller's in-memory
-// history: each visible SuccessfulRescale is a moment the controller settled on a size.
-// Raw recommendations between rescales are not visible and are not invented.
-func reconstructHistory(hpa *autoscalingv2.HorizontalPodAutoscaler, events []corev1.Event, now time.Time, cfg replicas.Config) (replicas.History, string) {
-	type sized struct {
-		size int32
-		at   time.Time
-	}
-	var seen []sized
-	for _, ev := range events {
-		var n int32
-		if _, err := fmt.Sscanf(ev.Message, "New size: %d;", &n); err != nil {
-			continue
-		}
-		t := output.EventTime(ev)
-		if t.After(now) {
-			t = now
-		}
-		seen = append(seen, sized{n, t})
-	}
-	sort.Slice(seen, func(i, j int) bool { return seen[i].at.Before(seen[j].at) })
-
-	h := replicas.History{Recommendations: []replicas.Recommendation{}}
-	for _, s := range seen {
-		h.Recommendations = append(h.Recommendations, replicas.Recommendation{Replicas: s.size, Timestamp: s.at})
-	}
-	fromLastScale := false
-	if lst := hpa.Status.LastScaleTime; lst != nil && (len(seen) == 0 || lst.Time.Sub(seen[len(seen)-1].at) > time.Second) {
-		// A rescale whose event has expired or was not visible: its size is the one the
-		// controller has seen since (status.currentReplicas), the best available estimate.
-		h.Recommendations = append(h.Recommendations, replicas.Recommendation{Replicas: hpa.Status.CurrentReplicas, Timestamp: lst.Time})
-		fromLastScale = true
-	}
-	if hpa.Spec.Behavior != nil {
-		// Upstream records scale events only with behavior; the first visible rescale's
-		// previous size is unknown, so only changes between visible rescales count.
-		for i := 1; i < len(seen); i++ {
-			change := seen[i].size - seen[i-1].size
-			switch {
-			case change > 0:
-				h.ScaleUpEvents = append(h.ScaleUpEvents, replicas.ScaleEvent{ReplicaChange: change, Timestamp: seen[i].at})
-			case change < 0:
-				h.ScaleDownEvents = append(h.ScaleDownEvents, replicas.ScaleEvent{ReplicaChange: -change, Timestamp: seen[i].at})
-			}
-		}
-	}
-	var b strings.Builder
-	b.WriteString("The cluster's HPA controller keeps its recommendation history in its own memory; it cannot be read from the API. ")
-	switch {
-	case len(seen) == 0 && !fromLastScale:
-		b.WriteString("No rescale is visible (no SuccessfulRescale events, no status.lastScaleTime), so this decision uses an empty history: nothing holds it back except what it computes now.")
-	default:
-		fmt.Fprintf(&b, "This decision uses what can be reconstructed: %d SuccessfulRescale event(s)", len(seen))
-		if fromLastScale {
-			b.WriteString(" and status.lastScaleTime (with status.currentReplicas as its size)")
-		}
-		b.WriteString(" as recommendations")
-		if hpa.Spec.Behavior != nil && len(seen) > 1 {
-			b.WriteString(", and the changes between them as scale events for the policies")
-		}
-		b.WriteString(". Recommendations made between rescales are not visible, so the cluster's stabilization window may hold a different value.")
-	}
-	return h, b.String()
-}
-
-// prefetcher decorates the readers the Snapshotter uses: once the scale is read it sends the
-// pod list and every metric read at the same time, and hands their results to the
-// Snapshotter's later calls. The Snapshotter asks for pods before metrics; without this,
-// explain would need a fourth round trip.
-type prefetcher struct {
-	c   *explainClients
-	cfg replicas.Config
-
-	mu    sync.Mutex
-	calls map[string]*call
-	wg    sync.WaitGroup
-	hpa   *autoscalingv2.HorizontalPodAutoscaler
-}
-
-type call struct {
-	done chan struct{}
-	val  any
-	ts   time.Time
-	err  error
-}
-
-func newPrefetcher(c *explainClients, cfg replicas.Config, hpa *autoscalingv2.HorizontalPodAutoscaler) *prefetcher {
-	return &prefetcher{c: c, cfg: cfg, hpa: hpa, calls: map[string]*call{}}
-}
-
-// wait returns when every started read has finished.
-func (p *prefetcher) wait() { p.wg.Wait() }
-
-// do runs f once per key; later callers with the same key get the first result.
-func (p *prefetcher) do(key string, f func() (any, time.Time, error)) (any, time.Time, error) {
-	p.mu.Lock()
-	c, ok := p.calls[key]
-	if !ok {
-		c = &call{done: make(chan struct{})}
-		p.calls[key] = c
-		p.mu.Unlock()
-		c.val, c.ts, c.err = f()
-		close(c.done)
-	} else {
-		p.mu.Unlock()
-		<-c.done
-	}
-	return c.val, c.ts, c.err
-}
-
-func (p *prefetcher) start(f func()) {
-	p.wg.Go(f)
-}
-
-// Scale implements controller.ScaleReader and starts the next round trip's reads.
-func (p *prefetcher) Scale(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, error) {
-	s, err := p.c.Scales.Scale(ctx, namespace, ref)
-	if err != nil {
-		return s, err
-	}
-	if !replicas.NeedsMetrics(replicas.Input{HPA: p.hpa, Scale: s, Config: p.cfg}) || s.Selector == "" {
-		return s, err
-	}
-	selector, perr := labels.Parse(s.Selector)
-	if perr != nil {
-		return s, err
-	}
-	p.start(func() { _, _ = p.Pods(ctx, namespace, selector) })
-	for _, spec := range p.hpa.Spec.Metrics {
-		p.start(func() { p.prefetchMetric(ctx, namespace, spec, selector) })
-	}
-	return s, err
-}
-
-// prefetchMetric issues the same call the Snapshotter will make for spec.
-func (p *prefetcher) prefetchMetric(ctx context.Context, namespace string, spec autoscalingv2.MetricSpec, selector labels.Selector) {
-	sel := func(ls *metav1.LabelSelector) (labels.Selector, bool) {
-		s, err := metav1.LabelSelectorAsSelector(ls)
-		return s, err == nil
-	}
-	switch {
-	case spec.Type == autoscalingv2.ResourceMetricSourceType && spec.Resource != nil:
-		_, _, _ = p.PodResource(ctx, namespace, spec.Resource.Name, selector, "")
-	case spec.Type == autoscalingv2.ContainerResourceMetricSourceType && spec.ContainerResource != nil:
-		_, _, _ = p.PodResource(ctx, namespace, spec.ContainerResource.Name, selector, spec.ContainerResource.Container)
-	case spec.Type == autoscalingv2.PodsMetricSourceType && spec.Pods != nil:
-		if ms, ok := sel(spec.Pods.Metric.Selector); ok {
-			_, _, _ = p.PodsMetric(ctx, namespace, spec.Pods.Metric.Name, selector, ms)
-		}
-	case spec.Type == autoscalingv2.ObjectMetricSourceType && spec.Object != nil:
-		if ms, ok := sel(spec.Object.Metric.Selector); ok {
-			_, _, _ = p.ObjectMetric(ctx, namespace, spec.Object.Metric.Name, spec.Object.DescribedObject, ms)
-		}
-	case spec.Type == autoscalingv2.ExternalMetricSourceType && spec.External != nil:
-		if ms, ok := sel(spec.External.Metric.Selector); ok {
-			_, _, _ = p.ExternalMetric(ctx, namespace, spec.External.Metric.Name, ms)
-		}
-	}
-}
-
-// Pods implements controller.PodReader.
-func (p *prefetcher) Pods(ctx context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
-	v, _, err := p.do("pods|"+namespace+"|"+selector.String(), func() (any, time.Time, error) {
-		pods, err := p.c.Pods.Pods(ctx, namespace, selector)
-		return pods, time.Time{}, err
-	})
-	pods, _ := v.([]*corev1.Pod)
-	return pods, err
-}
-
-// PodResource implements metrics.Client.
-func (p *prefetcher) PodResource(ctx context.Context, namespace string, resource corev1.ResourceName, selector labels.Selector, container string) (metrics.PodSamples, time.Time, error) {
-	key := strings.Join([]string{"resource", namespace, string(resource), selector.String(), container}, "|")
-	v, ts, err := p.do(key, func() (any, time.Time, error) {
-		return p.c.Metrics.PodResource(ctx, namespace, resource, selector, container)
-	})
-	s, _ := v.(metrics.PodSamples)
-	return s, ts, err
-}
-
-// PodsMetric implements metrics.Client.
-func (p *prefetcher) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (metrics.PodSamples, time.Time, error) {
-	key := strings.Join([]string{"pods", namespace, metricName, selector.String(), metricSelector.String()}, "|")
-	v, ts, err := p.do(key, func() (any, time.Time, error) {
-		return p.c.Metrics.PodsMetric(ctx, namespace, metricName, selector, metricSelector)
-	})
-	s, _ := v.(metrics.PodSamples)
-	return s, ts, err
-}
-
-// ObjectMetric implements metrics.Client.
-func (p *prefetcher) ObjectMetric(ctx context.Context, namespace, metricName string, object autoscalingv2.CrossVersionObjectReference, metricSelector labels.Selector) (int64, time.Time, error) {
-	key := strings.Join([]string{"object", namespace, metricName, object.APIVersion, object.Kind, object.Name, metricSelector.String()}, "|")
-	v, ts, err := p.do(key, func() (any, time.Time, error) {
-		return p.c.Metrics.ObjectMetric(ctx, namespace, metricName, object, metricSelector)
-	})
-	n, _ := v.(int64)
-	return n, ts, err
-}
-
-// ExternalMetric implements metrics.Client.
-func (p *prefetcher) ExternalMetric(ctx context.Context, namespace, metricName string, selector labels.Selector) ([]int64, time.Time, error) {
-	key := strings.Join([]string{"external", namespace, metricName, selector.String()}, "|")
-	v, ts, err := p.do(key, func() (any, time.Time, error) {
-		return p.c.Metrics.ExternalMetric(ctx, namespace, metricName, selector)
-	})
-	n, _ := v.([]int64)
-	return n, ts, err
-}
-
-// Source implements metrics.Client.
-func (p *prefetcher) Source() string { return p.c.Metrics.Source() }
 
 // requiredAPI is the metrics API group a metric type is read from; Heapster serves
 // resource and pods metrics itself.

@@ -682,26 +682,37 @@ func hpaGets(c *clients) int {
 	return n
 }
 
-// The prefetcher only changes when reads go out: gathering through it must give the same
-// decision as gathering through the plain Snapshotter, as "kubectl hpa run" does.
-func TestExplainPrefetchGivesTheSnapshotterDecision(t *testing.T) {
+// Reading the pods and the metrics at the same time (explain) only changes when reads go
+// out: it must give the same decision as reading them one after the other, as
+// "kubectl hpa run" does (its selector tracker looks at the pods before metrics are read).
+func TestExplainParallelReadsGiveTheSequentialDecision(t *testing.T) {
 	for name, s := range scenarios() {
 		t.Run(name, func(t *testing.T) {
 			f := s.fx()
 			ec, _ := f.build()
 			ctx := context.Background()
-			cfg := replicas.DefaultConfig()
-			plain := (&controller.Snapshotter{Scales: ec.Scales, Pods: ec.Pods, Metrics: ec.Metrics, Config: cfg}).Input(ctx, f.hpa, replicas.History{}, now)
-			pf := newPrefetcher(ec, cfg, f.hpa)
-			prefetched := (&controller.Snapshotter{Scales: pf, Pods: pf, Metrics: pf, Config: cfg}).Input(ctx, f.hpa, replicas.History{}, now)
-			pf.wait()
-			want := output.Build(output.Facts{Input: plain, Decision: replicas.Decide(plain)})
-			got := output.Build(output.Facts{Input: prefetched, Decision: replicas.Decide(prefetched)})
+			src := controller.LiveSource(ec.Kube, ec.Scales, ec.Pods, ec.Metrics)
+			decide := func(overlaps controller.OverlapFinder) *output.Explanation {
+				ev, err := controller.Evaluate(ctx, src, f.hpa.Namespace, f.hpa.Name, controller.EvalOptions{Now: now, Config: replicas.DefaultConfig(), Overlaps: overlaps})
+				if err != nil {
+					t.Fatalf("Evaluate: %v", err)
+				}
+				ev.Input.History = replicas.History{}
+				return output.Build(output.Facts{Input: ev.Input, Decision: replicas.Decide(ev.Input)})
+			}
+			want, got := decide(noOverlaps{}), decide(nil)
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("decision differs (-plain +prefetched):\n%s", diff)
+				t.Errorf("decision differs (-sequential +parallel):\n%s", diff)
 			}
 		})
 	}
+}
+
+// noOverlaps finds no other HPA, so Evaluate reads pods before metrics.
+type noOverlaps struct{}
+
+func (noOverlaps) OtherHPAs(context.Context, *autoscalingv2.HorizontalPodAutoscaler, labels.Selector, []*corev1.Pod) ([]string, error) {
+	return nil, nil
 }
 
 func TestExplainPrintsThroughCLIRuntimePrinters(t *testing.T) {

@@ -1,6 +1,7 @@
 package parity
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -10,13 +11,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 )
 
-// input turns a scenario into the core's Input: an HPA with only this metric, bounds that never
-// clamp, and a Config carrying the scenario's tolerance, periods and gate.
-func (s *scenario) input(now time.Time, pods []*corev1.Pod) replicas.Input {
+// hpa is the scenario's HPA: only this metric, bounds that never clamp.
+func (s *scenario) hpa() *autoscalingv2.HorizontalPodAutoscaler {
 	minReplicas := int32(1)
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: s.ns, Generation: 1},
@@ -43,34 +46,98 @@ func (s *scenario) input(now time.Time, pods []*corev1.Pod) replicas.Input {
 			hpa.Spec.Behavior.ScaleDown = &autoscalingv2.HPAScalingRules{Tolerance: ptr(resource.MustParse(s.downTolerance))}
 		}
 	}
-
-	return replicas.Input{
-		HPA:     hpa,
-		Scale:   &replicas.Scale{SpecReplicas: s.specReplicas, StatusReplicas: s.statusReplicas, Selector: podLabelKey + "=" + podLabelValue},
-		Pods:    pods,
-		Metrics: []replicas.MetricData{s.metricData(now)},
-		Now:     now,
-		Config:  s.config(),
-	}
+	return hpa
 }
 
-// metricData is what the metrics layer would hand the core for the scenario's metric.
-func (s *scenario) metricData(now time.Time) replicas.MetricData {
-	data := replicas.MetricData{Timestamp: s.metricTimestamp.time(now), Source: "parity scenario"}
-	switch {
-	case s.fetchFails:
-		data = replicas.MetricData{Err: errors.New(fetchErrorText)}
-	case s.kind.podBased():
-		data.PodSamples = make(map[string]replicas.Sample, len(s.samples))
-		for name, sm := range s.samples {
-			data.PodSamples[name] = replicas.Sample{MilliValue: sm.value, Timestamp: sm.at.time(now), Window: sm.window}
+// source serves our controller what upstream's is served, through the same reader
+// interfaces the commands read a cluster through, so that our side decides by
+// controller.Evaluate exactly as kubectl hpa run and explain do.
+type source struct {
+	hpa     *autoscalingv2.HorizontalPodAutoscaler
+	history replicas.History
+	scale   replicas.Scale
+	pods    []*corev1.Pod
+	metrics map[string]*scenario // by identity()
+	now     time.Time
+}
+
+var _ controller.Source = (*source)(nil)
+
+func (s *source) HPA(context.Context, string, string) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+	return s.hpa.DeepCopy(), nil
+}
+
+func (s *source) Past(context.Context, string, string) controller.Past {
+	return controller.KnownHistory(s.history)
+}
+
+func (s *source) Scale(context.Context, string, autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, error) {
+	scale := s.scale
+	return &scale, nil
+}
+
+func (s *source) Pods(_ context.Context, _ string, selector labels.Selector) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	for _, p := range s.pods {
+		if selector.Matches(labels.Set(p.Labels)) {
+			out = append(out, p)
 		}
-	case s.kind == kindObjectValue || s.kind == kindObjectAverageValue:
-		data.Value = s.objectValue
-	default:
-		data.Values = append([]int64(nil), s.externalValues...)
 	}
-	return data
+	return out, nil
+}
+
+func (s *source) metric(identity string) (*scenario, error) {
+	m, ok := s.metrics[identity]
+	if !ok {
+		return nil, fmt.Errorf("parity: our controller asked for %s, which no scenario defines", identity)
+	}
+	if m.fetchFails {
+		return nil, errors.New(fetchErrorText)
+	}
+	return m, nil
+}
+
+func (s *source) podSamples(identity string) (metrics.PodSamples, time.Time, error) {
+	m, err := s.metric(identity)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	out := make(metrics.PodSamples, len(m.samples))
+	for name, sm := range m.samples {
+		out[name] = metrics.PodSample{MilliValue: sm.value, Timestamp: sm.at.time(s.now), Window: sm.window}
+	}
+	return out, m.metricTimestamp.time(s.now), nil
+}
+
+func (s *source) PodResource(_ context.Context, _ string, res corev1.ResourceName, _ labels.Selector, container string) (metrics.PodSamples, time.Time, error) {
+	return s.podSamples(fmt.Sprintf("resource/%s/%s", res, container))
+}
+
+func (s *source) PodsMetric(_ context.Context, _, name string, _, _ labels.Selector) (metrics.PodSamples, time.Time, error) {
+	return s.podSamples("pods/" + name)
+}
+
+func (s *source) ObjectMetric(_ context.Context, _, name string, _ autoscalingv2.CrossVersionObjectReference, _ labels.Selector) (int64, time.Time, error) {
+	m, err := s.metric("object/" + name)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	return m.objectValue, m.metricTimestamp.time(s.now), nil
+}
+
+func (s *source) ExternalMetric(_ context.Context, _, name string, _ labels.Selector) ([]int64, time.Time, error) {
+	m, err := s.metric("external/" + name)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return append([]int64(nil), m.externalValues...), m.metricTimestamp.time(s.now), nil
+}
+
+func (s *source) Source() string { return "parity scenario" }
+
+// evaluate decides through controller.Evaluate, the commands' one evaluation path.
+func (s *source) evaluate(at time.Time, cfg replicas.Config) (*controller.Evaluation, error) {
+	return controller.Evaluate(context.Background(), s, s.hpa.Namespace, s.hpa.Name, controller.EvalOptions{Now: at, Config: cfg})
 }
 
 // config is the controller configuration the scenario runs under.
@@ -83,9 +150,20 @@ func (s *scenario) config() replicas.Config {
 	return cfg
 }
 
-// runOurs decides the scenario with our core and extracts the one metric's proposal.
+// runOurs decides the scenario as our commands do and extracts the one metric's proposal.
 func runOurs(s *scenario, now time.Time, pods []*corev1.Pod) (result, error) {
-	d := replicas.Decide(s.input(now, pods))
+	src := &source{
+		hpa:     s.hpa(),
+		scale:   replicas.Scale{SpecReplicas: s.specReplicas, StatusReplicas: s.statusReplicas, Selector: podLabelKey + "=" + podLabelValue},
+		pods:    pods,
+		metrics: map[string]*scenario{s.identity(): s},
+		now:     now,
+	}
+	ev, err := src.evaluate(now, s.config())
+	if err != nil {
+		return result{}, err
+	}
+	d := ev.Decision
 	if len(d.Metrics) != 1 {
 		return result{}, fmt.Errorf("the core computed %d metric results, want 1 (phase %s, err %v)", len(d.Metrics), d.Phase, d.Err)
 	}

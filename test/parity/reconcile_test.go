@@ -489,18 +489,22 @@ func runOursReconcile(c *hpaCase, now time.Time) []reconciled {
 	for k, round := range c.rounds {
 		h.Generation = int64(k + 1)
 		at := now.Add(time.Duration(k) * 100 * time.Millisecond)
-		in := replicas.Input{
-			HPA:     h,
-			Scale:   &replicas.Scale{SpecReplicas: current, StatusReplicas: base.statusReplicas, Selector: podLabelKey + "=" + podLabelValue},
-			Pods:    base.buildPods(now),
-			History: history,
-			Now:     at,
-			Config:  base.config(),
+		src := &source{
+			hpa:     h,
+			history: history,
+			scale:   replicas.Scale{SpecReplicas: current, StatusReplicas: base.statusReplicas, Selector: podLabelKey + "=" + podLabelValue},
+			pods:    base.buildPods(now),
+			metrics: map[string]*scenario{},
+			now:     now,
 		}
 		for _, m := range round {
-			in.Metrics = append(in.Metrics, m.metricData(now))
+			src.metrics[m.identity()] = m
 		}
-		d := replicas.Decide(in)
+		ev, err := src.evaluate(at, base.config())
+		if err != nil {
+			panic(fmt.Sprintf("parity: Evaluate from a source that cannot fail: %v", err))
+		}
+		in, d := ev.Input, ev.Decision
 		o := replicas.Apply(in, d, nil)
 		out = append(out, reconciled{rescaled: d.Rescale, replicas: d.DesiredReplicas, status: o.Status})
 		h = h.DeepCopy()

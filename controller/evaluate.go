@@ -1,0 +1,327 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+)
+
+// ScaleReader reads a target's scale subresource (any scalable kind).
+type ScaleReader interface {
+	Scale(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, error)
+}
+
+// PodReader lists the pods in namespace matching selector.
+type PodReader interface {
+	Pods(ctx context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error)
+}
+
+// OverlapFinder names the other HPAs ("ns/name") whose target selectors match any of pods.
+// Upstream first records hpa's own selector and then asks, so an implementation backed by
+// a tracker updates it as a side effect.
+type OverlapFinder interface {
+	OtherHPAs(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, selector labels.Selector, pods []*corev1.Pod) ([]string, error)
+}
+
+// HPAReader reads one HPA; for a missing one it returns an error apierrors.IsNotFound
+// recognizes. The HPA returned is the caller's to change.
+type HPAReader interface {
+	HPA(ctx context.Context, namespace, name string) (*autoscalingv2.HorizontalPodAutoscaler, error)
+}
+
+// PastReader reads what a source knows of an HPA's earlier decisions. It is keyed by name
+// so that Evaluate reads it beside the HPA; Past.History joins the two once both are in.
+type PastReader interface {
+	Past(ctx context.Context, namespace, name string) Past
+}
+
+// Past is an HPA's decision history as a source knows it: run's memory, the rescale
+// events explain reconstructs from, later a persisted record.
+type Past interface {
+	// History is the core's History for hpa (as read) at now.
+	History(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) replicas.History
+}
+
+// KnownHistory is a history its holder kept itself (run's memory, a simulation's state).
+type KnownHistory replicas.History
+
+// History implements Past.
+func (k KnownHistory) History(*autoscalingv2.HorizontalPodAutoscaler, time.Time) replicas.History {
+	return replicas.History(k)
+}
+
+// Source is everything one evaluation reads: the HPA, its past decisions, its target's
+// scale, its pods and their metrics. run's source is its informer caches and its memory,
+// explain's the live API (LiveSource); a recording or a load model can be one too.
+// Evaluate makes independent reads concurrently, so a Source must allow that.
+type Source interface {
+	HPAReader
+	PastReader
+	ScaleReader
+	PodReader
+	metrics.Client
+}
+
+// Readers is a Source assembled from one reader per input.
+type Readers struct {
+	HPAReader
+	PastReader
+	ScaleReader
+	PodReader
+	metrics.Client
+}
+
+// EvalOptions say how Evaluate decides; Now and Config are required.
+type EvalOptions struct {
+	Now    time.Time
+	Config replicas.Config
+	// Overlaps, when set, finds other HPAs selecting the same pods (run's selector
+	// tracker). Upstream then decides without reading metrics, so the pods are read first
+	// and the metrics after; without it the two are read at the same time.
+	Overlaps OverlapFinder
+	// Adjust replaces the HPA as read before its scale is read (explain's --set-target).
+	Adjust func(*autoscalingv2.HorizontalPodAutoscaler) (*autoscalingv2.HorizontalPodAutoscaler, error)
+	// Amend changes the gathered input before the decision (explain's --assume); asRead
+	// is the decision from the input as read.
+	Amend func(in *replicas.Input, asRead replicas.Decision) error
+	// Beside runs once the HPA is read, next to the scale, pod and metric reads, for reads
+	// the caller needs with the decision (explain's VerticalPodAutoscalers). Evaluate
+	// returns after it.
+	Beside func(ctx context.Context, read *autoscalingv2.HorizontalPodAutoscaler)
+	// WithoutHistory also decides from an empty history (Evaluation.Fresh).
+	WithoutHistory bool
+}
+
+// Evaluation is one HPA's decision with everything it was decided from.
+type Evaluation struct {
+	// Read is the HPA as the source returned it; Input.HPA is the one decided for.
+	Read     *autoscalingv2.HorizontalPodAutoscaler
+	Past     Past
+	Input    replicas.Input
+	Decision replicas.Decision
+	// Fresh is the decision from the same input with an empty history
+	// (EvalOptions.WithoutHistory).
+	Fresh *replicas.Decision
+	// MetricTimes is how long each metric read took (nil when none ran), which run reports
+	// as metric_computation_duration_seconds.
+	MetricTimes []time.Duration
+}
+
+// Evaluate is the one way every command decides for an HPA: it reads the HPA beside its
+// past, then the target's scale, then the pods beside their metrics, and asks the decision
+// core. Only a failed HPA read (or Adjust, Amend) is an error: every other read error lands
+// in the Input fields the core turns into upstream's conditions and events (ScaleErr,
+// MetricData.Err).
+func Evaluate(ctx context.Context, src Source, namespace, name string, opts EvalOptions) (*Evaluation, error) {
+	var (
+		read    *autoscalingv2.HorizontalPodAutoscaler
+		readErr error
+		past    Past
+		wg      sync.WaitGroup
+	)
+	wg.Go(func() { past = src.Past(ctx, namespace, name) })
+	read, readErr = src.HPA(ctx, namespace, name)
+	wg.Wait()
+	if readErr != nil {
+		return nil, readErr
+	}
+	hpa := read
+	if opts.Adjust != nil {
+		adjusted, err := opts.Adjust(read)
+		if err != nil {
+			return nil, err
+		}
+		hpa = adjusted
+	}
+	if opts.Beside != nil {
+		wg.Go(func() { opts.Beside(ctx, read) })
+	}
+	ev := &Evaluation{Read: read, Past: past}
+	var history replicas.History
+	if past != nil {
+		history = past.History(read, opts.Now)
+	}
+	ev.Input, ev.MetricTimes = gather(ctx, src, hpa, history, opts)
+	wg.Wait()
+	if opts.Amend != nil {
+		if err := opts.Amend(&ev.Input, replicas.Decide(ev.Input)); err != nil {
+			return nil, err
+		}
+	}
+	ev.Decision = replicas.Decide(ev.Input)
+	if opts.WithoutHistory {
+		fresh := ev.Input
+		fresh.History = replicas.History{}
+		d := replicas.Decide(fresh)
+		ev.Fresh = &d
+	}
+	return ev, nil
+}
+
+// gather builds the core's Input for hpa.
+func gather(ctx context.Context, src Source, hpa *autoscalingv2.HorizontalPodAutoscaler, history replicas.History, opts EvalOptions) (replicas.Input, []time.Duration) {
+	in := replicas.Input{HPA: hpa, History: history, Now: opts.Now, Config: opts.Config}
+	scale, err := src.Scale(ctx, hpa.Namespace, hpa.Spec.ScaleTargetRef)
+	if err != nil {
+		in.ScaleErr = err
+		return in, nil
+	}
+	in.Scale = scale
+	if !replicas.NeedsMetrics(in) {
+		return in, nil
+	}
+	// An empty or unparsable selector is the core's to report (SelectorRequired/InvalidSelector);
+	// upstream fetches nothing then.
+	if scale.Selector == "" {
+		in.Metrics = failAll(hpa, errors.New("selector is required"))
+		return in, nil
+	}
+	selector, err := labels.Parse(scale.Selector)
+	if err != nil {
+		in.Metrics = failAll(hpa, fmt.Errorf("parsing the target's selector %q: %w", scale.Selector, err))
+		return in, nil
+	}
+	var (
+		pods    []*corev1.Pod
+		podsErr error
+		data    []replicas.MetricData
+		took    []time.Duration
+	)
+	if opts.Overlaps == nil {
+		var wg sync.WaitGroup
+		wg.Go(func() { data, took = fetchAll(ctx, src, hpa, selector) })
+		pods, podsErr = src.Pods(ctx, hpa.Namespace, selector)
+		wg.Wait()
+	} else {
+		pods, podsErr = src.Pods(ctx, hpa.Namespace, selector)
+	}
+	if podsErr != nil {
+		in.Metrics = failAll(hpa, fmt.Errorf("unable to get pods while calculating replica count: %w", podsErr))
+		return in, nil
+	}
+	// Listers return pods in map order; a stable order makes run and explain traces identical.
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	in.Pods = pods
+	if opts.Overlaps != nil {
+		others, err := opts.Overlaps.OtherHPAs(ctx, hpa, selector, pods)
+		if err != nil {
+			in.Metrics = failAll(hpa, err)
+			return in, nil
+		}
+		in.OtherHPAsSelectingPods = others
+		if len(others) > 0 {
+			// Upstream stops before fetching metrics when the selector is ambiguous.
+			in.Metrics = failAll(hpa, fmt.Errorf("pods are controlled by more than one HPA (e.g. %v)", others))
+			return in, nil
+		}
+		data, took = fetchAll(ctx, src, hpa, selector)
+	}
+	in.Metrics = data
+	return in, took
+}
+
+// failAll gives every metric the same error so Input.Metrics keeps its length contract.
+func failAll(hpa *autoscalingv2.HorizontalPodAutoscaler, err error) []replicas.MetricData {
+	out := make([]replicas.MetricData, len(hpa.Spec.Metrics))
+	for i := range out {
+		out[i].Err = err
+	}
+	return out
+}
+
+// fetchAll reads every metric spec in parallel; upstream reads them one after another,
+// which only changes latency, not the values.
+func fetchAll(ctx context.Context, m metrics.Client, hpa *autoscalingv2.HorizontalPodAutoscaler, selector labels.Selector) ([]replicas.MetricData, []time.Duration) {
+	out := make([]replicas.MetricData, len(hpa.Spec.Metrics))
+	took := make([]time.Duration, len(hpa.Spec.Metrics))
+	var wg sync.WaitGroup
+	for i := range hpa.Spec.Metrics {
+		wg.Go(func() {
+			start := time.Now()
+			out[i] = fetch(ctx, m, hpa.Namespace, hpa.Spec.Metrics[i], selector)
+			took[i] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	return out, took
+}
+
+// fetch reads one metric spec. Unknown metric types fetch nothing: the core reports
+// InvalidMetricSourceType for them.
+func fetch(ctx context.Context, m metrics.Client, namespace string, spec autoscalingv2.MetricSpec, selector labels.Selector) replicas.MetricData {
+	d := replicas.MetricData{Source: m.Source()}
+	switch spec.Type {
+	case autoscalingv2.ResourceMetricSourceType:
+		if spec.Resource == nil {
+			d.Err = errors.New("metric type Resource has no resource field")
+			return d
+		}
+		samples, ts, err := m.PodResource(ctx, namespace, spec.Resource.Name, selector, "")
+		d.PodSamples, d.Timestamp, d.Err = toSamples(samples), ts, err
+	case autoscalingv2.ContainerResourceMetricSourceType:
+		if spec.ContainerResource == nil {
+			d.Err = errors.New("metric type ContainerResource has no containerResource field")
+			return d
+		}
+		samples, ts, err := m.PodResource(ctx, namespace, spec.ContainerResource.Name, selector, spec.ContainerResource.Container)
+		d.PodSamples, d.Timestamp, d.Err = toSamples(samples), ts, err
+	case autoscalingv2.PodsMetricSourceType:
+		if spec.Pods == nil {
+			d.Err = errors.New("metric type Pods has no pods field")
+			return d
+		}
+		metricSelector, err := metav1.LabelSelectorAsSelector(spec.Pods.Metric.Selector)
+		if err != nil {
+			d.Err = err
+			return d
+		}
+		samples, ts, err := m.PodsMetric(ctx, namespace, spec.Pods.Metric.Name, selector, metricSelector)
+		d.PodSamples, d.Timestamp, d.Err = toSamples(samples), ts, err
+	case autoscalingv2.ObjectMetricSourceType:
+		if spec.Object == nil {
+			d.Err = errors.New("metric type Object has no object field")
+			return d
+		}
+		metricSelector, err := metav1.LabelSelectorAsSelector(spec.Object.Metric.Selector)
+		if err != nil {
+			d.Err = err
+			return d
+		}
+		d.Value, d.Timestamp, d.Err = m.ObjectMetric(ctx, namespace, spec.Object.Metric.Name, spec.Object.DescribedObject, metricSelector)
+	case autoscalingv2.ExternalMetricSourceType:
+		if spec.External == nil {
+			d.Err = errors.New("metric type External has no external field")
+			return d
+		}
+		metricSelector, err := metav1.LabelSelectorAsSelector(spec.External.Metric.Selector)
+		if err != nil {
+			d.Err = err
+			return d
+		}
+		d.Values, d.Timestamp, d.Err = m.ExternalMetric(ctx, namespace, spec.External.Metric.Name, metricSelector)
+	}
+	return d
+}
+
+func toSamples(in metrics.PodSamples) map[string]replicas.Sample {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]replicas.Sample, len(in))
+	for name, s := range in {
+		out[name] = replicas.Sample{MilliValue: s.MilliValue, Timestamp: s.Timestamp, Window: s.Window}
+	}
+	return out
+}
