@@ -21,6 +21,8 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 // The Heapster-era controller's defaults (kube-controller-manager 1.11): the service
@@ -142,18 +144,18 @@ func (h *heapsterClient) PodResource(ctx context.Context, namespace string, res 
 	if err != nil {
 		return nil, time.Time{}, SourceFailure{err}
 	}
-	items, err := decodeHeapsterPodMetrics(body)
+	items, err := samples.DecodeHeapsterPodMetrics(body)
 	if err != nil {
 		return nil, time.Time{}, SourceFailure{badAnswer(h.where, path, err)}
 	}
 	if len(items) == 0 {
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from heapster (%s) for pods in %s matching %q; heapster may not have scraped them yet", h.where, namespace, selector.String())}
 	}
-	samples, ts, err := podResourceSamples(items, res, container, h.cfg.Clock.Now(), h.cfg.MaxAge)
+	got, ts, err := samples.PodResourceSamples(items, res, container, h.cfg.Clock.Now(), h.cfg.MaxAge)
 	if err != nil {
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("%s: %s usage from GET %s: %w", h.where, res, path, err)}
 	}
-	return samples, ts, nil
+	return got, ts, nil
 }
 
 func (h *heapsterClient) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (PodSamples, time.Time, error) {
@@ -190,15 +192,15 @@ func (h *heapsterClient) PodsMetric(ctx context.Context, namespace, metricName s
 	if err != nil {
 		return nil, time.Time{}, SourceFailure{err}
 	}
-	list, err := decodeHeapsterModel(body)
+	list, err := samples.DecodeHeapsterModel(body)
 	if err != nil {
 		return nil, time.Time{}, SourceFailure{badAnswer(h.where, path, err)}
 	}
-	samples, ts, err := heapsterPodsSamples(names, list, now, h.cfg.MaxAge)
+	got, ts, err := samples.HeapsterPodsSamples(names, list, now, h.cfg.MaxAge)
 	if err != nil {
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("%s: metric %s from GET %s: %w", h.where, metricName, path, err)}
 	}
-	return samples, ts, nil
+	return got, ts, nil
 }
 
 // getPodMetrics GETs the PodMetricsList of namespace from the path that answered last and, if
@@ -307,10 +309,10 @@ func (h *heapsterClient) getDirect(ctx context.Context, path string, params map[
 	case resp.StatusCode == http.StatusOK:
 		return body, nil
 	case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized:
-		return nil, fmt.Errorf("%s refused %s (%s): %s; check the URL's credentials", h.where, path, resp.Status, bodySnippet(body))
+		return nil, fmt.Errorf("%s refused %s (%s): %s; check the URL's credentials", h.where, path, resp.Status, samples.BodySnippet(body))
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, fmt.Errorf("%s has no %s (%s, %w); is --heapster-url pointing at heapster 1.3 or later?", h.where, path, resp.Status, errNoSuchPath)
 	default:
-		return nil, fmt.Errorf("%s answered %s to %s: %s", h.where, resp.Status, path, bodySnippet(body))
+		return nil, fmt.Errorf("%s answered %s to %s: %s", h.where, resp.Status, path, samples.BodySnippet(body))
 	}
 }

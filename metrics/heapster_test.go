@@ -206,7 +206,7 @@ func qpsScenario(pods int, series [][]point) *heapsterstandin.Scenario {
 	return sc
 }
 
-func samples(ts time.Time, window time.Duration, kv ...any) PodSamples {
+func podSamplesAt(ts time.Time, window time.Duration, kv ...any) PodSamples {
 	out := PodSamples{}
 	for i := 0; i < len(kv); i += 2 {
 		out[kv[i].(string)] = PodSample{MilliValue: int64(kv[i+1].(int)), Timestamp: ts, Window: window}
@@ -228,13 +228,13 @@ func TestHeapsterResourceLikeTheHeapsterEraClient(t *testing.T) {
 		wantErr  string
 	}{
 		{name: "one container per pod gives each pod its usage", pods: 3, reported: [][]int64{{5000}, {5000}, {5000}}, minute: 1,
-			want: samples(minute(1), time.Minute, podName(0), 5000, podName(1), 5000, podName(2), 5000)},
+			want: podSamplesAt(minute(1), time.Minute, podName(0), 5000, podName(1), 5000, podName(2), 5000)},
 		{name: "containers are summed per pod", pods: 5, reported: [][]int64{{1000, 2000, 2000}, {5000}, {1000, 1000, 1000, 2000}, {4000, 1000}, {5000}}, minute: 10,
-			want: samples(minute(10), time.Minute, podName(0), 5000, podName(1), 5000, podName(2), 5000, podName(3), 5000, podName(4), 5000)},
+			want: podSamplesAt(minute(10), time.Minute, podName(0), 5000, podName(1), 5000, podName(2), 5000, podName(3), 5000, podName(4), 5000)},
 		{name: "pods heapster has no metrics for are left out", pods: 3, reported: [][]int64{{4000}},
-			want: samples(minute(0), time.Minute, podName(0), 4000)},
+			want: podSamplesAt(minute(0), time.Minute, podName(0), 4000)},
 		{name: "a pod without containers is left out", pods: 3, reported: [][]int64{{100}, {300, 400}, {}},
-			want: samples(minute(0), time.Minute, podName(0), 100, podName(1), 700)},
+			want: podSamplesAt(minute(0), time.Minute, podName(0), 100, podName(1), 700)},
 		{name: "no metrics at all is an error", pods: 3, reported: [][]int64{},
 			wantErr: "no metrics returned from heapster"},
 		{name: "no pods at all is an error", pods: 0,
@@ -271,11 +271,11 @@ func TestHeapsterPodsMetricLikeTheHeapsterEraClient(t *testing.T) {
 		wantErr string
 	}{
 		{name: "each pod's last minute mean in milli-units", pods: 3, series: [][]point{{{10, 1}}, {{20, 1}}, {{10, 1}}},
-			want: samples(minute(1), time.Minute, podName(0), 10000, podName(1), 20000, podName(2), 10000), wantTS: minute(1)},
+			want: podSamplesAt(minute(1), time.Minute, podName(0), 10000, podName(1), 20000, podName(2), 10000), wantTS: minute(1)},
 		{name: "zero values are values", pods: 3, series: [][]point{{{0, 0}}, {{0, 0}}, {{0, 0}}},
-			want: samples(minute(0), time.Minute, podName(0), 0, podName(1), 0, podName(2), 0), wantTS: minute(0)},
+			want: podSamplesAt(minute(0), time.Minute, podName(0), 0, podName(1), 0, podName(2), 0), wantTS: minute(0)},
 		{name: "pods with an empty series are left out", pods: 3, series: [][]point{{{4000, 4}}, {}, {{2000, 4}}},
-			want: samples(minute(4), time.Minute, podName(0), 4000000, podName(2), 2000000), wantTS: minute(4)},
+			want: podSamplesAt(minute(4), time.Minute, podName(0), 4000000, podName(2), 2000000), wantTS: minute(4)},
 		{name: "the time is the oldest of the pods' newest samples", pods: 2, series: [][]point{{{1, 3}, {2, 4}}, {{3, 2}}},
 			want: PodSamples{podName(0): {MilliValue: 2000, Timestamp: minute(4), Window: time.Minute}, podName(1): {MilliValue: 3000, Timestamp: minute(2), Window: time.Minute}}, wantTS: minute(2)},
 		{name: "no pod with data gives no samples and a zero time", pods: 2, series: [][]point{{}, {}},
@@ -340,7 +340,7 @@ func TestHeapsterResourceRequestCarriesTheSelector(t *testing.T) {
 	if want := "/apis/metrics/v1alpha1/namespaces/test-namespace/pods?labelSelector=name%3Dtest-pod"; got.String() != want {
 		t.Errorf("request %s, want %s", got, want)
 	}
-	if diff := cmp.Diff(samples(minute(0), time.Minute, "a", 1000), got0); diff != "" {
+	if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, "a", 1000), got0); diff != "" {
 		t.Errorf("samples (-want +got):\n%s", diff)
 	}
 }
@@ -352,7 +352,7 @@ func TestHeapsterContainerResource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(samples(minute(0), time.Minute, podName(0), 7), got); diff != "" {
+	if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, podName(0), 7), got); diff != "" {
 		t.Errorf("samples (-want +got):\n%s", diff)
 	}
 }
@@ -493,7 +493,7 @@ func TestHeapsterDirectURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(samples(minute(0), time.Minute, podName(0), 260, podName(1), 400), got); diff != "" {
+	if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, podName(0), 260, podName(1), 400), got); diff != "" {
 		t.Errorf("samples (-want +got):\n%s", diff)
 	}
 	if !strings.HasPrefix(c.Source(), "heapster at http://127.0.0.1:") {
@@ -553,7 +553,7 @@ func TestHeapsterResourceReadsHeapster14AndHeapster16Paths(t *testing.T) {
 				if tc.wantErr != "" {
 					break
 				}
-				if diff := cmp.Diff(samples(minute(0), time.Minute, "a", 90), got); diff != "" {
+				if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, "a", 90), got); diff != "" {
 					t.Errorf("samples (-want +got):\n%s", diff)
 				}
 			}

@@ -11,7 +11,7 @@
 // to a host other than loopback needs --heapster-insecure-http.
 //
 // Beyond upstream, every implementation refuses rather than passes on: negative values,
-// values above MaxMilliValue, pods listed twice, and samples older than --metrics-max-age
+// values above samples.MaxMilliValue, pods listed twice, and samples older than --metrics-max-age
 // (default DefaultMaxAge, 10m; 0 disables; timestamps in the future are accepted). Such a
 // sample fails the whole request with an error naming the pod, never a silently partial
 // answer. Pods the source simply has no value for are left out, as upstream.
@@ -24,19 +24,17 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
-// PodSample is one pod's value of a metric.
-type PodSample struct {
-	// MilliValue is the value in milli-units (millicores for cpu, milli-bytes for memory).
-	MilliValue int64
-	// Timestamp is when the value was observed and Window the period it covers.
-	Timestamp time.Time
-	Window    time.Duration
-}
-
-// PodSamples maps pod name to its sample. Pods without a value are absent.
-type PodSamples map[string]PodSample
+// PodSample is one pod's value of a metric, and PodSamples a value per pod name; they are
+// package samples' (where the checks on values live), named here too because every Client
+// method returns them.
+type (
+	PodSample  = samples.PodSample
+	PodSamples = samples.PodSamples
+)
 
 // Client is what the controller asks for numbers. Each method mirrors one metric
 // source type of autoscaling/v2; errors name the source and say what to do next.

@@ -21,6 +21,8 @@ import (
 	customclient "k8s.io/metrics/pkg/client/custom_metrics"
 	externalclient "k8s.io/metrics/pkg/client/external_metrics"
 	"k8s.io/utils/clock"
+
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 // defaultCustomWindow is the window of a custom metric value without windowSeconds, as upstream.
@@ -98,7 +100,7 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 	}
 	gv := resourceMetricsGroup + "/" + v
 	opts := metav1.ListOptions{LabelSelector: selector.String()}
-	var items []podUsage
+	var items []samples.PodUsage
 	switch v {
 	case "v1":
 		list, err := a.resource.MetricsV1().PodMetricses(namespace).List(ctx, opts)
@@ -106,9 +108,9 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 			return nil, time.Time{}, a.apiError(what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
 		}
 		for _, m := range list.Items {
-			it := podUsage{name: m.Name, timestamp: m.Timestamp.Time, window: m.Window.Duration}
+			it := samples.PodUsage{Name: m.Name, Timestamp: m.Timestamp.Time, Window: m.Window.Duration}
 			for _, c := range m.Containers {
-				it.containers = append(it.containers, containerUsage{name: c.Name, usage: c.Usage})
+				it.Containers = append(it.Containers, samples.ContainerUsage{Name: c.Name, Usage: c.Usage})
 			}
 			items = append(items, it)
 		}
@@ -118,9 +120,9 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 			return nil, time.Time{}, a.apiError(what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
 		}
 		for _, m := range list.Items {
-			it := podUsage{name: m.Name, timestamp: m.Timestamp.Time, window: m.Window.Duration}
+			it := samples.PodUsage{Name: m.Name, Timestamp: m.Timestamp.Time, Window: m.Window.Duration}
 			for _, c := range m.Containers {
-				it.containers = append(it.containers, containerUsage{name: c.Name, usage: c.Usage})
+				it.Containers = append(it.Containers, samples.ContainerUsage{Name: c.Name, Usage: c.Usage})
 			}
 			items = append(items, it)
 		}
@@ -128,11 +130,11 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 	if len(items) == 0 {
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from resource metrics API (%s) for pods in %s matching %q; metrics-server may not have scraped them yet", gv, namespace, selector.String())}
 	}
-	samples, ts, err := podResourceSamples(items, res, container, a.clock.Now(), a.maxAge)
+	got, ts, err := samples.PodResourceSamples(items, res, container, a.clock.Now(), a.maxAge)
 	if err != nil {
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("resource metrics API (%s): %s usage: %w", gv, res, err)}
 	}
-	return samples, ts, nil
+	return got, ts, nil
 }
 
 func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (PodSamples, time.Time, error) {
@@ -222,9 +224,9 @@ func (a *apiClient) ExternalMetric(ctx context.Context, namespace, metricName st
 	now := a.clock.Now()
 	out := make([]int64, 0, len(list.Items))
 	for i, m := range list.Items {
-		v, err := milliValue(m.Value)
+		v, err := samples.MilliValue(m.Value)
 		if err == nil {
-			err = checkFresh(m.Timestamp.Time, now, a.maxAge, fmt.Sprintf("value %d", i))
+			err = samples.CheckFresh(m.Timestamp.Time, now, a.maxAge, fmt.Sprintf("value %d", i))
 		}
 		if err != nil {
 			return nil, time.Time{}, SourceFailure{fmt.Errorf("external metrics API (%s): metric %s: %w", gv, metricName, err)}
@@ -235,7 +237,7 @@ func (a *apiClient) ExternalMetric(ctx context.Context, namespace, metricName st
 }
 
 func (a *apiClient) customSample(m cmv1beta2.MetricValue, what string, now time.Time) (PodSample, error) {
-	v, err := milliValue(m.Value)
+	v, err := samples.MilliValue(m.Value)
 	if err != nil {
 		return PodSample{}, fmt.Errorf("%s: %w", what, err)
 	}
@@ -246,7 +248,7 @@ func (a *apiClient) customSample(m cmv1beta2.MetricValue, what string, now time.
 		}
 		window = time.Duration(*m.WindowSeconds) * time.Second
 	}
-	if err := checkFresh(m.Timestamp.Time, now, a.maxAge, "the value of "+what); err != nil {
+	if err := samples.CheckFresh(m.Timestamp.Time, now, a.maxAge, "the value of "+what); err != nil {
 		return PodSample{}, err
 	}
 	return PodSample{MilliValue: v, Timestamp: m.Timestamp.Time, Window: window}, nil

@@ -126,11 +126,11 @@ func TestResourceMetricsAPI(t *testing.T) {
 		want      PodSamples
 	}{
 		{name: "usage is summed over containers and pods lacking cpu anywhere are left out",
-			want: PodSamples{"a": {260, ts, 15 * time.Second}, "b": {400, ts, 15 * time.Second}}},
+			want: PodSamples{"a": {MilliValue: 260, Timestamp: ts, Window: 15 * time.Second}, "b": {MilliValue: 400, Timestamp: ts, Window: 15 * time.Second}}},
 		{name: "one container's usage; pods without it are left out", container: "side",
-			want: PodSamples{"a": {10, ts, 15 * time.Second}}},
+			want: PodSamples{"a": {MilliValue: 10, Timestamp: ts, Window: 15 * time.Second}}},
 		{name: "one container's usage; a pod whose container lacks cpu is left out", container: "app",
-			want: PodSamples{"a": {250, ts, 15 * time.Second}, "b": {400, ts, 15 * time.Second}, "c": {100, ts, 15 * time.Second}}},
+			want: PodSamples{"a": {MilliValue: 250, Timestamp: ts, Window: 15 * time.Second}, "b": {MilliValue: 400, Timestamp: ts, Window: 15 * time.Second}, "c": {MilliValue: 100, Timestamp: ts, Window: 15 * time.Second}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,7 +171,7 @@ func TestResourceMetricsAPIPrefersV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(PodSamples{"a": {1024000, ts, time.Minute}}, got); diff != "" {
+	if diff := cmp.Diff(PodSamples{"a": {MilliValue: 1024000, Timestamp: ts, Window: time.Minute}}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if want := "metrics.k8s.io/v1, custom.metrics.k8s.io (not served), external.metrics.k8s.io (not served)"; c.Source() != want {
@@ -297,7 +297,7 @@ func TestCustomMetricsPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := PodSamples{"a": {1500, apiNow, time.Minute}, "b": {2000, apiNow.Add(-time.Second), 30 * time.Second}}
+	want := PodSamples{"a": {MilliValue: 1500, Timestamp: apiNow, Window: time.Minute}, "b": {MilliValue: 2000, Timestamp: apiNow.Add(-time.Second), Window: 30 * time.Second}}
 	if diff := cmp.Diff(want, samples); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

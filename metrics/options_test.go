@@ -284,7 +284,7 @@ func TestNewClientAgainstAnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []PodSamples{{"a": {120, ts, 15 * time.Second}}, {"a": {7000, ts, time.Minute}}}
+	want := []PodSamples{{"a": {MilliValue: 120, Timestamp: ts, Window: 15 * time.Second}}, {"a": {MilliValue: 7000, Timestamp: ts, Window: time.Minute}}}
 	if diff := cmp.Diff(want, []PodSamples{cpu, qps}); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -309,7 +309,7 @@ func TestNewClientAgainstAnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(samples(minute(0), time.Minute, podName(0), 100, podName(1), 300), cpu); diff != "" {
+	if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, podName(0), 100, podName(1), 300), cpu); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

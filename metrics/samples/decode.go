@@ -1,4 +1,4 @@
-package metrics
+package samples
 
 import (
 	"encoding/json"
@@ -14,83 +14,84 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// podUsage is one pod's entry of a PodMetrics list, whichever API served it.
-type podUsage struct {
-	name       string
-	timestamp  time.Time
-	window     time.Duration
-	containers []containerUsage
+// PodUsage is one pod's entry of a PodMetrics list, whichever API served it.
+type PodUsage struct {
+	Name       string
+	Timestamp  time.Time
+	Window     time.Duration
+	Containers []ContainerUsage
 }
 
-type containerUsage struct {
-	name  string
-	usage map[corev1.ResourceName]resource.Quantity
+// ContainerUsage is one container's usage per resource.
+type ContainerUsage struct {
+	Name  string
+	Usage map[corev1.ResourceName]resource.Quantity
 }
 
-// podResourceSamples turns pod usages into per-pod milli-values of res, as upstream's
+// PodResourceSamples turns pod usages into per-pod milli-values of res, as upstream's
 // resource metrics client does: summed over containers (or the one named container), a
 // pod lacking the resource in any container in scope (or lacking the container) is left
 // out, and the time is the first item's timestamp. Unlike upstream it refuses duplicates,
 // unnamed pods, negative, huge and stale values instead of passing them on.
-func podResourceSamples(items []podUsage, res corev1.ResourceName, container string, now time.Time, maxAge time.Duration) (PodSamples, time.Time, error) {
+func PodResourceSamples(items []PodUsage, res corev1.ResourceName, container string, now time.Time, maxAge time.Duration) (PodSamples, time.Time, error) {
 	out := make(PodSamples, len(items))
 	seen := make(map[string]bool, len(items))
 	for _, it := range items {
-		if it.name == "" {
+		if it.Name == "" {
 			return nil, time.Time{}, fmt.Errorf("an item has no pod name")
 		}
-		if seen[it.name] {
-			return nil, time.Time{}, fmt.Errorf("pod %s is listed twice", it.name)
+		if seen[it.Name] {
+			return nil, time.Time{}, fmt.Errorf("pod %s is listed twice", it.Name)
 		}
-		seen[it.name] = true
+		seen[it.Name] = true
 		sum, ok, err := podResourceValue(it, res, container)
 		if err != nil {
-			return nil, time.Time{}, fmt.Errorf("pod %s: %w", it.name, err)
+			return nil, time.Time{}, fmt.Errorf("pod %s: %w", it.Name, err)
 		}
 		if !ok {
 			continue
 		}
-		if err := checkFresh(it.timestamp, now, maxAge, "the sample of pod "+it.name); err != nil {
+		if err := CheckFresh(it.Timestamp, now, maxAge, "the sample of pod "+it.Name); err != nil {
 			return nil, time.Time{}, err
 		}
-		if it.window < 0 {
-			return nil, time.Time{}, fmt.Errorf("pod %s: negative window %s", it.name, it.window)
+		if it.Window < 0 {
+			return nil, time.Time{}, fmt.Errorf("pod %s: negative window %s", it.Name, it.Window)
 		}
-		out[it.name] = PodSample{MilliValue: sum, Timestamp: it.timestamp, Window: it.window}
+		out[it.Name] = PodSample{MilliValue: sum, Timestamp: it.Timestamp, Window: it.Window}
 	}
-	return out, items[0].timestamp, nil
+	return out, items[0].Timestamp, nil
 }
 
-func podResourceValue(it podUsage, res corev1.ResourceName, container string) (int64, bool, error) {
+func podResourceValue(it PodUsage, res corev1.ResourceName, container string) (int64, bool, error) {
 	if container != "" {
-		for _, c := range it.containers {
-			if c.name != container {
+		for _, c := range it.Containers {
+			if c.Name != container {
 				continue
 			}
-			q, found := c.usage[res]
+			q, found := c.Usage[res]
 			if !found {
 				return 0, false, nil
 			}
-			v, err := milliValue(q)
+			v, err := MilliValue(q)
 			if err != nil {
-				return 0, false, fmt.Errorf("container %s %s: %w", c.name, res, err)
+				return 0, false, fmt.Errorf("container %s %s: %w", c.Name, res, err)
 			}
 			return v, true, nil
 		}
 		return 0, false, nil
 	}
-	if len(it.containers) == 0 {
+	if len(it.Containers) == 0 {
 		return 0, false, nil
 	}
 	var sum int64
-	for _, c := range it.containers {
-		q, found := c.usage[res]
+	for _, c := range it.Containers {
+		q, found := c.Usage[res]
 		if !found {
 			return 0, false, nil
 		}
-		v, err := milliValue(q)
+		v, err := MilliValue(q)
 		if err != nil {
-			return 0, false, fmt.Errorf("container %s %s: %w", c.name, res, err)
+			return 0, false, fmt.Errorf("container %s %s: %w", c.Name, res, err)
 		}
 		if sum, err = addMilli(sum, v); err != nil {
 			return 0, false, fmt.Errorf("%s summed over containers: %w", res, err)
@@ -117,25 +118,25 @@ type heapsterPodMetrics struct {
 	} `json:"containers"`
 }
 
-// decodeHeapsterPodMetrics decodes Heapster's metrics/v1alpha1 PodMetricsList.
-func decodeHeapsterPodMetrics(body []byte) ([]podUsage, error) {
+// DecodeHeapsterPodMetrics decodes Heapster's metrics/v1alpha1 PodMetricsList.
+func DecodeHeapsterPodMetrics(body []byte) ([]PodUsage, error) {
 	var list heapsterPodMetricsList
 	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("not a PodMetricsList (%v); body starts %s", err, bodySnippet(body))
+		return nil, fmt.Errorf("not a PodMetricsList (%v); body starts %s", err, BodySnippet(body))
 	}
-	items := make([]podUsage, len(list.Items))
+	items := make([]PodUsage, len(list.Items))
 	for i, m := range list.Items {
-		items[i] = podUsage{name: m.Metadata.Name, timestamp: m.Timestamp.Time, window: m.Window.Duration}
+		items[i] = PodUsage{Name: m.Metadata.Name, Timestamp: m.Timestamp.Time, Window: m.Window.Duration}
 		for _, c := range m.Containers {
-			cu := containerUsage{name: c.Name, usage: make(map[corev1.ResourceName]resource.Quantity, len(c.Usage))}
+			cu := ContainerUsage{Name: c.Name, Usage: make(map[corev1.ResourceName]resource.Quantity, len(c.Usage))}
 			for res, raw := range c.Usage {
 				q, err := parseQuantity(raw)
 				if err != nil {
 					return nil, fmt.Errorf("pod %s container %s %s: %w", m.Metadata.Name, c.Name, res, err)
 				}
-				cu.usage[res] = q
+				cu.Usage[res] = q
 			}
-			items[i].containers = append(items[i].containers, cu)
+			items[i].Containers = append(items[i].Containers, cu)
 		}
 	}
 	return items, nil
@@ -151,11 +152,11 @@ func parseQuantity(raw json.RawMessage) (resource.Quantity, error) {
 	s := string(raw)
 	if strings.HasPrefix(s, `"`) {
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return resource.Quantity{}, fmt.Errorf("malformed quantity %s", bodySnippet(raw))
+			return resource.Quantity{}, fmt.Errorf("malformed quantity %s", BodySnippet(raw))
 		}
 	}
 	if len(s) > 64 || !quantityPattern.MatchString(s) {
-		return resource.Quantity{}, fmt.Errorf("malformed or absurd quantity %s", bodySnippet([]byte(s)))
+		return resource.Quantity{}, fmt.Errorf("malformed or absurd quantity %s", BodySnippet([]byte(s)))
 	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil {
@@ -166,7 +167,7 @@ func parseQuantity(raw json.RawMessage) (resource.Quantity, error) {
 
 // Heapster's model API wire types (heapster metrics/api/v1/types). Value is kept as
 // the literal number so that a negative or fractional value is reported as such.
-type modelResultList struct {
+type ModelResultList struct {
 	Items []modelResult `json:"items"`
 }
 
@@ -185,10 +186,10 @@ type modelPoint struct {
 // int64 values as uint64, so a negative number arrives as one near 2^64 and is caught here.
 const maxRawValue = uint64(MaxMilliValue / 1000)
 
-func decodeHeapsterModel(body []byte) (modelResultList, error) {
-	var list modelResultList
+func DecodeHeapsterModel(body []byte) (ModelResultList, error) {
+	var list ModelResultList
 	if err := json.Unmarshal(body, &list); err != nil {
-		return modelResultList{}, fmt.Errorf("not a MetricResultList (%v); body starts %s", err, bodySnippet(body))
+		return ModelResultList{}, fmt.Errorf("not a MetricResultList (%v); body starts %s", err, BodySnippet(body))
 	}
 	return list, nil
 }
@@ -262,10 +263,10 @@ func collapseSamples(points []modelPoint, window time.Duration) (milli int64, ne
 	return intSum * 1000 / intCount, newest, true, nil
 }
 
-// heapsterPodsSamples matches model API items to the requested pods by position and
+// HeapsterPodsSamples matches model API items to the requested pods by position and
 // collapses each; the time is the oldest of the per-pod newest timestamps (zero if no pod
 // had data). Pods with an empty series are left out, as upstream.
-func heapsterPodsSamples(podNames []string, list modelResultList, now time.Time, maxAge time.Duration) (PodSamples, time.Time, error) {
+func HeapsterPodsSamples(podNames []string, list ModelResultList, now time.Time, maxAge time.Duration) (PodSamples, time.Time, error) {
 	if len(list.Items) != len(podNames) {
 		// Heapster answers every requested pod, with an empty series if it has no data, so
 		// a different count means items cannot be matched to pods.
@@ -282,7 +283,7 @@ func heapsterPodsSamples(podNames []string, list modelResultList, now time.Time,
 		if !ok {
 			continue
 		}
-		if err := checkFresh(ts, now, maxAge, "the newest sample of pod "+podNames[i]); err != nil {
+		if err := CheckFresh(ts, now, maxAge, "the newest sample of pod "+podNames[i]); err != nil {
 			return nil, time.Time{}, err
 		}
 		out[podNames[i]] = PodSample{MilliValue: v, Timestamp: ts, Window: time.Minute}

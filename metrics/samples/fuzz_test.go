@@ -1,4 +1,4 @@
-package metrics
+package samples
 
 import (
 	"fmt"
@@ -16,20 +16,20 @@ import (
 // fresh values of pods it listed.
 func FuzzHeapsterPodMetrics(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, container string, maxAgeSeconds int64) {
-		items, err := decodeHeapsterPodMetrics(body)
+		items, err := DecodeHeapsterPodMetrics(body)
 		if err != nil || len(items) == 0 {
 			return
 		}
 		now := fixedTimestamp
 		maxAge := time.Duration(maxAgeSeconds) * time.Second
 		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			got, _, err := podResourceSamples(items, res, container, now, maxAge)
+			got, _, err := PodResourceSamples(items, res, container, now, maxAge)
 			if err != nil {
 				continue
 			}
 			names := map[string]bool{}
 			for _, it := range items {
-				names[it.name] = true
+				names[it.Name] = true
 			}
 			for pod, s := range got {
 				if !names[pod] {
@@ -44,7 +44,7 @@ func FuzzHeapsterPodMetrics(f *testing.F) {
 // FuzzHeapsterModel feeds arbitrary bodies to the model API decoder and the collapse.
 func FuzzHeapsterModel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, pods uint8, maxAgeSeconds int64) {
-		list, err := decodeHeapsterModel(body)
+		list, err := DecodeHeapsterModel(body)
 		if err != nil {
 			return
 		}
@@ -54,7 +54,7 @@ func FuzzHeapsterModel(f *testing.F) {
 		}
 		now := fixedTimestamp
 		maxAge := time.Duration(maxAgeSeconds) * time.Second
-		got, ts, err := heapsterPodsSamples(names, list, now, maxAge)
+		got, ts, err := HeapsterPodsSamples(names, list, now, maxAge)
 		if err != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package metrics
+package samples
 
 import (
 	"encoding/json"
@@ -8,6 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 )
+
+// fixedTimestamp is the reference time of the decoders' tests (the Heapster era's).
+var fixedTimestamp = time.Date(2015, time.November, 10, 12, 30, 0, 0, time.UTC)
 
 func pt(at time.Duration, v string) modelPoint {
 	return modelPoint{Timestamp: fixedTimestamp.Add(at), Value: json.Number(v)}
@@ -84,11 +87,11 @@ func TestCollapseSamplesSumCannotOverflow(t *testing.T) {
 }
 
 func TestHeapsterPodsSamplesMatchesItemsByPosition(t *testing.T) {
-	list := modelResultList{Items: []modelResult{
+	list := ModelResultList{Items: []modelResult{
 		{Metrics: []modelPoint{pt(0, "2")}},
 		{Metrics: []modelPoint{pt(-time.Minute, "1")}},
 	}}
-	got, ts, err := heapsterPodsSamples([]string{"b", "a"}, list, fixedTimestamp, time.Hour)
+	got, ts, err := HeapsterPodsSamples([]string{"b", "a"}, list, fixedTimestamp, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,26 +109,26 @@ func TestHeapsterPodsSamplesMatchesItemsByPosition(t *testing.T) {
 
 func TestPodResourceSamplesRefusesBadItems(t *testing.T) {
 	body := `{"items":[{"metadata":{"name":""},"timestamp":"2015-11-10T12:30:00Z","containers":[]}]}`
-	items, err := decodeHeapsterPodMetrics([]byte(body))
+	items, err := DecodeHeapsterPodMetrics([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = podResourceSamples(items, "cpu", "", fixedTimestamp, 0)
+	_, _, err = PodResourceSamples(items, "cpu", "", fixedTimestamp, 0)
 	checkErr(t, err, "an item has no pod name")
 
 	body = `{"items":[{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","window":"-1m","containers":[{"name":"c","usage":{"cpu":"1"}}]}]}`
-	if items, err = decodeHeapsterPodMetrics([]byte(body)); err != nil {
+	if items, err = DecodeHeapsterPodMetrics([]byte(body)); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = podResourceSamples(items, "cpu", "", fixedTimestamp, 0)
+	_, _, err = PodResourceSamples(items, "cpu", "", fixedTimestamp, 0)
 	checkErr(t, err, "negative window")
 
 	huge := `{"name":"c","usage":{"cpu":"6000000000000"}}`
 	body = `{"items":[{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","containers":[` + strings.Repeat(huge+",", 3) + huge + `]}]}`
-	if items, err = decodeHeapsterPodMetrics([]byte(body)); err != nil {
+	if items, err = DecodeHeapsterPodMetrics([]byte(body)); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = podResourceSamples(items, "cpu", "", fixedTimestamp, 0)
+	_, _, err = PodResourceSamples(items, "cpu", "", fixedTimestamp, 0)
 	checkErr(t, err, "cpu summed over containers: sum exceeds")
 }
 
@@ -154,5 +157,13 @@ func TestParseQuantityRefusesWhatWouldHang(t *testing.T) {
 				t.Errorf("got %s, want %s", q.String(), tc.want)
 			}
 		})
+	}
+}
+
+// checkErr requires no error when want is empty, else an error containing want.
+func checkErr(t *testing.T, err error, want string) {
+	t.Helper()
+	if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+		t.Fatalf("error %v, want one containing %q", err, want)
 	}
 }
