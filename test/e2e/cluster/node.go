@@ -65,6 +65,10 @@ func (n *nodeStandIn) start(ctx context.Context) error {
 	}
 	n.started = n.clock.Now().Truncate(time.Second)
 	n.auth = &kubeletAuth{client: n.client, clock: n.clock}
+	// The lister is set before the servers start: /metrics/cadvisor reads pods from it.
+	factory := informers.NewSharedInformerFactory(n.client, 0)
+	informer := factory.Core().V1().Pods().Informer()
+	n.lister = factory.Core().V1().Pods().Lister()
 	for i, node := range n.nodes {
 		addr := net.JoinHostPort(n.ip.String(), strconv.Itoa(n.ports[i]))
 		l, err := net.Listen("tcp", addr)
@@ -85,9 +89,6 @@ func (n *nodeStandIn) start(ctx context.Context) error {
 		go func() { _ = srv.ServeTLS(l, "", "") }()
 	}
 
-	factory := informers.NewSharedInformerFactory(n.client, 0)
-	informer := factory.Core().V1().Pods().Informer()
-	n.lister = factory.Core().V1().Pods().Lister()
 	n.queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName]())
 	enqueue := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -287,7 +288,8 @@ func (n *nodeStandIn) markRunning(ctx context.Context, pod *corev1.Pod) error {
 		for _, c := range pod.Spec.Containers {
 			started := true
 			st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{
-				Name: c.Name, Image: c.Image, ImageID: "e2e://" + c.Image, Ready: true, Started: &started,
+				Name: c.Name, Image: c.Image, ImageID: "e2e://" + c.Image, ContainerID: "containerd://" + containerID(string(pod.UID), c.Name),
+				Ready: true, Started: &started,
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 			})
 		}
@@ -325,7 +327,8 @@ func podReady(pod *corev1.Pod) bool {
 }
 
 // kubeletHandler serves what metrics-server scrapes from a kubelet, /metrics/resource in the
-// Prometheus text format with every value stamped with the scrape time, and what Heapster's
+// Prometheus text format with every value stamped with the scrape time; what a cluster's
+// Prometheus scrapes, /metrics/cadvisor, to clients allowed nodes/metrics; and what Heapster's
 // summary source reads, /stats/summary/ (the path it asks for) and /stats/summary, to clients
 // allowed nodes/stats.
 func (n *nodeStandIn) kubeletHandler(node string) http.Handler {
@@ -335,9 +338,33 @@ func (n *nodeStandIn) kubeletHandler(node string) http.Handler {
 		pods, cpu, mem, at := n.load.Scrape(node)
 		_, _ = w.Write(renderResourceMetrics(pods, cpu, mem, at))
 	})
+	mux.Handle("/metrics/cadvisor", n.auth.wrap(node, "metrics", n.serveCadvisor(node)))
 	summary := n.auth.wrap(node, "stats", n.serveSummary(node))
 	mux.Handle("/stats/summary", summary)
 	mux.Handle("/stats/summary/", summary)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	return mux
+}
+
+// serveCadvisor renders node's /metrics/cadvisor from the load model at the request's instant,
+// with each pod's UID, QoS class and images from the pod informer. It samples without
+// recording a scrape: LastScrape stays metrics-server's.
+func (n *nodeStandIn) serveCadvisor(node string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		at := n.clock.Now().Truncate(time.Millisecond)
+		samples, cpu, mem := n.load.SampleNodeAt(node, at)
+		pods := make([]cadvisorPod, 0, len(samples))
+		for _, s := range samples {
+			p := cadvisorPod{PodSample: s, Images: map[string]string{}}
+			if pod, err := n.lister.Pods(s.Namespace).Get(s.Name); err == nil {
+				p.UID, p.QOSClass = string(pod.UID), pod.Status.QOSClass
+				for _, c := range pod.Spec.Containers {
+					p.Images[c.Name] = c.Image
+				}
+			}
+			pods = append(pods, p)
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = w.Write(renderCadvisorMetrics(pods, cpu, mem, at))
+	})
 }
