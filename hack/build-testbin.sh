@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the real components the end-to-end tests and the demo run: kube-apiserver and
 # kube-controller-manager v1.37.2, etcd (the version k8s.io/kubernetes requires) and
-# metrics-server v0.8.0, all from Go modules, and Heapster v1.6.0-beta.1 from its source
-# archive (hack/build-heapster.sh; KUBECTL_HPA_HEAPSTER_SRC points it at another archive or
-# a clone of kubernetes-retired/heapster).
+# metrics-server v0.8.0 and Prometheus v0.316.0 (cmd/prometheus, the server), all from Go
+# modules, and Heapster v1.6.0-beta.1 from its source archive (hack/build-heapster.sh;
+# KUBECTL_HPA_HEAPSTER_SRC points it at another archive or a clone of kubernetes-retired/heapster).
 #
 # Every component is cached on its own, under a key made of its inputs (its module's go.mod and
 # go.sum, or Heapster's source hash and build script, and the text of its build function below), so changing one component's recipe, or
@@ -36,16 +36,25 @@ build_metricsserver() {
 build_heapster() {
   "$root/hack/build-heapster.sh" "$1"
 }
+# remove_all_sd drops Prometheus' service-discovery plugins (cloud SDKs: a third of its
+# packages) except the one the tests scrape nodes with, Kubernetes'. The web UI's assets are
+# not embedded (no builtinassets tag); the HTTP API is all the tests use.
+build_prometheus() {
+  (cd "$tools/prometheus" && go build -trimpath -tags remove_all_sd,enable_kubernetes_sd -ldflags "-s -w" \
+    -o "$1/prometheus" github.com/prometheus/prometheus/cmd/prometheus)
+}
 
 # component NAME: binaries it provides, and the files that together with its build function
 # (and, for the control plane, the version ldflags) decide its key.
-components=(controlplane metricsserver heapster)
+components=(controlplane metricsserver heapster prometheus)
 binaries_controlplane=(kube-apiserver kube-controller-manager etcd)
 inputs_controlplane=("$tools/go.mod" "$tools/go.sum" "$tools/tools.go" "$tools/cmd/etcd/main.go")
 binaries_metricsserver=(metrics-server)
 inputs_metricsserver=("$tools/metricsserver/go.mod" "$tools/metricsserver/go.sum")
 binaries_heapster=(heapster)
 inputs_heapster=("$root/hack/build-heapster.sh")
+binaries_prometheus=(prometheus)
+inputs_prometheus=("$tools/prometheus/go.mod" "$tools/prometheus/go.sum")
 
 key_of() { # component
   local c=$1 inputs

@@ -2,10 +2,12 @@
 // etcd, kube-apiserver (certificates generated here, RBAC, an audit log of every request,
 // front-proxy for the aggregator), kube-controller-manager with the deployment, replicaset and
 // serviceaccount controllers (optionally the upstream HPA controller), a node stand-in that
-// plays scheduler and kubelet for its nodes and serves /metrics/resource from a load model,
+// plays scheduler and kubelet for its nodes and serves its metrics from a load model,
 // the real metrics-server behind v1beta1.metrics.k8s.io, the real Heapster (reading the node
 // stand-in's Summary API) behind the kube-system/heapster Service and the Heapster stand-in
-// behind kube-system/heapster-standin, both reached through the API server's service proxy.
+// behind kube-system/heapster-standin, both reached through the API server's service proxy,
+// and, for the tests that ask for it, a real Prometheus scraping the node stand-in's
+// /metrics/cadvisor.
 //
 // The service proxy and the aggregator refuse loopback endpoints, so everything runs inside a
 // private network namespace with an address of its own on lo: call RunIsolated first thing in
@@ -48,8 +50,9 @@ type Config struct {
 	// IP is the namespace's own address, put on lo by RunIsolated (default 10.200.0.1).
 	IP string
 	// Ports; defaults: etcd 2379 (and +1 for peers), API server 6443, kubelets 10250 and up,
-	// metrics-server 8443, Heapster 8082 (its own default), Heapster stand-in 8083.
-	EtcdPort, APIPort, KubeletPort, MetricsServerPort, HeapsterPort, HeapsterStandInPort int
+	// metrics-server 8443, Heapster 8082 (its own default), Heapster stand-in 8083, Prometheus
+	// 9090 (its own default).
+	EtcdPort, APIPort, KubeletPort, MetricsServerPort, HeapsterPort, HeapsterStandInPort, PrometheusPort int
 	// Nodes is how many Node objects the node stand-in plays (default 1).
 	Nodes int
 	// PodReadyDelay is how long after creation a pod becomes Running and Ready (default 1s).
@@ -59,6 +62,9 @@ type Config struct {
 	// HeapsterResolution is Heapster's --metric-resolution (default and minimum 5s; Heapster's
 	// own default is 60s).
 	HeapsterResolution time.Duration
+	// PrometheusScrapeInterval is how often Prometheus scrapes each node's /metrics/cadvisor
+	// (default 5s).
+	PrometheusScrapeInterval time.Duration
 	// UpstreamHPA also runs kube-controller-manager's horizontal-pod-autoscaler controller.
 	UpstreamHPA bool
 	// ControllerManagerQPS and ControllerManagerBurst bound kube-controller-manager's API client
@@ -89,6 +95,7 @@ func (c *Config) defaults() error {
 	setDefault(&c.MetricsServerPort, 8443)
 	setDefault(&c.HeapsterPort, 8082)
 	setDefault(&c.HeapsterStandInPort, 8083)
+	setDefault(&c.PrometheusPort, 9090)
 	setDefault(&c.Nodes, 1)
 	setDefault(&c.ControllerManagerBurst, 400)
 	if c.ControllerManagerQPS == 0 {
@@ -108,6 +115,9 @@ func (c *Config) defaults() error {
 	}
 	if c.HeapsterResolution < 5*time.Second {
 		return fmt.Errorf("cluster: HeapsterResolution %s is below Heapster's minimum of 5s", c.HeapsterResolution)
+	}
+	if c.PrometheusScrapeInterval == 0 {
+		c.PrometheusScrapeInterval = 5 * time.Second
 	}
 	if c.Nodes > 1 {
 		// Heapster dials every node's InternalIP on one kubelet port; the stand-in's nodes
@@ -135,6 +145,9 @@ type Cluster struct {
 
 	heapster  *heapsterstandin.Server
 	heapsters []*Heapster // real ones, the cluster's first
+
+	promMu     sync.Mutex  // serializes Prometheus' first start
+	prometheus *Prometheus // started by the first call to Prometheus
 
 	cancel   context.CancelFunc // stops the in-process stand-ins
 	node     *nodeStandIn
@@ -295,7 +308,7 @@ func (c *Cluster) Pids() []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	pids := append([]int(nil), c.exited...)
-	for _, p := range append(c.heapsterProcs(), c.metrics, c.kcm, c.apiServer, c.etcd) {
+	for _, p := range append(c.heapsterProcs(), c.prometheusProc(), c.metrics, c.kcm, c.apiServer, c.etcd) {
 		if p != nil {
 			pids = append(pids, p.Pid())
 		}
@@ -303,13 +316,13 @@ func (c *Cluster) Pids() []int {
 	return pids
 }
 
-// Stop stops metrics-server, kube-controller-manager and the stand-ins, then the API server,
+// Stop stops the Heapsters, Prometheus, metrics-server, kube-controller-manager and the stand-ins, then the API server,
 // then etcd (SIGTERM, SIGKILL after 10s each), and removes the run directory if Start made it.
 // It returns once every process has been reaped.
 func (c *Cluster) Stop() error {
 	var errs []error
 	c.mu.Lock()
-	for _, p := range append(c.heapsterProcs(), c.metrics, c.kcm) {
+	for _, p := range append(c.heapsterProcs(), c.prometheusProc(), c.metrics, c.kcm) {
 		c.stopProcess(p)
 	}
 	c.mu.Unlock()
@@ -341,6 +354,14 @@ func (c *Cluster) heapsterProcs() []*process {
 		ps = append(ps, h.proc)
 	}
 	return ps
+}
+
+// prometheusProc is Prometheus' process, nil before it starts. c.mu is held.
+func (c *Cluster) prometheusProc() *process {
+	if c.prometheus == nil {
+		return nil
+	}
+	return c.prometheus.proc
 }
 
 func (c *Cluster) stopProcess(p *process) {
