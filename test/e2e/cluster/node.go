@@ -44,7 +44,8 @@ type nodeStandIn struct {
 	ports      []int
 	readyDelay time.Duration
 	cert       tls.Certificate
-	// clientCAs verify client certificates, which /stats/ requires (see kubeletAuth).
+	// clientCAs verify client certificates, with which /stats/ and /metrics/cadvisor
+	// authenticate (see kubeletAuth).
 	clientCAs *x509.CertPool
 	auth      *kubeletAuth
 	// started is every node's boot time, the Summary API's node startTime.
@@ -80,7 +81,7 @@ func (n *nodeStandIn) start(ctx context.Context) error {
 			TLSConfig: &tls.Config{
 				Certificates: []tls.Certificate{n.cert}, MinVersion: tls.VersionTLS12,
 				// metrics-server's scrapes of /metrics/resource need no certificate here;
-				// /stats/ refuses a request without a verified one.
+				// /stats/ and /metrics/cadvisor want a verified one or a bearer token.
 				ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: n.clientCAs,
 			},
 			ReadHeaderTimeout: 10 * time.Second,

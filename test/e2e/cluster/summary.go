@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -144,19 +146,32 @@ func (n *nodeStandIn) serveSummary(node string) http.HandlerFunc {
 	}
 }
 
-// kubeletAuth guards a kubelet path the way the kubelet does with x509 client authentication
-// and Webhook authorization (upstream's kubeadm defaults): the client certificate must chain
-// to the cluster CA (checked by the TLS server), and a SubjectAccessReview must allow its user
-// and groups the verb on nodes/<subresource> of this node. Decisions are cached like the
-// kubelet's (allowed 5 minutes, denied 30 seconds), so a scrape every few seconds costs one
+// kubeletAuth guards a kubelet path the way the kubelet does with x509 client authentication,
+// Webhook authentication and Webhook authorization (upstream's kubeadm defaults): the client
+// certificate must chain to the cluster CA (checked by the TLS server) or, without one, a
+// TokenReview must authenticate the bearer token (a pod's ServiceAccount token, as an
+// in-cluster Prometheus sends); then a SubjectAccessReview must allow the user and groups the
+// verb on nodes/<subresource> of this node. Results are cached like the kubelet's (tokens 2
+// minutes; allowed 5 minutes, denied 30 seconds), so a scrape every few seconds costs one
 // review per user and period, not one per scrape.
 type kubeletAuth struct {
 	client kubernetes.Interface
 	clock  clock.PassiveClock
 
-	mu    sync.Mutex
-	cache map[string]authDecision
+	mu     sync.Mutex
+	cache  map[string]authDecision
+	tokens map[[sha256.Size]byte]tokenIdentity
 }
+
+// tokenIdentity is a TokenReview's answer, cached by the token's hash.
+type tokenIdentity struct {
+	authenticated bool
+	user          string
+	groups        []string
+	until         time.Time
+}
+
+const kubeletAuthTokenTTL = 2 * time.Minute
 
 type authDecision struct {
 	allowed bool
@@ -171,12 +186,15 @@ const (
 
 func (a *kubeletAuth) wrap(node, subresource string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+		user, groups, authenticated, err := a.authenticate(r)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("Authentication error: %v", err), http.StatusInternalServerError)
+			return
+		}
+		if !authenticated {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
-		cert := r.TLS.VerifiedChains[0][0]
-		user, groups := cert.Subject.CommonName, cert.Subject.Organization
 		verb := "get"
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			verb = "create"
@@ -196,6 +214,43 @@ func (a *kubeletAuth) wrap(node, subresource string, h http.Handler) http.Handle
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// authenticate names the request's user: its verified client certificate's, else its bearer
+// token's as a TokenReview says. Only TLS requests are served, as by the kubelet's port.
+func (a *kubeletAuth) authenticate(r *http.Request) (user string, groups []string, ok bool, err error) {
+	if r.TLS == nil {
+		return "", nil, false, nil
+	}
+	if len(r.TLS.VerifiedChains) > 0 {
+		cert := r.TLS.VerifiedChains[0][0]
+		return cert.Subject.CommonName, cert.Subject.Organization, true, nil
+	}
+	token, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !found || token == "" {
+		return "", nil, false, nil
+	}
+	key := sha256.Sum256([]byte(token))
+	now := a.clock.Now()
+	a.mu.Lock()
+	id, hit := a.tokens[key]
+	a.mu.Unlock()
+	if !hit || !now.Before(id.until) {
+		tr, err := a.client.AuthenticationV1().TokenReviews().Create(r.Context(), &authenticationv1.TokenReview{
+			Spec: authenticationv1.TokenReviewSpec{Token: token},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return "", nil, false, err
+		}
+		id = tokenIdentity{authenticated: tr.Status.Authenticated, user: tr.Status.User.Username, groups: tr.Status.User.Groups, until: now.Add(kubeletAuthTokenTTL)}
+		a.mu.Lock()
+		if a.tokens == nil {
+			a.tokens = map[[sha256.Size]byte]tokenIdentity{}
+		}
+		a.tokens[key] = id
+		a.mu.Unlock()
+	}
+	return id.user, id.groups, id.authenticated, nil
 }
 
 func (a *kubeletAuth) allowed(ctx context.Context, user string, groups []string, verb, node, subresource string) (bool, string, error) {

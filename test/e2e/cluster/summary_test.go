@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -95,9 +96,11 @@ func TestKubeletAuthAllowsOnlyVerifiedClientsTheAPIServerAuthorizes(t *testing.T
 		cert := &x509.Certificate{Subject: pkix.Name{CommonName: cn, Organization: orgs}}
 		return &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{cert}}}
 	}
+	const goodToken, badToken = "sa-token", "forged"
 	cases := []struct {
 		name      string
 		tls       *tls.ConnectionState
+		token     string // sent as a bearer token; the API server authenticates only goodToken
 		allow     bool
 		wantCode  int
 		wantBody  string
@@ -110,6 +113,12 @@ func TestKubeletAuthAllowsOnlyVerifiedClientsTheAPIServerAuthorizes(t *testing.T
 		{name: "a verified user allowed nodes/stats gets the page", tls: verified("e2e:heapster", "g1"), allow: true, wantCode: http.StatusOK,
 			wantSAR:  &authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: "stats", Name: "node-1"},
 			wantUser: "e2e:heapster", wantGroup: []string{"g1"}},
+		{name: "without a certificate, a bearer token the API server authenticates is reviewed as its user", tls: &tls.ConnectionState{}, token: goodToken,
+			allow: true, wantCode: http.StatusOK,
+			wantSAR:  &authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: "stats", Name: "node-1"},
+			wantUser: "system:serviceaccount:monitoring:prometheus", wantGroup: []string{"system:serviceaccounts"}},
+		{name: "a bearer token the API server does not authenticate is unauthorized", tls: &tls.ConnectionState{}, token: badToken, wantCode: http.StatusUnauthorized},
+		{name: "a bearer token over plain http is unauthorized", tls: nil, token: goodToken, wantCode: http.StatusUnauthorized},
 		{name: "a verified user the API server denies is forbidden with the kubelet's message", tls: verified("e2e:nobody"), wantCode: http.StatusForbidden,
 			wantBody: "Forbidden (user=e2e:nobody, verb=get, resource=nodes, subresource=stats): no RBAC rule\n",
 			wantSAR:  &authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: "stats", Name: "node-1"},
@@ -128,11 +137,24 @@ func TestKubeletAuthAllowsOnlyVerifiedClientsTheAPIServerAuthorizes(t *testing.T
 				}
 				return true, sar, nil
 			})
+			var tokenReviews int
+			client.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview)
+				tokenReviews++
+				if tr.Spec.Token == goodToken {
+					tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{
+						Username: "system:serviceaccount:monitoring:prometheus", Groups: []string{"system:serviceaccounts"}}}
+				}
+				return true, tr, nil
+			})
 			auth := &kubeletAuth{client: client, clock: clocktesting.NewFakeClock(t0)}
 			h := auth.wrap("node-1", "stats", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("page")) }))
 			for range 2 {
 				req := httptest.NewRequest(http.MethodGet, "/stats/summary/", nil)
 				req.TLS = tc.tls
+				if tc.token != "" {
+					req.Header.Set("Authorization", "Bearer "+tc.token)
+				}
 				rec := httptest.NewRecorder()
 				h.ServeHTTP(rec, req)
 				if rec.Code != tc.wantCode {
@@ -141,6 +163,10 @@ func TestKubeletAuthAllowsOnlyVerifiedClientsTheAPIServerAuthorizes(t *testing.T
 				if tc.wantBody != "" && rec.Body.String() != tc.wantBody {
 					t.Errorf("body %q, want %q", rec.Body.String(), tc.wantBody)
 				}
+			}
+			// The second request's token is answered from the cache too.
+			if tc.token != "" && tc.tls != nil && tokenReviews != 1 {
+				t.Errorf("%d TokenReviews for two requests with one token, want 1", tokenReviews)
 			}
 			if tc.wantSAR == nil {
 				if len(reviews) != 0 {
