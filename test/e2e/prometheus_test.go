@@ -43,8 +43,8 @@ func promQuery(t *testing.T, api promv1.API, q string, at time.Time) model.Vecto
 // gives one series per pod at the modelled usage once the window holds only the first load
 // (the counters are exact integrals stamped with the scrape time, so rate() is exact up to
 // floating point; 0.5m allowed), container_memory_working_set_bytes the modelled working set,
-// and a range query over the test's period the load's two steps. The pod cgroup's series
-// (container="") is there as on a real kubelet.
+// and a range query over the test's period the load's two steps, also after Prometheus restarts.
+// The pod cgroup's series (container="") is there as on a real kubelet.
 func TestPrometheusReadsTheLoadModelFromCadvisor(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -159,4 +159,10 @@ func TestPrometheusReadsTheLoadModelFromCadvisor(t *testing.T) {
 	}
 	check("rate("+cpuSel+"[15s])", 0.1, 0.2, 0.0005)
 	check(memSel, 64<<20, 96<<20, 0)
+
+	// A restarted Prometheus still has the history (its data is in the run directory).
+	if err := prom.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("rate("+cpuSel+"[15s])", 0.1, 0.2, 0.0005)
 }
