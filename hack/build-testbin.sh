@@ -36,9 +36,9 @@ build_metricsserver() {
 build_heapster() {
   "$root/hack/build-heapster.sh" "$1"
 }
-# remove_all_sd drops Prometheus' service-discovery plugins (cloud SDKs: a third of its
-# packages) except the one the tests scrape nodes with, Kubernetes'. The web UI's assets are
-# not embedded (no builtinassets tag); the HTTP API is all the tests use.
+# remove_all_sd drops Prometheus' service-discovery plugins but the one the tests find nodes
+# with, Kubernetes' (1,275 packages to compile instead of 1,518; without Kubernetes' too, 1,044).
+# The web UI's assets are not embedded (no builtinassets tag); the HTTP API is all the tests use.
 build_prometheus() {
   (cd "$tools/prometheus" && go build -trimpath -tags remove_all_sd,enable_kubernetes_sd -ldflags "-s -w" \
     -o "$1/prometheus" github.com/prometheus/prometheus/cmd/prometheus)
