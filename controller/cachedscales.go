@@ -222,7 +222,23 @@ func (c *CachedScales) cached(namespace string, ref autoscalingv2.CrossVersionOb
 	if !c.caughtUp(writtenKey(k, namespace, ref.Name), obj) {
 		return nil, false
 	}
-	return k.toScale(obj)
+	s, ok := k.toScale(obj)
+	if !ok {
+		return nil, false
+	}
+	// A scale write then carries the version this read saw, and needs no read of its own.
+	if r, ok := c.live.(scaleRememberer); ok {
+		if m, err := apimeta.Accessor(obj); err == nil {
+			r.Remember(namespace, ref, schema.ParseGroupResource(k.resource), m.GetResourceVersion())
+		}
+	}
+	return s, true
+}
+
+// scaleRememberer is a ScaleTarget whose writes can carry the resource version of a scale
+// read elsewhere (ScaleClient).
+type scaleRememberer interface {
+	Remember(namespace string, ref autoscalingv2.CrossVersionObjectReference, gr schema.GroupResource, rv string)
 }
 
 // caughtUp reports whether the cached obj is at least as new as our last write of it, and

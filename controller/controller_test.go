@@ -42,7 +42,7 @@ func TestReconcile(t *testing.T) {
 			name: "overloaded target gets exactly one scale update and one status write",
 			hpa:  newHPA("web"), metrics: busy(),
 			want: want{
-				scaleActions: []string{"get deployments/scale web", "get deployments/scale web", "update deployments/scale web replicas=4 dryRun=[]"},
+				scaleActions: []string{"get deployments/scale web", "update deployments/scale web replicas=4 dryRun=[]"},
 				kubeActions:  []string{"update horizontalpodautoscalers/status dryRun=[]"},
 				events:       []string{"Normal SuccessfulRescale New size: 4; reason: cpu resource utilization (percentage of request) above target"},
 				ableToScale:  "True/SucceededRescale",
@@ -63,7 +63,7 @@ func TestReconcile(t *testing.T) {
 			opts: func(o *Options) { o.DryRun = DryRunServer },
 			hpa:  newHPA("web"), metrics: busy(),
 			want: want{
-				scaleActions: []string{"get deployments/scale web", "get deployments/scale web", "update deployments/scale web replicas=4 dryRun=[All]"},
+				scaleActions: []string{"get deployments/scale web", "update deployments/scale web replicas=4 dryRun=[All]"},
 				kubeActions:  []string{"update horizontalpodautoscalers/status dryRun=[All]"},
 				ableToScale:  "True/SucceededRescale",
 				dryRunReason: "--dry-run=server",
@@ -83,7 +83,7 @@ func TestReconcile(t *testing.T) {
 			hpa:  newHPA("web"), metrics: busy(),
 			setup: func(f *fixture) { f.scales.conflicts = 1 },
 			want: want{
-				scaleActions: []string{"get deployments/scale web", "get deployments/scale web",
+				scaleActions: []string{"get deployments/scale web",
 					"update deployments/scale web replicas=4 dryRun=[]", "get deployments/scale web",
 					"update deployments/scale web replicas=4 dryRun=[]"},
 				kubeActions: []string{"update horizontalpodautoscalers/status dryRun=[]"},
@@ -145,7 +145,7 @@ func TestReconcile(t *testing.T) {
 			opts: func(o *Options) { o.ForceOwnership = true },
 			hpa:  newHPA("web", withStatusManager("kube-controller-manager", t0.Add(-30*time.Second))), metrics: busy(),
 			want: want{
-				scaleActions: []string{"get deployments/scale web", "get deployments/scale web", "update deployments/scale web replicas=4 dryRun=[]"},
+				scaleActions: []string{"get deployments/scale web", "update deployments/scale web replicas=4 dryRun=[]"},
 				kubeActions:  []string{"update horizontalpodautoscalers/status dryRun=[]"},
 				events:       []string{"Normal SuccessfulRescale"},
 				ableToScale:  "True/SucceededRescale",
@@ -155,7 +155,7 @@ func TestReconcile(t *testing.T) {
 			name: "a status write older than the ownership window does not block writing",
 			hpa:  newHPA("web", withStatusManager("kube-controller-manager", t0.Add(-time.Hour))), metrics: busy(),
 			want: want{
-				scaleActions: []string{"get deployments/scale web", "get deployments/scale web", "update deployments/scale web replicas=4 dryRun=[]"},
+				scaleActions: []string{"get deployments/scale web", "update deployments/scale web replicas=4 dryRun=[]"},
 				kubeActions:  []string{"update horizontalpodautoscalers/status dryRun=[]"},
 				events:       []string{"Normal SuccessfulRescale"},
 				ableToScale:  "True/SucceededRescale",

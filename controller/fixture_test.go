@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -97,7 +98,9 @@ type fakeScales struct {
 	mu        sync.Mutex
 	scales    map[string]*autoscalingv1.Scale // namespace/name
 	conflicts int
-	actions   []string
+	// versions makes updates check and bump resource versions as the API server does.
+	versions bool
+	actions  []string
 }
 
 func newFakeScales(specByName map[string]int32) *fakeScales {
@@ -147,6 +150,15 @@ func (s fakeScaleNS) Update(_ context.Context, gr schema.GroupResource, sc *auto
 	cur, ok := s.f.scales[s.ns+"/"+sc.Name]
 	if !ok {
 		return nil, apierrors.NewNotFound(gr, sc.Name)
+	}
+	if s.f.versions {
+		if sc.ResourceVersion != "" && sc.ResourceVersion != cur.ResourceVersion {
+			return nil, apierrors.NewConflict(gr, sc.Name, errors.New("the object has been modified"))
+		}
+		if len(opts.DryRun) == 0 {
+			n, _ := strconv.Atoi(cur.ResourceVersion)
+			cur.ResourceVersion = strconv.Itoa(n + 1)
+		}
 	}
 	if len(opts.DryRun) == 0 {
 		cur.Spec.Replicas = sc.Spec.Replicas

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -35,6 +36,22 @@ type ScaleClient struct {
 	Mapper apimeta.RESTMapper
 	// FieldManager names the writer of scale updates in managedFields.
 	FieldManager string
+
+	mu sync.Mutex
+	// read is the scale read last per target, so that a write can be sent with the
+	// resource version its decision was made from instead of reading the scale again.
+	read map[scaleKey]readScale
+}
+
+type scaleKey struct {
+	namespace string
+	ref       autoscalingv2.CrossVersionObjectReference
+}
+
+// readScale is which resource answered a scale read, and the resource version it had.
+type readScale struct {
+	gr schema.GroupResource
+	rv string
 }
 
 // NewScaleClient builds a ScaleClient from a REST config with a discovery-backed mapper
@@ -76,6 +93,7 @@ func (c *ScaleClient) get(ctx context.Context, namespace string, ref autoscaling
 		gr := m.Resource.GroupResource()
 		s, err := c.Scales.Scales(namespace).Get(ctx, gr, ref.Name, metav1.GetOptions{})
 		if err == nil {
+			c.remember(namespace, ref, gr, s.ResourceVersion)
 			return s, gr, nil
 		}
 		if i == 0 {
@@ -97,26 +115,72 @@ func (c *ScaleClient) SetReplicas(ctx context.Context, namespace string, ref aut
 }
 
 // SetReplicasVersion is SetReplicas returning the target's resource version after the write,
-// so that a cache can tell whether it has seen the write yet.
+// so that a cache can tell whether it has seen the write yet. The write carries the resource
+// version of the scale last read (Remember, or this client's own read), so it costs no read
+// of its own; a conflict (the target changed since) re-reads the scale and writes again.
 func (c *ScaleClient) SetReplicasVersion(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference, desired int32, dryRun []string) (string, error) {
-	s, gr, err := c.get(ctx, namespace, ref)
-	if err != nil {
-		return "", err
+	var (
+		s  *autoscalingv1.Scale
+		gr schema.GroupResource
+	)
+	if last, ok := c.lastRead(namespace, ref); ok {
+		gr = last.gr
+		s = &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: namespace, ResourceVersion: last.rv}}
+	} else {
+		var err error
+		if s, gr, err = c.get(ctx, namespace, ref); err != nil {
+			return "", err
+		}
 	}
 	var rv string
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		s.Spec.Replicas = desired
 		updated, err := c.Scales.Scales(namespace).Update(ctx, gr, s, metav1.UpdateOptions{DryRun: dryRun, FieldManager: c.FieldManager})
 		if err == nil {
 			rv = updated.ResourceVersion
+			if len(dryRun) == 0 {
+				c.remember(namespace, ref, gr, rv)
+			}
 			return nil
 		}
 		if latest, getErr := c.Scales.Scales(namespace).Get(ctx, gr, ref.Name, metav1.GetOptions{}); getErr == nil {
 			s = latest
+			c.remember(namespace, ref, gr, s.ResourceVersion)
 		}
 		return err
 	})
+	if err != nil {
+		c.forget(namespace, ref)
+	}
 	return rv, err
+}
+
+// Remember records that the scale of ref was read, from a cache, at resource version rv
+// of resource gr (a scale subresource has its object's resource version).
+func (c *ScaleClient) Remember(namespace string, ref autoscalingv2.CrossVersionObjectReference, gr schema.GroupResource, rv string) {
+	c.remember(namespace, ref, gr, rv)
+}
+
+func (c *ScaleClient) remember(namespace string, ref autoscalingv2.CrossVersionObjectReference, gr schema.GroupResource, rv string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.read == nil {
+		c.read = map[scaleKey]readScale{}
+	}
+	c.read[scaleKey{namespace, ref}] = readScale{gr: gr, rv: rv}
+}
+
+func (c *ScaleClient) forget(namespace string, ref autoscalingv2.CrossVersionObjectReference) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.read, scaleKey{namespace, ref})
+}
+
+func (c *ScaleClient) lastRead(namespace string, ref autoscalingv2.CrossVersionObjectReference) (readScale, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.read[scaleKey{namespace, ref}]
+	return r, ok && r.rv != ""
 }
 
 // LivePods lists pods from the API server on every call (for one-shot commands).

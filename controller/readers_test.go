@@ -116,3 +116,39 @@ func TestPodStripperKeepsWhatDecisionsRead(t *testing.T) {
 		t.Errorf("non-pod object changed: %v", s)
 	}
 }
+
+// A scale write is sent with the resource version of the scale its decision read, so it
+// needs no read of its own; when the target changed since, the 409 is answered by reading
+// the scale again and writing once more.
+func TestScaleWriteCarriesTheVersionReadAndRetriesAConflict(t *testing.T) {
+	f := newFakeScales(map[string]int32{"web": 2})
+	f.versions = true
+	c := &ScaleClient{Scales: f, Mapper: testMapper()}
+	ctx := t.Context()
+	ref := newHPA("web").Spec.ScaleTargetRef
+	if _, err := c.Scale(ctx, ns, ref); err != nil {
+		t.Fatalf("Scale: %v", err)
+	}
+	rv, err := c.SetReplicasVersion(ctx, ns, ref, 4, nil)
+	if err != nil || rv != "2" {
+		t.Fatalf("SetReplicasVersion = %q, %v; want \"2\", nil", rv, err)
+	}
+	f.mu.Lock()
+	f.scales[ns+"/web"].ResourceVersion = "7" // another writer
+	f.mu.Unlock()
+	rv, err = c.SetReplicasVersion(ctx, ns, ref, 6, nil)
+	if err != nil || rv != "8" {
+		t.Fatalf("SetReplicasVersion after another write = %q, %v; want \"8\", nil", rv, err)
+	}
+	want := []string{
+		"get deployments/scale web",
+		"update deployments/scale web replicas=4 dryRun=[]",
+		"update deployments/scale web replicas=6 dryRun=[]", "get deployments/scale web", "update deployments/scale web replicas=6 dryRun=[]",
+	}
+	if diff := cmp.Diff(want, f.recorded()); diff != "" {
+		t.Errorf("scale actions (-want +got):\n%s", diff)
+	}
+	if got := f.scales[ns+"/web"].Spec.Replicas; got != 6 {
+		t.Errorf("spec.replicas = %d, want 6", got)
+	}
+}
