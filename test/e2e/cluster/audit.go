@@ -35,6 +35,8 @@ type AuditRequest struct {
 	APIGroup    string
 	Code        int
 	Received    time.Time
+	// Completed is when the response was complete (zero until that stage is logged).
+	Completed time.Time
 }
 
 // IsWrite reports whether the request asked the API server to change state. Creating an access
@@ -80,6 +82,7 @@ type auditEvent struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
 	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time `json:"stageTimestamp"`
 }
 
 // parseAudit reads JSON-lines audit events from r and merges the stages of each request,
@@ -113,6 +116,9 @@ func parseAudit(r io.Reader) ([]AuditRequest, error) {
 		}
 		if ev.ResponseStatus != nil {
 			req.Code = ev.ResponseStatus.Code
+		}
+		if ev.Stage == "ResponseComplete" {
+			req.Completed = ev.StageTimestamp
 		}
 	}
 	if err := sc.Err(); err != nil {

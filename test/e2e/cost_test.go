@@ -1,0 +1,132 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
+)
+
+// explainMaxRequests is what one explain may send with a warm discovery cache: the HPA
+// beside its rescale events, the target's scale, the pods beside their metrics.
+const explainMaxRequests = 7
+
+// TestExplainCostFromTheAuditLog counts, in the API server's audit log, the requests of one
+// `kubectl hpa explain` with warm caches (the kubectl on PATH dispatches each command after a
+// GET /version of its own, counted apart), and reports the sequential round trips they took
+// and the median wall time of explain against `kubectl describe hpa` on the same HPA (reported,
+// not asserted: the machine is shared).
+func TestExplainCostFromTheAuditLog(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "cost")
+	const user = "e2e:kubectl-hpa-cost"
+	k := pluginAs(t, user)
+	loadedWorkload(t, ns, 2, 100)
+	createHPA(t, ns, hpaSpec{})
+	waitMetricsAfterReadiness(t, ns)
+	ctx := context.Background()
+
+	// The first run fills the discovery cache on disk, as any earlier kubectl command would.
+	explainJSON(t, k, ns)
+	mark, err := shared.AuditMark()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Run(ctx, "hpa", "explain", "web", "-n", ns); err != nil {
+		t.Fatal(err)
+	}
+	reqs := completedSince(t, mark, user)
+	var ours, dispatcher []cluster.AuditRequest
+	for _, r := range reqs {
+		if strings.HasPrefix(r.UserAgent, "kubectl-hpa/") {
+			ours = append(ours, r)
+		} else {
+			dispatcher = append(dispatcher, r)
+		}
+	}
+	t.Logf("one explain, warm caches: %d requests by explain in %d sequential round trips, %d by the kubectl dispatcher:\n%s",
+		len(ours), roundTrips(ours), len(dispatcher), cluster.SummarizeAudit(reqs))
+	if len(ours) > explainMaxRequests {
+		t.Errorf("explain sent %d requests, want at most %d:\n%s", len(ours), explainMaxRequests, cluster.SummarizeAudit(ours))
+	}
+	if len(dispatcher) != 1 || dispatcher[0].RequestURI != "/version" {
+		t.Errorf("the kubectl dispatcher sent %v, want one GET /version", dispatcher)
+	}
+	for _, r := range ours {
+		if r.IsWrite() {
+			t.Errorf("explain wrote: %s", r)
+		}
+	}
+
+	// Wall time, median of a few runs each, interleaved so that both see the same load.
+	const runs = 5
+	var explainTimes, describeTimes []time.Duration
+	for range runs {
+		for _, c := range []struct {
+			args  []string
+			times *[]time.Duration
+		}{
+			{[]string{"hpa", "explain", "web", "-n", ns}, &explainTimes},
+			{[]string{"describe", "hpa", "web", "-n", ns}, &describeTimes},
+		} {
+			start := time.Now()
+			if _, err := k.Run(ctx, c.args...); err != nil {
+				t.Fatal(err)
+			}
+			*c.times = append(*c.times, time.Since(start))
+		}
+	}
+	me, md := median(explainTimes), median(describeTimes)
+	t.Logf("wall time, median of %d runs through the kubectl dispatcher: explain %v, describe hpa %v (%.2fx)", runs, me.Round(time.Millisecond), md.Round(time.Millisecond), float64(me)/float64(md))
+}
+
+// completedSince returns user's requests since mark once the audit log has their responses.
+func completedSince(t *testing.T, mark cluster.AuditMark, user string) []cluster.AuditRequest {
+	t.Helper()
+	var reqs []cluster.AuditRequest
+	eventually(t, 10*time.Second, "the audit log has every response", func(context.Context) error {
+		var err error
+		reqs, err = shared.AuditSince(mark, cluster.AuditFilter{User: user})
+		if err != nil {
+			return err
+		}
+		for _, r := range reqs {
+			if r.Completed.IsZero() {
+				return fmt.Errorf("%s has no response logged yet", r)
+			}
+		}
+		return nil
+	})
+	return reqs
+}
+
+// roundTrips is the longest chain of requests each received by the API server after the one
+// before it had completed: how many times the client waited for an answer before asking on.
+func roundTrips(reqs []cluster.AuditRequest) int {
+	reqs = slices.Clone(reqs)
+	slices.SortFunc(reqs, func(a, b cluster.AuditRequest) int { return a.Received.Compare(b.Received) })
+	depth := make([]int, len(reqs))
+	longest := 0
+	for i, r := range reqs {
+		depth[i] = 1
+		for j := range i {
+			if !reqs[j].Completed.After(r.Received) {
+				depth[i] = max(depth[i], depth[j]+1)
+			}
+		}
+		longest = max(longest, depth[i])
+	}
+	return longest
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
