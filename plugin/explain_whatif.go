@@ -179,7 +179,7 @@ func applySetTargets(hpa *autoscalingv2.HorizontalPodAutoscaler, wis []whatIf) (
 func applyAssumes(in *replicas.Input, wis []whatIf, before []replicas.MetricResult) ([]output.WhatIf, error) {
 	var records []output.WhatIf
 	if len(in.Metrics) > 0 {
-		// The Snapshotter's slice is not ours to change in place.
+		// The gathered slice is not ours to change in place.
 		in.Metrics = slices.Clone(in.Metrics)
 	}
 	for _, w := range wis {

@@ -18,8 +18,8 @@ import (
 const explainMaxRequests = 7
 
 // TestExplainCostFromTheAuditLog counts, in the API server's audit log, the requests of one
-// `kubectl hpa explain` with warm caches (the kubectl on PATH dispatches each command after a
-// GET /version of its own, counted apart), and reports the sequential round trips they took
+// `kubectl hpa explain` with warm caches (the kubectl on PATH is a dispatcher that may send a
+// GET /version of its own to pick a kubectl; it is counted apart), and reports the sequential round trips they took
 // and the median wall time of explain against `kubectl describe hpa` on the same HPA (reported,
 // not asserted: the machine is shared).
 func TestExplainCostFromTheAuditLog(t *testing.T) {
@@ -50,13 +50,13 @@ func TestExplainCostFromTheAuditLog(t *testing.T) {
 			dispatcher = append(dispatcher, r)
 		}
 	}
-	t.Logf("one explain, warm caches: %d requests by explain in %d sequential round trips, %d by the kubectl dispatcher:\n%s",
-		len(ours), roundTrips(ours), len(dispatcher), cluster.SummarizeAudit(reqs))
+	t.Logf("one explain, warm caches: %d requests by explain in %d sequential round trips, %d by the kubectl dispatcher (%d in all):\n%s",
+		len(ours), roundTrips(ours), len(dispatcher), len(reqs), cluster.SummarizeAudit(reqs))
 	if len(ours) > explainMaxRequests {
 		t.Errorf("explain sent %d requests, want at most %d:\n%s", len(ours), explainMaxRequests, cluster.SummarizeAudit(ours))
 	}
-	if len(dispatcher) != 1 || dispatcher[0].RequestURI != "/version" {
-		t.Errorf("the kubectl dispatcher sent %v, want one GET /version", dispatcher)
+	if len(dispatcher) > 1 || (len(dispatcher) == 1 && dispatcher[0].RequestURI != "/version") {
+		t.Errorf("the kubectl dispatcher sent %v, want at most one GET /version", dispatcher)
 	}
 	for _, r := range ours {
 		if r.IsWrite() {
