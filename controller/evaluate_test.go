@@ -1,0 +1,147 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+)
+
+// oneHPA serves one HPA, or err.
+type oneHPA struct {
+	hpa *autoscalingv2.HorizontalPodAutoscaler
+	err error
+}
+
+func (o oneHPA) HPA(context.Context, string, string) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+	if o.err != nil {
+		return nil, o.err
+	}
+	return o.hpa.DeepCopy(), nil
+}
+
+// fixedScale serves the same scale for every target.
+type fixedScale replicas.Scale
+
+func (f fixedScale) Scale(context.Context, string, autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, error) {
+	s := replicas.Scale(f)
+	return &s, nil
+}
+
+// podsAfterMetrics answers the pod list only once a metric read has started.
+type podsAfterMetrics struct {
+	started <-chan struct{}
+	pods    []*corev1.Pod
+}
+
+func (p podsAfterMetrics) Pods(context.Context, string, labels.Selector) ([]*corev1.Pod, error) {
+	select {
+	case <-p.started:
+		return p.pods, nil
+	case <-time.After(5 * time.Second):
+		return nil, errors.New("no metric read started while the pods were being listed")
+	}
+}
+
+// staticPods lists the same pods for every selector.
+type staticPods []*corev1.Pod
+
+func (p staticPods) Pods(context.Context, string, labels.Selector) ([]*corev1.Pod, error) {
+	return p, nil
+}
+
+// signalMetrics closes started on the first read and counts the reads.
+type signalMetrics struct {
+	*fakeMetrics
+	started chan struct{}
+	reads   atomic.Int32
+}
+
+func (m *signalMetrics) PodResource(ctx context.Context, ns string, res corev1.ResourceName, sel labels.Selector, c string) (metrics.PodSamples, time.Time, error) {
+	if m.reads.Add(1) == 1 {
+		close(m.started)
+	}
+	return m.fakeMetrics.PodResource(ctx, ns, res, sel, c)
+}
+
+// otherHPA reports that another HPA selects the pods.
+type otherHPA struct{}
+
+func (otherHPA) OtherHPAs(context.Context, *autoscalingv2.HorizontalPodAutoscaler, labels.Selector, []*corev1.Pod) ([]string, error) {
+	return []string{ns + "/other"}, nil
+}
+
+func TestEvaluate(t *testing.T) {
+	scale := fixedScale{SpecReplicas: 2, StatusReplicas: 2, Selector: "app=web"}
+	source := func(m *signalMetrics, pods PodReader) Readers {
+		return Readers{HPAReader: oneHPA{hpa: newHPA("web")}, PastReader: noPast{}, ScaleReader: scale, PodReader: pods, Client: m}
+	}
+	newMetrics := func() *signalMetrics {
+		return &signalMetrics{fakeMetrics: &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")}, started: make(chan struct{})}
+	}
+
+	t.Run("without a selector tracker the pods are listed while the metrics are read", func(t *testing.T) {
+		m := newMetrics()
+		ev, err := Evaluate(t.Context(), source(m, podsAfterMetrics{started: m.started, pods: webPods()}), ns, "web", EvalOptions{Now: t0, Config: replicas.DefaultConfig()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Decision.DesiredReplicas != 4 {
+			t.Errorf("desired %d (phase %s, err %v), want 4 from 100%% against 50%% on 2 pods", ev.Decision.DesiredReplicas, ev.Decision.Phase, ev.Decision.Err)
+		}
+	})
+
+	t.Run("with a selector tracker that finds another HPA no metric is read, as upstream", func(t *testing.T) {
+		m := newMetrics()
+		ev, err := Evaluate(t.Context(), source(m, staticPods(webPods())), ns, "web",
+			EvalOptions{Now: t0, Config: replicas.DefaultConfig(), Overlaps: otherHPA{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := m.reads.Load(); n != 0 {
+			t.Errorf("%d metric reads, want none", n)
+		}
+		if got := ev.Input.OtherHPAsSelectingPods; len(got) != 1 {
+			t.Errorf("OtherHPAsSelectingPods %v, want the other HPA", got)
+		}
+	})
+
+	t.Run("a missing HPA is the error, as the source said it", func(t *testing.T) {
+		src := Readers{HPAReader: oneHPA{err: apierrors.NewNotFound(schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}, "web")}, PastReader: noPast{}}
+		if _, err := Evaluate(t.Context(), src, ns, "web", EvalOptions{Now: t0, Config: replicas.DefaultConfig()}); !apierrors.IsNotFound(err) {
+			t.Errorf("err %v, want NotFound", err)
+		}
+	})
+
+	t.Run("Amend sees the decision as read and changes what is decided; WithoutHistory decides again from nothing", func(t *testing.T) {
+		m := newMetrics()
+		var asRead int32
+		ev, err := Evaluate(t.Context(), source(m, podsAfterMetrics{started: m.started, pods: webPods()}), ns, "web", EvalOptions{
+			Now: t0, Config: replicas.DefaultConfig(), WithoutHistory: true,
+			Amend: func(in *replicas.Input, d replicas.Decision) error {
+				asRead = d.DesiredReplicas
+				in.Metrics = []replicas.MetricData{{PodSamples: map[string]replicas.Sample{
+					"web-1": {MilliValue: 50, Timestamp: t0.Add(-10 * time.Second), Window: 30 * time.Second},
+					"web-2": {MilliValue: 50, Timestamp: t0.Add(-10 * time.Second), Window: 30 * time.Second},
+				}, Timestamp: t0.Add(-10 * time.Second)}}
+				return nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if asRead != 4 || ev.Decision.DesiredReplicas != 2 || ev.Fresh == nil || ev.Fresh.DesiredReplicas != 2 {
+			t.Errorf("as read %d, decided %d, fresh %v; want 4, 2, 2", asRead, ev.Decision.DesiredReplicas, ev.Fresh)
+		}
+	})
+}
