@@ -27,5 +27,5 @@ rm -rf "$out.partial" && mkdir -p "$out.partial"
   sigs.k8s.io/krew/cmd/krew sigs.k8s.io/krew/cmd/validate-krew-manifest)
 (cd "$root/deploy/image" && "$go" build -trimpath -o "$out.partial/" ./cmd/oci-image)
 rm -rf "$out" && mv "$out.partial" "$out"
-echo "krew-tools: built ${want[*]} into $out in $(( $(date +%s) - start ))s" >&2
+echo "krew-tools: ${want[*]} built in $(( $(date +%s) - start ))s into $out" >&2
 echo "$out"

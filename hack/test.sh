@@ -4,7 +4,8 @@
 #
 # What the later steps only wait for is built from the start in the background at the lowest
 # CPU priority: the components of the end-to-end tests (control plane, metrics-server, Heapster,
-# ...) and the plugin for every release platform. The steps in front leave a core idle often
+# ...), the plugin for every release platform, and the release tools (krew, its manifest
+# validator, the archive and image builders). The steps in front leave a core idle often
 # (links, tests that wait on timers), and nice 19 hands those cycles to the builds without
 # slowing the steps. A step that needs a background build waits for it first.
 #
@@ -19,12 +20,15 @@ tmp=$(mktemp -d -t kubectl-hpa-test.XXXXXX)
 rows=()
 
 # Background builds: NAME, the command, and the steps that wait for it.
-bg_names=(components plugin-all-platforms)
+bg_names=(components plugin-all-platforms release-tools)
 bg_cmd_components="hack/build-testbin.sh"
 bg_for_components="test-e2e"
 bg_cmd_plugin_all_platforms="$make --no-print-directory build-all"
 # Both write bin/: neither may run while the background build relinks the same files.
 bg_for_plugin_all_platforms="test-e2e test-krew"
+# dist, the krew round trip and the e2e image all call hack/krew-tools.sh, which builds once.
+bg_cmd_release_tools="hack/krew-tools.sh"
+bg_for_release_tools="test-krew test-e2e"
 declare -A bg_pid=()
 
 var() { local v="${1//-/_}"; v="bg_$2_$v"; echo "${!v}"; }
