@@ -41,8 +41,8 @@ import (
 
 // Config says what to start. The zero value (plus BinDir) is a complete cluster.
 type Config struct {
-	// BinDir holds kube-apiserver, kube-controller-manager, etcd, metrics-server and heapster
-	// (hack/build-testbin.sh prints it).
+	// BinDir holds kube-apiserver, kube-controller-manager, etcd, metrics-server, heapster and
+	// prometheus (hack/build-testbin.sh prints it).
 	BinDir string
 	// Dir is where certificates, kubeconfigs, data and logs go; a temporary directory,
 	// removed by Stop, when empty.
