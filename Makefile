@@ -79,7 +79,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # ---- decision core: parity with upstream (owner: parity) ----
-.PHONY: test-parity bench-parity
+.PHONY: test-parity bench-parity bench-compare
 
 ## test-parity: the core against upstream v1.37.2's replica calculator on 10,000 random scenarios
 ## (its own module, test/parity; replay one with: cd test/parity && go test -run TestCalculatorParity -seed=N)
@@ -89,6 +89,11 @@ test-parity:
 ## bench-parity: upstream's calculator on BenchmarkDecide's workload, measured on this machine
 bench-parity:
 	cd test/parity && $(GO) test -run '^$$' -bench BenchmarkUpstream -benchmem ./...
+
+## bench-compare: BenchmarkDecide beside upstream's calculator on the one shared workload
+## (controller/replicas/benchload), alternating COUNT runs of each, side by side with benchstat
+bench-compare:
+	GO=$(GO) COUNT=$(or $(COUNT),6) hack/bench-compare.sh
 
 # ---- metrics: fuzzing (owner: metrics) ----
 # Each decoder fuzz target of metrics/samples runs for FUZZTIME; the seed corpus is committed in

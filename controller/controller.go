@@ -724,7 +724,7 @@ func errorLabel(err error) string {
 	switch {
 	case err == nil:
 		return monitor.ErrorNone
-	case errors.Is(err, replicas.ErrSpec):
+	case errors.As(err, new(*replicas.SpecError)):
 		return monitor.ErrorSpec
 	}
 	return monitor.ErrorInternal

@@ -1,11 +1,14 @@
 package plugin
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -110,12 +113,13 @@ func warnings(hpa *autoscalingv2.HorizontalPodAutoscaler, in replicas.Input, vpa
 		res, container := resourceOf(spec)
 		var missing []string
 		for _, p := range in.Pods {
-			if in.Config.PodLevelResources && container == "" && p.Spec.Resources != nil {
-				if _, ok := p.Spec.Resources.Requests[res]; ok {
-					continue
-				}
+			// The core's own request rule says whether the controller fails this pod; the
+			// message then names every container (and sidecar) of the pod without the request.
+			var re *replicas.RequestError
+			if _, err := replicas.PodRequest(p, container, res, in.Config.PodLevelResources); !errors.As(err, &re) || re.NotFound {
+				continue
 			}
-			for _, c := range p.Spec.Containers {
+			for _, c := range requestingContainers(p) {
 				if container != "" && c.Name != container {
 					continue
 				}
@@ -184,5 +188,17 @@ func sortedKeys(m map[string]bool) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// requestingContainers are the containers whose requests make up a pod's: its containers and
+// its restartable init (sidecar) containers.
+func requestingContainers(p *corev1.Pod) []corev1.Container {
+	out := slices.Clone(p.Spec.Containers)
+	for _, c := range p.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			out = append(out, c)
+		}
+	}
 	return out
 }

@@ -64,6 +64,13 @@ func TestWarningsNameWhatMakesADecisionSurprising(t *testing.T) {
 		}), nil},
 		{"scale converging", base(func(i *input) { i.in.Scale.StatusReplicas = 3 }), []string{WarnRollout}},
 		{"container without cpu request", base(func(i *input) { i.in.Pods[1].Spec.Containers[0].Resources.Requests = nil }), []string{WarnMissingRequests}},
+		{"sidecar without cpu request", base(func(i *input) {
+			always := corev1.ContainerRestartPolicyAlways
+			i.in.Pods[1].Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: &always}}
+		}), []string{WarnMissingRequests}},
+		{"init container that is not a sidecar needs no request", base(func(i *input) {
+			i.in.Pods[1].Spec.InitContainers = []corev1.Container{{Name: "setup"}}
+		}), nil},
 		{"pod-level request covers missing container requests", base(func(i *input) {
 			i.in.Pods[1].Spec.Containers[0].Resources.Requests = nil
 			i.in.Pods[1].Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}

@@ -219,8 +219,9 @@ func applyAssumes(in *replicas.Input, wis []whatIf, before []replicas.MetricResu
 					if spec.Type == autoscalingv2.PodsMetricSourceType {
 						return nil, fmt.Errorf("--assume %s=%s: a Pods metric has no request to take a percentage of; give a quantity", w.metric, w.raw)
 					}
-					req := podRequestMilli(p, resourceName, container, in.Config.PodLevelResources)
-					if req == 0 {
+					// The request the core divides this pod's usage by, so the percentage comes out exact.
+					req, err := replicas.PodRequest(p, container, resourceName, in.Config.PodLevelResources)
+					if err != nil || req == 0 {
 						return nil, fmt.Errorf("--assume %s=%s: pod %s has no %s request to take a percentage of; give a quantity", w.metric, w.raw, p.Name, resourceName)
 					}
 					v = req * int64(*w.percent) / 100
@@ -250,36 +251,4 @@ func resourceOf(spec autoscalingv2.MetricSpec) (corev1.ResourceName, string) {
 		return spec.ContainerResource.Name, spec.ContainerResource.Container
 	}
 	return "", ""
-}
-
-// podRequestMilli is the pod's request for resource as the utilization denominator: the
-// named container's, else the pod-level request (when that gate is on), else the sum over
-// containers and restartable init containers.
-func podRequestMilli(p *corev1.Pod, resourceName corev1.ResourceName, container string, podLevel bool) int64 {
-	if container != "" {
-		for _, c := range p.Spec.Containers {
-			if c.Name == container {
-				q := c.Resources.Requests[resourceName]
-				return q.MilliValue()
-			}
-		}
-		return 0
-	}
-	if podLevel && p.Spec.Resources != nil {
-		if q, ok := p.Spec.Resources.Requests[resourceName]; ok {
-			return q.MilliValue()
-		}
-	}
-	var sum int64
-	for _, c := range p.Spec.Containers {
-		q := c.Resources.Requests[resourceName]
-		sum += q.MilliValue()
-	}
-	for _, c := range p.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			q := c.Resources.Requests[resourceName]
-			sum += q.MilliValue()
-		}
-	}
-	return sum
 }

@@ -9,9 +9,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// ErrSpec marks errors caused by the HPA's spec rather than by the cluster (upstream labels
-// them "spec" in its monitoring metrics). Its text is empty so wrapping it changes no message.
-var ErrSpec = errors.New("")
+// SpecError is an error caused by the HPA's spec rather than by the cluster (upstream labels
+// them "spec" in its monitoring metrics); find it in a decision's error with errors.As. Its text
+// is Err's.
+type SpecError struct {
+	Err error
+}
+
+func (e *SpecError) Error() string { return e.Err.Error() }
+func (e *SpecError) Unwrap() error { return e.Err }
 
 // ScaleErrorStage says which step of reading the target's scale failed. Upstream wraps the
 // reconcile error differently per step while the event and condition carry the bare error.
@@ -125,34 +131,47 @@ func NeedsMetrics(in Input) bool {
 // Decide computes what upstream's reconcileAutoscaler does for in, up to (not including) the
 // scale write. It never mutates in.
 func Decide(in Input) Decision {
-	d := Decision{MetricReplicas: -1, CurrentReplicas: 0}
+	traceCap := 8
+	if in.HPA != nil {
+		traceCap += 6 * len(in.HPA.Spec.Metrics)
+	}
+	var d decision
+	d.init(traceCap)
+	decide(&d, in)
+	d.finish()
+	return d.Decision
+}
+
+func decide(d *decision, in Input) {
+	d.MetricReplicas = -1
 	d.History = cloneHistory(in.History)
 	hpa := in.HPA
 	if hpa == nil {
 		d.Phase = PhaseScaleFailed
 		d.Err = errors.New("no HorizontalPodAutoscaler to decide for")
 		d.trace("scale", -1, "no HorizontalPodAutoscaler was given")
-		return d
+		return
 	}
 	cfg := in.Config
 	d.MinReplicas = minReplicasOf(hpa)
 	d.MaxReplicas = hpa.Spec.MaxReplicas
 	d.Tolerances = tolerancesFor(hpa, cfg)
-	d.Reference = fmt.Sprintf("%s/%s/%s", hpa.Spec.ScaleTargetRef.Kind, hpa.Namespace, hpa.Spec.ScaleTargetRef.Name)
-	d.Trace = make([]Step, 0, 8+6*len(hpa.Spec.Metrics))
+	d.Reference = hpa.Spec.ScaleTargetRef.Kind + "/" + hpa.Namespace + "/" + hpa.Spec.ScaleTargetRef.Name
+	// SucceededGetScale, ScalingActive, AbleToScale and ScalingLimited on the usual path.
+	d.Conditions = make([]Condition, 0, 4)
 
 	if in.ScaleErr != nil || in.Scale == nil {
-		decideScaleFailed(&d, in)
-		return d
+		decideScaleFailed(d, in)
+		return
 	}
 	d.setCondition(autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededGetScale", "the HPA controller was able to get the target's current scale")
 	current := in.Scale.SpecReplicas
 	d.CurrentReplicas = current
-	d.trace("scale", -1, fmt.Sprintf("scale of %s: spec.replicas %d (current), status.replicas %d, selector %q; min %d, max %d",
-		d.Reference, current, in.Scale.StatusReplicas, in.Scale.Selector, d.MinReplicas, d.MaxReplicas))
+	d.line().s("scale of ").s(d.Reference).s(": spec.replicas ").i(int64(current)).s(" (current), status.replicas ").i(int64(in.Scale.StatusReplicas)).
+		s(", selector ").q(in.Scale.Selector).s("; min ").i(int64(d.MinReplicas)).s(", max ").i(int64(d.MaxReplicas)).end("scale", -1)
 	if d.History.Recommendations == nil {
 		d.History.Recommendations = []Recommendation{{Replicas: current, Timestamp: in.Now}}
-		d.trace("stabilization", -1, fmt.Sprintf("no recommendation history: seeded with the current count %d at now (a fresh controller does the same)", current))
+		d.line().s("no recommendation history: seeded with the current count ").i(int64(current)).s(" at now (a fresh controller does the same)").end("stabilization", -1)
 	}
 
 	z := scaleToZeroState(hpa, cfg)
@@ -165,24 +184,24 @@ func Decide(in Input) Decision {
 			d.RemovedConditions = append(d.RemovedConditions, autoscalingv2.ScaledToZero)
 		}
 		d.trace("result", -1, "current replicas is 0 and the HPA did not scale the target to zero itself (or may not scale from zero): autoscaling is disabled")
-		return d
+		return
 	case preAboveMax:
 		d.Phase = PhaseClampedToRange
 		d.DesiredReplicas = d.MaxReplicas
 		d.Reason = reasonAboveMax
 		d.Rescale = true
 		d.trace("result", -1, fmt.Sprintf("current replicas %d is above maxReplicas %d: scale to %d without computing metrics", current, d.MaxReplicas, d.MaxReplicas))
-		return d
+		return
 	case preBelowMin:
 		d.Phase = PhaseClampedToRange
 		d.DesiredReplicas = d.MinReplicas
 		d.Reason = reasonBelowMin
 		d.Rescale = true
 		d.trace("result", -1, fmt.Sprintf("current replicas %d is below minReplicas %d: scale to %d without computing metrics", current, d.MinReplicas, d.MinReplicas))
-		return d
+		return
 	}
 
-	metricReplicas, metricName, err := computeMetrics(&d, in)
+	metricReplicas, metricName, err := computeMetrics(d, in)
 	d.MetricReplicas = metricReplicas
 	if err != nil && metricReplicas == -1 {
 		d.Phase = PhaseMetricsFailed
@@ -190,7 +209,7 @@ func Decide(in Input) Decision {
 		d.event(corev1.EventTypeWarning, "FailedComputeMetricsReplicas", err.Error())
 		d.Err = fmt.Errorf("failed to compute desired number of replicas based on listed metrics for %s: %w", d.Reference, err)
 		d.trace("result", -1, "no usable replica count: nothing is scaled ("+err.Error()+")")
-		return d
+		return
 	}
 	if err != nil {
 		d.Err = err
@@ -211,9 +230,9 @@ func Decide(in Input) Decision {
 		d.Reason = "All metrics below target"
 	}
 	if hpa.Spec.Behavior == nil {
-		desired = normalizeLegacy(&d, in, current, desired)
+		desired = normalizeLegacy(d, in, current, desired)
 	} else {
-		desired = normalizeWithBehavior(&d, in, current, desired)
+		desired = normalizeWithBehavior(d, in, current, desired)
 	}
 	if current == 0 && d.MinReplicas != 0 && z.scaledToZero && desired < d.MinReplicas {
 		d.trace("limits", -1, fmt.Sprintf("scaling from zero after scaling to zero: raised %d to minReplicas %d", desired, d.MinReplicas))
@@ -225,14 +244,13 @@ func Decide(in Input) Decision {
 	d.DesiredReplicas = desired
 	d.Rescale = desired != current
 	if d.Rescale {
-		d.trace("result", -1, fmt.Sprintf("scale from %d to %d: %s", current, desired, d.Reason))
+		d.line().s("scale from ").i(int64(current)).s(" to ").i(int64(desired)).s(": ").s(d.Reason).end("result", -1)
 	} else {
-		d.trace("result", -1, fmt.Sprintf("keep %d replicas", current))
+		d.line().s("keep ").i(int64(current)).s(" replicas").end("result", -1)
 	}
-	return d
 }
 
-func decideScaleFailed(d *Decision, in Input) {
+func decideScaleFailed(d *decision, in Input) {
 	d.Phase = PhaseScaleFailed
 	err := in.ScaleErr
 	if err == nil {
@@ -248,7 +266,7 @@ func decideScaleFailed(d *Decision, in Input) {
 	d.setCondition(autoscalingv2.AbleToScale, corev1.ConditionFalse, "FailedGetScale", "the HPA controller was unable to get the target's current scale: "+err.Error())
 	switch stage {
 	case ScaleErrorAPIVersion:
-		d.Err = fmt.Errorf("invalid API version in scale target reference: %v%w", err, ErrSpec)
+		d.Err = &SpecError{Err: fmt.Errorf("invalid API version in scale target reference: %v", err)}
 	case ScaleErrorMapping:
 		d.Err = fmt.Errorf("unable to determine resource for scale target reference: %w", err)
 	default:
@@ -259,7 +277,7 @@ func decideScaleFailed(d *Decision, in Input) {
 
 // computeMetrics is upstream's computeReplicasForMetrics: the maximum proposal over all metrics,
 // the blocking rule for partial failures and the ScalingActive condition.
-func computeMetrics(d *Decision, in Input) (int32, string, error) {
+func computeMetrics(d *decision, in Input) (int32, string, error) {
 	if err := validateSelector(d, in); err != nil {
 		return -1, "", err
 	}
@@ -316,7 +334,7 @@ func computeMetrics(d *Decision, in Input) (int32, string, error) {
 	if invalidCount > 0 {
 		d.trace("proposal", -1, fmt.Sprintf("%d of %d metrics failed; the others propose %d >= current %d, so scaling goes ahead (the reconcile still reports the error)", invalidCount, len(specs), replicas, in.Scale.SpecReplicas))
 	}
-	d.trace("proposal", -1, fmt.Sprintf("highest proposal: %d replicas from %s", replicas, metric))
+	d.line().s("highest proposal: ").i(int64(replicas)).s(" replicas from ").s(metric).end("proposal", -1)
 	return replicas, metric, err
 }
 
@@ -328,7 +346,7 @@ func conditionTypeFor(firstErr error) autoscalingv2.HorizontalPodAutoscalerCondi
 }
 
 // validateSelector is upstream's validateAndParseSelector on the inputs the core is given.
-func validateSelector(d *Decision, in Input) error {
+func validateSelector(d *decision, in Input) error {
 	sel := in.Scale.Selector
 	if sel == "" {
 		msg := "selector is required"
@@ -352,20 +370,16 @@ func validateSelector(d *Decision, in Input) error {
 		d.trace("pods", -1, fmt.Sprintf("other HPAs select the same pods (%v): no scaling while they overlap", in.OtherHPAsSelectingPods))
 		return errors.New(msg)
 	}
-	d.trace("pods", -1, fmt.Sprintf("%d pods match selector %q", len(in.Pods), sel))
+	d.line().i(int64(len(in.Pods))).s(" pods match selector ").q(sel).end("pods", -1)
 	return nil
 }
 
-func (d *Decision) setCondition(t autoscalingv2.HorizontalPodAutoscalerConditionType, s corev1.ConditionStatus, reason, message string) {
+func (d *decision) setCondition(t autoscalingv2.HorizontalPodAutoscalerConditionType, s corev1.ConditionStatus, reason, message string) {
 	d.Conditions = append(d.Conditions, Condition{Type: t, Status: s, Reason: reason, Message: message})
 }
 
-func (d *Decision) event(typ, reason, message string) {
+func (d *decision) event(typ, reason, message string) {
 	d.Events = append(d.Events, Event{Type: typ, Reason: reason, Message: message})
-}
-
-func (d *Decision) trace(stage string, metric int, text string) {
-	d.Trace = append(d.Trace, Step{Stage: stage, Metric: metric, Text: text})
 }
 
 // tolerancesFor is upstream's tolerancesForHpa.

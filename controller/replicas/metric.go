@@ -44,7 +44,7 @@ type failure struct {
 }
 
 // compute is upstream's computeReplicasForMetric for spec i, filling r.
-func (c *calc) compute(d *Decision, i int, spec *autoscalingv2.MetricSpec, md MetricData, r *MetricResult) {
+func (c *calc) compute(d *decision, i int, spec *autoscalingv2.MetricSpec, md MetricData, r *MetricResult) {
 	r.Index = i
 	r.Type = spec.Type
 	r.Name = MetricName(*spec)
@@ -61,7 +61,7 @@ func (c *calc) compute(d *Decision, i int, spec *autoscalingv2.MetricSpec, md Me
 	case autoscalingv2.ExternalMetricSourceType:
 		f = c.external(d, spec, md, r)
 	default:
-		err := fmt.Errorf("unknown metric source type %q%w", string(spec.Type), ErrSpec)
+		err := &SpecError{Err: fmt.Errorf("unknown metric source type %q", string(spec.Type))}
 		f = &failure{reason: "InvalidMetricSourceType", inner: err, outer: err}
 	}
 	if f == nil {
@@ -83,7 +83,7 @@ func metricLabel(r *MetricResult) string {
 	return string(r.Type)
 }
 
-func (c *calc) resourceMetric(d *Decision, spec *autoscalingv2.MetricSpec, md MetricData, r *MetricResult) *failure {
+func (c *calc) resourceMetric(d *decision, spec *autoscalingv2.MetricSpec, md MetricData, r *MetricResult) *failure {
 	const reason = "FailedGetResourceMetric"
 	src := spec.Resource
 	if src == nil {
@@ -102,7 +102,7 @@ func (c *calc) resourceMetric(d *Decision, spec *autoscalingv2.MetricSpec, md Me
 	return nil
 }
 
-func (c *calc) containerResourceMetric(d *Decision, spec *autoscalingv2.MetricSpec, md MetricData, r *MetricResult) *failure {
+func (c *calc) containerResourceMetric(d *decision, spec *autoscalingv2.MetricSpec, md MetricData, r *MetricResult) *failure {
 	const reason = "FailedGetContainerResourceMetric"
 	src := spec.ContainerResource
 	if src == nil {
@@ -124,7 +124,7 @@ func (c *calc) containerResourceMetric(d *Decision, spec *autoscalingv2.MetricSp
 
 // resourceGeneric is upstream's computeStatusForResourceMetricGeneric: the average-value target
 // wins over the utilization target.
-func (c *calc) resourceGeneric(d *Decision, r *MetricResult, md MetricData, target autoscalingv2.MetricTarget, res corev1.ResourceName, container string) (autoscalingv2.MetricValueStatus, error) {
+func (c *calc) resourceGeneric(d *decision, r *MetricResult, md MetricData, target autoscalingv2.MetricTarget, res corev1.ResourceName, container string) (autoscalingv2.MetricValueStatus, error) {
 	if target.AverageValue != nil {
 		targetValue := target.AverageValue.MilliValue()
 		if err := positiveTarget("resource", "average value", targetValue); err != nil {
@@ -168,7 +168,7 @@ func buildQuantity(res corev1.ResourceName, milli int64) resource.Quantity {
 	return *resource.NewMilliQuantity(milli, format)
 }
 
-func (c *calc) podsMetric(d *Decision, spec *autoscalingv2.MetricSpec, md MetricData, r *MetricResult) *failure {
+func (c *calc) podsMetric(d *decision, spec *autoscalingv2.MetricSpec, md MetricData, r *MetricResult) *failure {
 	const reason = "FailedGetPodsMetric"
 	wrap := func(err error) *failure {
 		return &failure{reason, err, fmt.Errorf("failed to get pods metric value: %w", err)}
@@ -207,7 +207,7 @@ func (c *calc) podsMetric(d *Decision, spec *autoscalingv2.MetricSpec, md Metric
 	return nil
 }
 
-func (c *calc) object(d *Decision, spec *autoscalingv2.MetricSpec, md MetricData, r *MetricResult) *failure {
+func (c *calc) object(d *decision, spec *autoscalingv2.MetricSpec, md MetricData, r *MetricResult) *failure {
 	const reason = "FailedGetObjectMetric"
 	wrap := func(inner, outer error) *failure {
 		return &failure{reason, inner, fmt.Errorf("failed to get object metric value: %w", outer)}
@@ -274,7 +274,7 @@ func (c *calc) object(d *Decision, spec *autoscalingv2.MetricSpec, md MetricData
 	return nil
 }
 
-func (c *calc) external(d *Decision, spec *autoscalingv2.MetricSpec, md MetricData, r *MetricResult) *failure {
+func (c *calc) external(d *decision, spec *autoscalingv2.MetricSpec, md MetricData, r *MetricResult) *failure {
 	const reason = "FailedGetExternalMetric"
 	src := spec.External
 	if src == nil {
@@ -360,7 +360,7 @@ func (c *calc) external(d *Decision, spec *autoscalingv2.MetricSpec, md MetricDa
 
 // usageRatioReplicas is upstream's getUsageRatioReplicaCount for Object and External value
 // targets: tolerance and ready-pod count apply except when scaling from zero.
-func (c *calc) usageRatioReplicas(d *Decision, r *MetricResult, ratio float64) (int32, error) {
+func (c *calc) usageRatioReplicas(d *decision, r *MetricResult, ratio float64) (int32, error) {
 	r.Ratio, r.RebalancedRatio = ratio, ratio
 	current := c.scale.SpecReplicas
 	if current == 0 {

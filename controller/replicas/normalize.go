@@ -1,7 +1,6 @@
 package replicas
 
 import (
-	"fmt"
 	"math"
 	"time"
 
@@ -14,8 +13,25 @@ import (
 // window 0, Max, [4 Pods / 15 s, 100 Percent / 15 s]; scaleDown: Max, [100 Percent / 15 s]) and
 // an unset scaleDown window replaced by the controller's downscale stabilization window.
 func EffectiveBehavior(hpa *autoscalingv2.HorizontalPodAutoscaler, cfg Config) *autoscalingv2.HorizontalPodAutoscalerBehavior {
+	b, _ := EffectiveBehaviorDefaults(hpa, cfg)
+	return b
+}
+
+// Fields of spec.behavior that EffectiveBehaviorDefaults reports as filled in.
+const (
+	ScaleUpWindow     = "scaleUp.stabilizationWindowSeconds"
+	ScaleUpSelect     = "scaleUp.selectPolicy"
+	ScaleUpPolicies   = "scaleUp.policies"
+	ScaleDownWindow   = "scaleDown.stabilizationWindowSeconds" // from Config.DownscaleStabilizationWindow
+	ScaleDownSelect   = "scaleDown.selectPolicy"
+	ScaleDownPolicies = "scaleDown.policies"
+)
+
+// EffectiveBehaviorDefaults is EffectiveBehavior and the fields it filled in (ScaleUpWindow, ...,
+// in that order), so that a caller can say which values the HPA did not set.
+func EffectiveBehaviorDefaults(hpa *autoscalingv2.HorizontalPodAutoscaler, cfg Config) (*autoscalingv2.HorizontalPodAutoscalerBehavior, []string) {
 	if hpa == nil || hpa.Spec.Behavior == nil {
-		return nil
+		return nil, nil
 	}
 	b := hpa.Spec.Behavior
 	maxPolicy := autoscalingv2.MaxChangePolicySelect
@@ -33,30 +49,39 @@ func EffectiveBehavior(hpa *autoscalingv2.HorizontalPodAutoscaler, cfg Config) *
 			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
 		},
 	}
+	var defaulted []string
 	out := &autoscalingv2.HorizontalPodAutoscalerBehavior{
-		ScaleUp:   fillRules(b.ScaleUp, upDefault),
-		ScaleDown: fillRules(b.ScaleDown, downDefault),
+		ScaleUp:   fillRules(b.ScaleUp, upDefault, &defaulted, ScaleUpWindow, ScaleUpSelect, ScaleUpPolicies),
+		ScaleDown: fillRules(b.ScaleDown, downDefault, &defaulted, ScaleDownWindow, ScaleDownSelect, ScaleDownPolicies),
 	}
 	if out.ScaleDown.StabilizationWindowSeconds == nil {
 		out.ScaleDown.StabilizationWindowSeconds = ptr(int32(cfg.DownscaleStabilizationWindow.Seconds()))
 	}
-	return out
+	return out, defaulted
 }
 
-// fillRules copies the set fields of from over def, as the API's defaulting does.
-func fillRules(from *autoscalingv2.HPAScalingRules, def autoscalingv2.HPAScalingRules) *autoscalingv2.HPAScalingRules {
+// fillRules copies the set fields of from over def, as the API's defaulting does, and appends
+// the names of the fields it left at def's value (a scaleDown window still nil in def is
+// filled from the Config by the caller).
+func fillRules(from *autoscalingv2.HPAScalingRules, def autoscalingv2.HPAScalingRules, defaulted *[]string, window, selectPolicy, policies string) *autoscalingv2.HPAScalingRules {
 	if from == nil {
-		return &def
+		from = &autoscalingv2.HPAScalingRules{}
 	}
 	from = from.DeepCopy()
-	if from.SelectPolicy != nil {
-		def.SelectPolicy = from.SelectPolicy
-	}
 	if from.StabilizationWindowSeconds != nil {
 		def.StabilizationWindowSeconds = from.StabilizationWindowSeconds
+	} else {
+		*defaulted = append(*defaulted, window)
+	}
+	if from.SelectPolicy != nil {
+		def.SelectPolicy = from.SelectPolicy
+	} else {
+		*defaulted = append(*defaulted, selectPolicy)
 	}
 	if from.Policies != nil {
 		def.Policies = from.Policies
+	} else {
+		*defaulted = append(*defaulted, policies)
 	}
 	if from.Tolerance != nil {
 		def.Tolerance = from.Tolerance
@@ -68,7 +93,7 @@ func ptr[T any](v T) *T { return &v }
 
 // normalizeLegacy is upstream's normalizeDesiredReplicas: downscale stabilization over the
 // controller window, then the max(factor x current, minimum) scale-up cap and min/max.
-func normalizeLegacy(d *Decision, in Input, current, desired int32) int32 {
+func normalizeLegacy(d *decision, in Input, current, desired int32) int32 {
 	window := in.Config.DownscaleStabilizationWindow
 	cutoff := in.Now.Add(-window)
 	st := &Stabilization{Legacy: true, DownWindow: window, Recommendation: desired, UpRecommendation: desired}
@@ -95,8 +120,8 @@ func normalizeLegacy(d *Decision, in Input, current, desired int32) int32 {
 		d.setCondition(autoscalingv2.AbleToScale, corev1.ConditionTrue, st.Reason, msgReadyForNewScale)
 	}
 	d.Stabilization = st
-	d.trace("stabilization", -1, fmt.Sprintf("no behavior: highest of %d and %d recommendations within the last %s -> %d (%s)",
-		desired, len(st.Considered), window, maxRec, st.Reason))
+	d.line().s("no behavior: highest of ").i(int64(desired)).s(" and ").i(int64(len(st.Considered))).s(" recommendations within the last ").dur(window).
+		s(" -> ").i(int64(maxRec)).s(" (").s(st.Reason).s(")").end("stabilization", -1)
 
 	upLimit := int32(math.Max(in.Config.LegacyScaleUpFactor*float64(current), in.Config.LegacyScaleUpMinimum))
 	lim := &Limit{Input: maxRec, UpLimit: upLimit, DownLimit: d.MinReplicas}
@@ -104,8 +129,8 @@ func normalizeLegacy(d *Decision, in Input, current, desired int32) int32 {
 	lim.Result, lim.Reason, lim.Limited = result, reason, result != maxRec
 	d.Limit = lim
 	d.setCondition(autoscalingv2.ScalingLimited, limitedStatus(lim.Limited), reason, message)
-	d.trace("limits", -1, fmt.Sprintf("no behavior: scale-up limit max(%g x %d, %g) = %d, range [%d, %d]: %d -> %d (%s)",
-		in.Config.LegacyScaleUpFactor, current, in.Config.LegacyScaleUpMinimum, upLimit, d.MinReplicas, d.MaxReplicas, maxRec, result, reason))
+	d.line().s("no behavior: scale-up limit max(").g(in.Config.LegacyScaleUpFactor).s(" x ").i(int64(current)).s(", ").g(in.Config.LegacyScaleUpMinimum).s(") = ").i(int64(upLimit)).
+		s(", range [").i(int64(d.MinReplicas)).s(", ").i(int64(d.MaxReplicas)).s("]: ").i(int64(maxRec)).s(" -> ").i(int64(result)).s(" (").s(reason).s(")").end("limits", -1)
 	return result
 }
 
@@ -142,7 +167,7 @@ func record(recs []Recommendation, old int, rec Recommendation) []Recommendation
 }
 
 // normalizeWithBehavior is upstream's normalizeDesiredReplicasWithBehaviors.
-func normalizeWithBehavior(d *Decision, in Input, current, desired int32) int32 {
+func normalizeWithBehavior(d *decision, in Input, current, desired int32) int32 {
 	b := EffectiveBehavior(in.HPA, in.Config)
 	up, down := b.ScaleUp, b.ScaleDown
 	upWindow, downWindow := seconds(*up.StabilizationWindowSeconds), seconds(*down.StabilizationWindowSeconds)
@@ -186,15 +211,15 @@ func normalizeWithBehavior(d *Decision, in Input, current, desired int32) int32 
 		d.setCondition(autoscalingv2.AbleToScale, corev1.ConditionTrue, st.Reason, msgScaleDownStabilized)
 	}
 	d.Stabilization = st
-	d.trace("stabilization", -1, fmt.Sprintf("behavior: lowest recommendation over the last %s is %d, highest over the last %s is %d; current %d kept between them -> %d (%s)",
-		upWindow, st.UpRecommendation, downWindow, st.DownRecommendation, current, stabilized, st.Reason))
+	d.line().s("behavior: lowest recommendation over the last ").dur(upWindow).s(" is ").i(int64(st.UpRecommendation)).s(", highest over the last ").dur(downWindow).
+		s(" is ").i(int64(st.DownRecommendation)).s("; current ").i(int64(current)).s(" kept between them -> ").i(int64(stabilized)).s(" (").s(st.Reason).s(")").end("stabilization", -1)
 
 	lim, message := behaviorRateLimit(up, down, current, stabilized, d.MinReplicas, d.MaxReplicas, d.History, in.Now)
 	reason, result := lim.Reason, lim.Result
 	d.Limit = lim
 	d.setCondition(autoscalingv2.ScalingLimited, limitedStatus(lim.Limited), reason, message)
-	d.trace("limits", -1, fmt.Sprintf("behavior: rate limit up %s, down %s, range [%d, %d]: %d -> %d (%s)",
-		limitText(lim.UpLimit), limitText(lim.DownLimit), d.MinReplicas, d.MaxReplicas, stabilized, result, reason))
+	d.line().s("behavior: rate limit up ").limit(lim.UpLimit).s(", down ").limit(lim.DownLimit).s(", range [").i(int64(d.MinReplicas)).s(", ").i(int64(d.MaxReplicas)).
+		s("]: ").i(int64(stabilized)).s(" -> ").i(int64(result)).s(" (").s(reason).s(")").end("limits", -1)
 	return result
 }
 
@@ -235,11 +260,11 @@ func behaviorRateLimit(up, down *autoscalingv2.HPAScalingRules, current, stabili
 	return lim, message
 }
 
-func limitText(l int32) string {
-	if l < 0 {
-		return "not applied"
+func (l line) limit(v int32) line {
+	if v < 0 {
+		return l.s("not applied")
 	}
-	return fmt.Sprint(l)
+	return l.i(int64(v))
 }
 
 // policyLimit is upstream's calculateScaleUpLimitWithScalingRules (up) or

@@ -50,7 +50,6 @@ type requestSpec struct {
 // One pass over the pods keeps each pod's memory touched once, which matters at thousands of pods.
 func (c *calc) group(samples map[string]Sample, res corev1.ResourceName, pts []PodTreatment, rs requestSpec) grouping {
 	var g grouping
-	var memo requestMemo
 	cpu := res == corev1.ResourceCPU
 	for k, pod := range c.pods {
 		pt := &pts[k]
@@ -62,7 +61,7 @@ func (c *calc) group(samples map[string]Sample, res corev1.ResourceName, pts []P
 		}
 		pt.Name = pod.Name
 		if rs.enabled && g.requestErr == nil {
-			pt.Request, g.requestErr = podRequest(pod, rs.container, res, rs.podLevel, &memo)
+			pt.Request, g.requestErr = PodRequest(pod, rs.container, res, rs.podLevel)
 		}
 		s, found := samples[pod.Name]
 		if found {
@@ -137,7 +136,7 @@ func (c *calc) cpuUnready(pod *corev1.Pod, s Sample) string {
 }
 
 // utilization is upstream's GetResourceReplicas on the given samples (Utilization targets).
-func (c *calc) utilization(d *Decision, r *MetricResult, md MetricData, res corev1.ResourceName, container string, target int32) (replicas, util int32, raw int64, err error) {
+func (c *calc) utilization(d *decision, r *MetricResult, md MetricData, res corev1.ResourceName, container string, target int32) (replicas, util int32, raw int64, err error) {
 	if md.Err != nil {
 		return 0, 0, 0, fmt.Errorf("unable to get metrics for resource %s: %w", res, md.Err)
 	}
@@ -167,19 +166,19 @@ func (c *calc) utilization(d *Decision, r *MetricResult, md MetricData, res core
 	if container != "" {
 		scope = "of container " + container + "'s request"
 	}
-	d.trace("pods", r.Index, groupingText(r.Name, g, len(md.PodSamples)-(g.ready+g.removed)))
-	d.trace("metric", r.Index, fmt.Sprintf("%s: %d ready pods use %s of %s requested = %d%% %s vs target %d%% -> ratio %.3f",
-		r.Name, g.ready, milli(usageSum), milli(reqSum), util, scope, target, ratio))
+	d.groupingLine(r, g, len(md.PodSamples)-(g.ready+g.removed))
+	d.line().s(r.Name).s(": ").i(int64(g.ready)).s(" ready pods use ").milli(usageSum).s(" of ").milli(reqSum).s(" requested = ").i(int64(util)).s("% ").s(scope).
+		s(" vs target ").i(int64(target)).s("% -> ratio ").f3(ratio).end("metric", r.Index)
 
 	upWithUnready := g.unready > 0 && ratio > 1.0
 	if !upWithUnready && g.missing == 0 {
 		if c.tol.Within(ratio) {
 			r.WithinTolerance = true
-			d.trace("proposal", r.Index, fmt.Sprintf("%s: ratio %.3f is within tolerance [%.3f, %.3f] -> keep %d replicas", r.Name, ratio, 1-c.tol.Down, 1+c.tol.Up, current))
+			d.line().s(r.Name).s(": ratio ").f3(ratio).s(" is within tolerance [").f3(1-c.tol.Down).s(", ").f3(1+c.tol.Up).s("] -> keep ").i(int64(current)).s(" replicas").end("proposal", r.Index)
 			return current, util, raw, nil
 		}
 		replicas = int32(math.Ceil(ratio * float64(g.ready)))
-		d.trace("proposal", r.Index, fmt.Sprintf("%s: ceil(%.3f x %d ready pods) -> %d replicas", r.Name, ratio, g.ready, replicas))
+		d.line().s(r.Name).s(": ceil(").f3(ratio).s(" x ").i(int64(g.ready)).s(" ready pods) -> ").i(int64(replicas)).s(" replicas").end("proposal", r.Index)
 		return replicas, util, raw, nil
 	}
 
@@ -222,15 +221,15 @@ func (c *calc) utilization(d *Decision, r *MetricResult, md MetricData, res core
 	newUtil := int32((usage2 * 100) / req2)
 	newRatio := float64(newUtil) / float64(target)
 	r.RebalancedRatio = newRatio
-	d.trace("metric", r.Index, fmt.Sprintf("%s: rebalanced with %d missing pods at %s and %s -> %d%% -> ratio %.3f",
-		r.Name, g.missing, assumed, unreadyText(upWithUnready, g.unready), newUtil, newRatio))
+	d.line().s(r.Name).s(": rebalanced with ").i(int64(g.missing)).s(" missing pods at ").s(assumed).s(" and ").unready(upWithUnready, g.unready).
+		s(" -> ").i(int64(newUtil)).s("% -> ratio ").f3(newRatio).end("metric", r.Index)
 	replicas = c.rebalancedReplicas(d, r, ratio, newRatio, entries2)
 	return replicas, util, raw, nil
 }
 
 // plainPods is upstream's calcPlainMetricReplicas (Pods metrics and Resource AverageValue
 // targets); fetchErr is the already-wrapped fetch error.
-func (c *calc) plainPods(d *Decision, r *MetricResult, md MetricData, fetchErr error, res corev1.ResourceName, target int64) (replicas int32, usage int64, err error) {
+func (c *calc) plainPods(d *decision, r *MetricResult, md MetricData, fetchErr error, res corev1.ResourceName, target int64) (replicas int32, usage int64, err error) {
 	if fetchErr != nil {
 		return 0, 0, fetchErr
 	}
@@ -253,19 +252,18 @@ func (c *calc) plainPods(d *Decision, r *MetricResult, md MetricData, fetchErr e
 	ratio := float64(usage) / float64(target)
 	r.Ratio, r.RebalancedRatio, r.ReadyPods = ratio, ratio, g.ready
 	current := c.scale.SpecReplicas
-	d.trace("pods", r.Index, groupingText(r.Name, g, entries-g.ready))
-	d.trace("metric", r.Index, fmt.Sprintf("%s: average %s over %d samples vs target %s -> ratio %.3f",
-		r.Name, milli(usage), entries, milli(target), ratio))
+	d.groupingLine(r, g, entries-g.ready)
+	d.line().s(r.Name).s(": average ").milli(usage).s(" over ").i(int64(entries)).s(" samples vs target ").milli(target).s(" -> ratio ").f3(ratio).end("metric", r.Index)
 
 	upWithUnready := g.unready > 0 && ratio > 1.0
 	if !upWithUnready && g.missing == 0 {
 		if c.tol.Within(ratio) {
 			r.WithinTolerance = true
-			d.trace("proposal", r.Index, fmt.Sprintf("%s: ratio %.3f is within tolerance [%.3f, %.3f] -> keep %d replicas", r.Name, ratio, 1-c.tol.Down, 1+c.tol.Up, current))
+			d.line().s(r.Name).s(": ratio ").f3(ratio).s(" is within tolerance [").f3(1-c.tol.Down).s(", ").f3(1+c.tol.Up).s("] -> keep ").i(int64(current)).s(" replicas").end("proposal", r.Index)
 			return current, usage, nil
 		}
 		replicas = int32(math.Ceil(ratio * float64(g.ready)))
-		d.trace("proposal", r.Index, fmt.Sprintf("%s: ceil(%.3f x %d ready pods) -> %d replicas", r.Name, ratio, g.ready, replicas))
+		d.line().s(r.Name).s(": ceil(").f3(ratio).s(" x ").i(int64(g.ready)).s(" ready pods) -> ").i(int64(replicas)).s(" replicas").end("proposal", r.Index)
 		return replicas, usage, nil
 	}
 
@@ -302,42 +300,42 @@ func (c *calc) plainPods(d *Decision, r *MetricResult, md MetricData, fetchErr e
 	newUsage := total2 / int64(entries2)
 	newRatio := float64(newUsage) / float64(target)
 	r.RebalancedRatio = newRatio
-	d.trace("metric", r.Index, fmt.Sprintf("%s: rebalanced with %d missing pods at %s and %s -> average %s -> ratio %.3f",
-		r.Name, g.missing, assumed, unreadyText(upWithUnready, g.unready), milli(newUsage), newRatio))
+	d.line().s(r.Name).s(": rebalanced with ").i(int64(g.missing)).s(" missing pods at ").s(assumed).s(" and ").unready(upWithUnready, g.unready).
+		s(" -> average ").milli(newUsage).s(" -> ratio ").f3(newRatio).end("metric", r.Index)
 	replicas = c.rebalancedReplicas(d, r, ratio, newRatio, entries2)
 	return replicas, usage, nil
 }
 
 // rebalancedReplicas is the common tail of both pod algorithms after missing and unready pods
 // were filled in: hold on tolerance or a flipped direction, else ceil(newRatio x entries).
-func (c *calc) rebalancedReplicas(d *Decision, r *MetricResult, ratio, newRatio float64, entries int) int32 {
+func (c *calc) rebalancedReplicas(d *decision, r *MetricResult, ratio, newRatio float64, entries int) int32 {
 	current := c.scale.SpecReplicas
 	if c.tol.Within(newRatio) {
 		r.WithinTolerance = true
-		d.trace("proposal", r.Index, fmt.Sprintf("%s: rebalanced ratio %.3f is within tolerance -> keep %d replicas", r.Name, newRatio, current))
+		d.line().s(r.Name).s(": rebalanced ratio ").f3(newRatio).s(" is within tolerance -> keep ").i(int64(current)).s(" replicas").end("proposal", r.Index)
 		return current
 	}
 	if (ratio < 1.0 && newRatio > 1.0) || (ratio > 1.0 && newRatio < 1.0) {
-		d.trace("proposal", r.Index, fmt.Sprintf("%s: rebalancing flipped the direction (%.3f -> %.3f) -> keep %d replicas", r.Name, ratio, newRatio, current))
+		d.line().s(r.Name).s(": rebalancing flipped the direction (").f3(ratio).s(" -> ").f3(newRatio).s(") -> keep ").i(int64(current)).s(" replicas").end("proposal", r.Index)
 		return current
 	}
 	n := int32(math.Ceil(newRatio * float64(entries)))
 	if (newRatio < 1.0 && n > current) || (newRatio > 1.0 && n < current) {
-		d.trace("proposal", r.Index, fmt.Sprintf("%s: ceil(%.3f x %d samples) = %d would move against the ratio's direction -> keep %d replicas", r.Name, newRatio, entries, n, current))
+		d.line().s(r.Name).s(": ceil(").f3(newRatio).s(" x ").i(int64(entries)).s(" samples) = ").i(int64(n)).s(" would move against the ratio's direction -> keep ").i(int64(current)).s(" replicas").end("proposal", r.Index)
 		return current
 	}
-	d.trace("proposal", r.Index, fmt.Sprintf("%s: ceil(%.3f x %d samples) -> %d replicas", r.Name, newRatio, entries, n))
+	d.line().s(r.Name).s(": ceil(").f3(newRatio).s(" x ").i(int64(entries)).s(" samples) -> ").i(int64(n)).s(" replicas").end("proposal", r.Index)
 	return n
 }
 
-func groupingText(name string, g grouping, superfluous int) string {
-	return fmt.Sprintf("%s: pods %d ready, %d unready, %d missing a metric, %d ignored (deleting or failed); %d samples for pods not selected",
-		name, g.ready, g.unready, g.missing, g.ignored, superfluous)
+func (d *decision) groupingLine(r *MetricResult, g grouping, superfluous int) {
+	d.line().s(r.Name).s(": pods ").i(int64(g.ready)).s(" ready, ").i(int64(g.unready)).s(" unready, ").i(int64(g.missing)).s(" missing a metric, ").
+		i(int64(g.ignored)).s(" ignored (deleting or failed); ").i(int64(superfluous)).s(" samples for pods not selected").end("pods", r.Index)
 }
 
-func unreadyText(applied bool, n int) string {
+func (l line) unready(applied bool, n int) line {
 	if applied {
-		return fmt.Sprintf("%d unready pods at 0", n)
+		return l.i(int64(n)).s(" unready pods at 0")
 	}
-	return "unready pods left out"
+	return l.s("unready pods left out")
 }

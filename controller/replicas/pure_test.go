@@ -232,7 +232,7 @@ func TestPodRequestMatchesUpstream(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "test-pod", Namespace: testNamespace}, Spec: tc.spec}
-			got, err := podRequest(p, tc.container, corev1.ResourceCPU, tc.gate, nil)
+			got, err := PodRequest(p, tc.container, corev1.ResourceCPU, tc.gate)
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("error = %v, want %q", err, tc.wantErr)

@@ -2,23 +2,46 @@ package replicas
 
 import (
 	"fmt"
-	"reflect"
+
 	"strings"
-	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// podRequest is upstream's per-pod request for a utilization denominator, in milli-units:
-// pod-level requests when the PodLevelResources gate is on, the pod sets them and no container
-// is named; otherwise the named container's request, or the sum over containers and restartable
-// init (sidecar) containers. It allocates nothing unless it fails.
-func podRequest(pod *corev1.Pod, container string, res corev1.ResourceName, podLevelGate bool, memo *requestMemo) (int64, error) {
-	if podLevelGate && container == "" && podLevelRequestsSet(pod) {
+// RequestError is why a pod has no request to divide its usage by: a container (or, with
+// pod-level requests, the pod) without a request for the resource, or a named container the pod
+// does not have. Its text is upstream's.
+type RequestError struct {
+	Pod      string
+	Resource corev1.ResourceName
+	// Container lacks the request, or is the named container that is not in the pod; empty when
+	// the pod-level request is missing.
+	Container string
+	// NotFound: the named Container is not in the pod.
+	NotFound bool
+}
+
+func (e *RequestError) Error() string {
+	switch {
+	case e.NotFound:
+		return fmt.Sprintf("container %s not found in Pod %s", e.Container, e.Pod)
+	case e.Container == "":
+		return fmt.Sprintf("missing pod-level request for %s in Pod %s", e.Resource, e.Pod)
+	}
+	return fmt.Sprintf("missing request for %s in container %s of Pod %s", e.Resource, e.Container, e.Pod)
+}
+
+// PodRequest is the pod's request for res as upstream divides a utilization by, in
+// milli-units: pod-level requests (plus overhead) when the PodLevelResources gate (podLevel) is
+// on, the pod sets them and no container is named; otherwise the named container's request,
+// or the sum over containers and restartable init (sidecar) containers. The error is a
+// *RequestError. It allocates nothing unless it fails.
+func PodRequest(pod *corev1.Pod, container string, res corev1.ResourceName, podLevel bool) (int64, error) {
+	if podLevel && container == "" && podLevelRequestsSet(pod) {
 		q, ok := podLevelRequest(pod, res)
 		if !ok {
-			return 0, fmt.Errorf("missing pod-level request for %s in Pod %s", res, pod.Name)
+			return 0, &RequestError{Pod: pod.Name, Resource: res}
 		}
 		return q.MilliValue(), nil
 	}
@@ -27,7 +50,7 @@ func podRequest(pod *corev1.Pod, container string, res corev1.ResourceName, podL
 	// on a name match (even the empty name) is upstream's.
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		done, err := addContainerRequest(&total, c, container, res, pod.Name, memo)
+		done, err := addContainerRequest(&total, c, container, res, pod.Name)
 		if err != nil || done {
 			return total, err
 		}
@@ -37,24 +60,24 @@ func podRequest(pod *corev1.Pod, container string, res corev1.ResourceName, podL
 		if !restartable(c) {
 			continue
 		}
-		done, err := addContainerRequest(&total, c, container, res, pod.Name, memo)
+		done, err := addContainerRequest(&total, c, container, res, pod.Name)
 		if err != nil || done {
 			return total, err
 		}
 	}
 	if container != "" {
-		return 0, fmt.Errorf("container %s not found in Pod %s", container, pod.Name)
+		return 0, &RequestError{Pod: pod.Name, Resource: res, Container: container, NotFound: true}
 	}
 	return total, nil
 }
 
-func addContainerRequest(total *int64, c *corev1.Container, container string, res corev1.ResourceName, podName string, memo *requestMemo) (done bool, err error) {
+func addContainerRequest(total *int64, c *corev1.Container, container string, res corev1.ResourceName, podName string) (done bool, err error) {
 	if container == "" || container == c.Name {
-		milli, ok := memo.lookup(c.Resources.Requests, res)
+		q, ok := c.Resources.Requests[res]
 		if !ok {
-			return false, fmt.Errorf("missing request for %s in container %s of Pod %s", res, c.Name, podName)
+			return false, &RequestError{Pod: podName, Resource: res, Container: c.Name}
 		}
-		*total += milli
+		*total += q.MilliValue()
 	}
 	if container == c.Name {
 		return true, nil
@@ -149,28 +172,4 @@ func addTo(acc *resource.Quantity, has *bool, v resource.Quantity) {
 		return
 	}
 	acc.Add(v)
-}
-
-// requestMemo remembers the last request map read for one resource. The pods of a workload
-// often share one map (run's informer cache interns identical request maps), so comparing map
-// identity replaces a hashed lookup and a Quantity conversion per container. Inputs are never
-// mutated during a decision, so a map seen twice holds the same value. A nil memo just looks up.
-type requestMemo struct {
-	m     unsafe.Pointer
-	milli int64
-	ok    bool
-}
-
-func (r *requestMemo) lookup(list corev1.ResourceList, res corev1.ResourceName) (int64, bool) {
-	if r == nil {
-		q, ok := list[res]
-		return q.MilliValue(), ok
-	}
-	p := reflect.ValueOf(list).UnsafePointer()
-	if p != nil && p == r.m {
-		return r.milli, r.ok
-	}
-	q, ok := list[res]
-	r.m, r.milli, r.ok = p, q.MilliValue(), ok
-	return r.milli, ok
 }

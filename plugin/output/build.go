@@ -89,7 +89,7 @@ func Build(f Facts) *Explanation {
 
 	if d.Phase != replicas.PhaseScaleFailed {
 		// Without a scale there is no current count and nothing to compute.
-		e.Arithmetic = arithmeticOf(d, e.Metrics, in.Now)
+		e.Arithmetic = arithmeticOf(d, e.Metrics, in.Now, in.Config)
 	}
 	e.Decision = decisionOf(d)
 	e.Verdict = verdictOf(d, e)
@@ -120,45 +120,14 @@ func behaviorOf(b *autoscalingv2.HorizontalPodAutoscalerBehavior, cfg replicas.C
 	if b == nil {
 		return &Behavior{Legacy: true}
 	}
-	out := &Behavior{}
-	up := autoscalingv2.HPAScalingRules{}
-	if b.ScaleUp != nil {
-		up = *b.ScaleUp.DeepCopy()
-	}
-	down := autoscalingv2.HPAScalingRules{}
-	if b.ScaleDown != nil {
-		down = *b.ScaleDown.DeepCopy()
-	}
-	if up.StabilizationWindowSeconds == nil {
-		up.StabilizationWindowSeconds = ptr(int32(0))
-		out.Defaulted = append(out.Defaulted, "scaleUp.stabilizationWindowSeconds")
-	}
-	if up.SelectPolicy == nil {
-		up.SelectPolicy = ptr(autoscalingv2.MaxChangePolicySelect)
-		out.Defaulted = append(out.Defaulted, "scaleUp.selectPolicy")
-	}
-	if len(up.Policies) == 0 {
-		up.Policies = []autoscalingv2.HPAScalingPolicy{
-			{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 15},
-			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
+	eff, defaulted := replicas.EffectiveBehaviorDefaults(&autoscalingv2.HorizontalPodAutoscaler{Spec: autoscalingv2.HorizontalPodAutoscalerSpec{Behavior: b}}, cfg)
+	out := &Behavior{ScaleUp: eff.ScaleUp, ScaleDown: eff.ScaleDown}
+	for _, f := range defaulted {
+		if f == replicas.ScaleDownWindow {
+			f += " (cluster --horizontal-pod-autoscaler-downscale-stabilization)"
 		}
-		out.Defaulted = append(out.Defaulted, "scaleUp.policies")
+		out.Defaulted = append(out.Defaulted, f)
 	}
-	if down.StabilizationWindowSeconds == nil {
-		down.StabilizationWindowSeconds = ptr(int32(cfg.DownscaleStabilizationWindow / time.Second))
-		out.Defaulted = append(out.Defaulted, "scaleDown.stabilizationWindowSeconds (cluster --horizontal-pod-autoscaler-downscale-stabilization)")
-	}
-	if down.SelectPolicy == nil {
-		down.SelectPolicy = ptr(autoscalingv2.MaxChangePolicySelect)
-		out.Defaulted = append(out.Defaulted, "scaleDown.selectPolicy")
-	}
-	if len(down.Policies) == 0 {
-		down.Policies = []autoscalingv2.HPAScalingPolicy{
-			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
-		}
-		out.Defaulted = append(out.Defaulted, "scaleDown.policies")
-	}
-	out.ScaleUp, out.ScaleDown = &up, &down
 	return out
 }
 
@@ -345,7 +314,7 @@ func age(now, t time.Time) string {
 	return duration.HumanDuration(now.Sub(t))
 }
 
-func arithmeticOf(d replicas.Decision, ms []Metric, now time.Time) *Arithmetic {
+func arithmeticOf(d replicas.Decision, ms []Metric, now time.Time, cfg replicas.Config) *Arithmetic {
 	a := &Arithmetic{ChosenMetric: d.MetricName, Desired: d.DesiredReplicas}
 	for _, m := range ms {
 		if m.Computed {
@@ -379,14 +348,14 @@ func arithmeticOf(d replicas.Decision, ms []Metric, now time.Time) *Arithmetic {
 		for _, p := range l.Policies {
 			lim.Policies = append(lim.Policies, PolicyLimit{Direction: p.Direction, Type: string(p.Type), Value: p.Value, PeriodSeconds: p.PeriodSeconds, PeriodStart: p.PeriodStart, Proposal: p.Proposal})
 		}
-		lim.BindingPolicy = bindingPolicy(l, d.Stabilization == nil || !d.Stabilization.Legacy)
+		lim.BindingPolicy = bindingPolicy(l, d.Stabilization == nil || !d.Stabilization.Legacy, cfg)
 		a.Limits = lim
 	}
 	return a
 }
 
 // bindingPolicy names the rate limit that capped the count ("scaleUp Pods=2 per 60s").
-func bindingPolicy(l *replicas.Limit, withBehavior bool) string {
+func bindingPolicy(l *replicas.Limit, withBehavior bool, cfg replicas.Config) string {
 	var dir string
 	var limit int32
 	switch l.Reason {
@@ -398,7 +367,7 @@ func bindingPolicy(l *replicas.Limit, withBehavior bool) string {
 		return ""
 	}
 	if !withBehavior || len(l.Policies) == 0 {
-		return fmt.Sprintf("the legacy scale-up cap max(2x current, 4) = %d", limit)
+		return fmt.Sprintf("the legacy scale-up cap max(%gx current, %g) = %d", cfg.LegacyScaleUpFactor, cfg.LegacyScaleUpMinimum, limit)
 	}
 	for _, p := range l.Policies {
 		if p.Direction == dir && p.Proposal == limit {

@@ -360,3 +360,34 @@ func TestVerdictDetailsAnswerTheUsualFollowUps(t *testing.T) {
 		})
 	}
 }
+
+// TestLegacyScaleUpCapComesFromTheConfig: the binding legacy cap is named with the controller's
+// factor and minimum, not upstream's defaults written into the text.
+func TestLegacyScaleUpCapComesFromTheConfig(t *testing.T) {
+	l := &replicas.Limit{Reason: "ScaleUpLimit", UpLimit: 9}
+	cfg := replicas.DefaultConfig()
+	if got, want := bindingPolicy(l, false, cfg), "the legacy scale-up cap max(2x current, 4) = 9"; got != want {
+		t.Errorf("default config: %q, want %q", got, want)
+	}
+	cfg.LegacyScaleUpFactor, cfg.LegacyScaleUpMinimum = 3, 8
+	if got, want := bindingPolicy(l, false, cfg), "the legacy scale-up cap max(3x current, 8) = 9"; got != want {
+		t.Errorf("factor 3, minimum 8: %q, want %q", got, want)
+	}
+}
+
+// TestDefaultedBehaviorFieldsAreTheCoresReport: explain lists exactly the fields the core
+// filled in, which for an empty policy list is none (the core acts on no policies, as upstream).
+func TestDefaultedBehaviorFieldsAreTheCoresReport(t *testing.T) {
+	cfg := replicas.DefaultConfig()
+	b := behaviorOf(&autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleUp: &autoscalingv2.HPAScalingRules{Policies: []autoscalingv2.HPAScalingPolicy{}},
+	}, cfg)
+	want := []string{"scaleUp.stabilizationWindowSeconds", "scaleUp.selectPolicy",
+		"scaleDown.stabilizationWindowSeconds (cluster --horizontal-pod-autoscaler-downscale-stabilization)", "scaleDown.selectPolicy", "scaleDown.policies"}
+	if diff := cmp.Diff(want, b.Defaulted); diff != "" {
+		t.Errorf("defaulted (-want +got):\n%s", diff)
+	}
+	if len(b.ScaleUp.Policies) != 0 {
+		t.Errorf("scaleUp policies = %v, want the empty list the HPA sets", b.ScaleUp.Policies)
+	}
+}
