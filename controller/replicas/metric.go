@@ -24,15 +24,19 @@ type calc struct {
 }
 
 func newCalc(in Input, tol Tolerances) *calc {
+	return calcFor(in.Pods, *in.Scale, in.HPA.Namespace, tol, in.Now, in.Config)
+}
+
+func calcFor(pods []*corev1.Pod, scale Scale, namespace string, tol Tolerances, now time.Time, cfg Config) *calc {
 	return &calc{
-		pods:      in.Pods,
-		scale:     *in.Scale,
-		namespace: in.HPA.Namespace,
+		pods:      pods,
+		scale:     scale,
+		namespace: namespace,
 		tol:       tol,
-		now:       in.Now,
-		cpuInit:   in.Config.CPUInitializationPeriod,
-		delay:     in.Config.InitialReadinessDelay,
-		podLevel:  in.Config.PodLevelResources,
+		now:       now,
+		cpuInit:   cfg.CPUInitializationPeriod,
+		delay:     cfg.InitialReadinessDelay,
+		podLevel:  cfg.PodLevelResources,
 	}
 }
 

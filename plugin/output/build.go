@@ -188,22 +188,6 @@ func FormatTarget(t autoscalingv2.MetricTarget) string {
 	return "<none>"
 }
 
-func currentOf(s autoscalingv2.MetricStatus) (autoscalingv2.MetricValueStatus, bool) {
-	switch {
-	case s.Type == autoscalingv2.ResourceMetricSourceType && s.Resource != nil:
-		return s.Resource.Current, true
-	case s.Type == autoscalingv2.ContainerResourceMetricSourceType && s.ContainerResource != nil:
-		return s.ContainerResource.Current, true
-	case s.Type == autoscalingv2.PodsMetricSourceType && s.Pods != nil:
-		return s.Pods.Current, true
-	case s.Type == autoscalingv2.ObjectMetricSourceType && s.Object != nil:
-		return s.Object.Current, true
-	case s.Type == autoscalingv2.ExternalMetricSourceType && s.External != nil:
-		return s.External.Current, true
-	}
-	return autoscalingv2.MetricValueStatus{}, false
-}
-
 // formatCurrent prints the current value in the unit of the target.
 func formatCurrent(t autoscalingv2.MetricTarget, c autoscalingv2.MetricValueStatus) string {
 	switch {
@@ -229,7 +213,7 @@ func FormatCurrent(spec autoscalingv2.MetricSpec, r replicas.MetricResult) strin
 	if r.Err != nil {
 		return "<unknown>"
 	}
-	if c, ok := currentOf(r.Status); ok {
+	if c, ok := r.Current(); ok {
 		return formatCurrent(TargetOf(spec), c)
 	}
 	return "<unknown>"
