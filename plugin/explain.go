@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/scale"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -338,14 +339,14 @@ func clientsFromFlags(ctx context.Context, o *ExplainOptions) (*explainClients, 
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
-	dc, err := o.ConfigFlags.ToDiscoveryClient()
+	cached, err := o.ConfigFlags.ToDiscoveryClient()
 	if err != nil {
 		return nil, fmt.Errorf("creating the discovery client: %w", err)
 	}
-	mapper, err := o.ConfigFlags.ToRESTMapper()
-	if err != nil {
-		return nil, fmt.Errorf("creating the REST mapper: %w", err)
-	}
+	// One discovery client for every reader, the REST mapper's included, built as
+	// ConfigFlags.ToRESTMapper builds it but over the serialized cache.
+	dc := newSerialDiscovery(cached)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(dc), dc, nil)
 	sg, err := scale.NewForConfig(warnOnce, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(dc))
 	if err != nil {
 		return nil, fmt.Errorf("creating the scale client: %w", err)
