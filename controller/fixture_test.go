@@ -232,7 +232,6 @@ func cpuAt(milli int64, pods ...string) metrics.PodSamples {
 
 // fixture is sample-controller's test fixture: objects in, one reconcile, API actions out.
 type fixture struct {
-	t        *testing.T
 	kube     *fake.Clientset
 	scales   *fakeScales
 	metrics  *fakeMetrics

@@ -79,8 +79,12 @@ func TestSelectorTracker(t *testing.T) {
 		t.Errorf("c with an existence selector: %q, want [default/a default/b]", got)
 	}
 	// d moves away from a's pods: re-putting its selector unindexes the old one.
-	tr.OtherHPAs(ctx, newHPA("d"), mustParse("app=a"), podsA)
-	tr.OtherHPAs(ctx, newHPA("d"), mustParse("app=zzz"), []*corev1.Pod{newPod("z-1", "zzz")})
+	if _, err := tr.OtherHPAs(ctx, newHPA("d"), mustParse("app=a"), podsA); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.OtherHPAs(ctx, newHPA("d"), mustParse("app=zzz"), []*corev1.Pod{newPod("z-1", "zzz")}); err != nil {
+		t.Fatal(err)
+	}
 	tr.Forget(ns, "b")
 	tr.Forget(ns, "c")
 	if got, _ := tr.OtherHPAs(ctx, newHPA("a"), mustParse("app=a"), podsA); len(got) != 0 {

@@ -305,12 +305,12 @@ func (h *heapsterClient) getDirect(ctx context.Context, path string, params map[
 	if len(body) > maxHeapsterBody {
 		return nil, fmt.Errorf("%s: the answer to %s is larger than %d bytes", h.where, path, maxHeapsterBody)
 	}
-	switch {
-	case resp.StatusCode == http.StatusOK:
+	switch resp.StatusCode {
+	case http.StatusOK:
 		return body, nil
-	case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized:
+	case http.StatusForbidden, http.StatusUnauthorized:
 		return nil, fmt.Errorf("%s refused %s (%s): %s; check the URL's credentials", h.where, path, resp.Status, samples.BodySnippet(body))
-	case resp.StatusCode == http.StatusNotFound:
+	case http.StatusNotFound:
 		return nil, fmt.Errorf("%s has no %s (%s, %w); is --heapster-url pointing at heapster 1.3 or later?", h.where, path, resp.Status, errNoSuchPath)
 	default:
 		return nil, fmt.Errorf("%s answered %s to %s: %s", h.where, resp.Status, path, samples.BodySnippet(body))

@@ -122,7 +122,7 @@ type heapsterPodMetrics struct {
 func DecodeHeapsterPodMetrics(body []byte) ([]PodUsage, error) {
 	var list heapsterPodMetricsList
 	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("not a PodMetricsList (%v); body starts %s", err, BodySnippet(body))
+		return nil, fmt.Errorf("not a PodMetricsList (%w); body starts %s", err, BodySnippet(body))
 	}
 	items := make([]PodUsage, len(list.Items))
 	for i, m := range list.Items {
@@ -189,7 +189,7 @@ const maxRawValue = uint64(MaxMilliValue / 1000)
 func DecodeHeapsterModel(body []byte) (ModelResultList, error) {
 	var list ModelResultList
 	if err := json.Unmarshal(body, &list); err != nil {
-		return ModelResultList{}, fmt.Errorf("not a MetricResultList (%v); body starts %s", err, BodySnippet(body))
+		return ModelResultList{}, fmt.Errorf("not a MetricResultList (%w); body starts %s", err, BodySnippet(body))
 	}
 	return list, nil
 }

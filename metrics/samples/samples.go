@@ -65,9 +65,9 @@ func CheckFresh(ts, now time.Time, maxAge time.Duration, what string) error {
 
 // BodySnippet quotes the start of a body for an error message.
 func BodySnippet(body []byte) string {
-	const max = 64
-	if len(body) > max {
-		return fmt.Sprintf("%q...", body[:max])
+	const limit = 64
+	if len(body) > limit {
+		return fmt.Sprintf("%q...", body[:limit])
 	}
 	return fmt.Sprintf("%q", body)
 }

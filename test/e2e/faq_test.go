@@ -293,7 +293,7 @@ func faqPoll(ctx context.Context, check func(context.Context) error) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
 		case <-time.After(pollEvery):
 		}
 	}

@@ -606,25 +606,25 @@ func soakSelector(r cluster.AuditRequest) string {
 }
 
 type soakFigures struct {
-	hpas, pods                                 int
-	loadStart, loadEnd                         string
-	podsReady                                  time.Duration
-	runStarted, allReconciled                  time.Time
-	firstRead                                  time.Time
-	passInitial                                time.Duration
-	steadyFor                                  time.Duration
-	perKind                                    map[string]int
-	reconcileCount, readCount                  float64
-	meanReconcile                              time.Duration
-	syncPeriods                                []time.Duration
-	statusWrites, changes                      int
-	rss                                        []soakRSSSample
-	rssStart, rssEnd                           int64
-	heapStart, heapEnd                         float64
-	toWrite, fromSample                        time.Duration
-	decisions                                  int
-	reqsPerSync, reqsPerSyncAll, readsPerSync  float64
-	passFromThroughput, passFromBusy, passSpan time.Duration
+	hpas, pods                                int
+	loadStart, loadEnd                        string
+	podsReady                                 time.Duration
+	runStarted, allReconciled                 time.Time
+	firstRead                                 time.Time
+	passInitial                               time.Duration
+	steadyFor                                 time.Duration
+	perKind                                   map[string]int
+	reconcileCount, readCount                 float64
+	meanReconcile                             time.Duration
+	syncPeriods                               []time.Duration
+	statusWrites, changes                     int
+	rss                                       []soakRSSSample
+	rssStart, rssEnd                          int64
+	heapStart, heapEnd                        float64
+	toWrite, fromSample                       time.Duration
+	decisions                                 int
+	reqsPerSync, reqsPerSyncAll, readsPerSync float64
+	passFromThroughput, passFromBusy          time.Duration
 }
 
 // initialPass measures the first pass: from run's first metrics read to the last HPA's first

@@ -84,6 +84,7 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration, probe fu
 	var last error
 	for {
 		if p.exited() {
+			//nolint:errorlint // waitErr is nil after a clean exit, which %w would print as %!w(<nil>)
 			return fmt.Errorf("%s exited during start (%v); last lines of %s:\n%s", p.name, p.waitErr, p.logPath, tail(p.logPath, logTailLines))
 		}
 		if last = probe(ctx); last == nil {
@@ -91,7 +92,7 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration, probe fu
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %s (last probe: %v); last lines of %s:\n%s", p.name, timeout, last, p.logPath, tail(p.logPath, logTailLines))
+			return fmt.Errorf("%s not ready after %s (last probe: %w); last lines of %s:\n%s", p.name, timeout, last, p.logPath, tail(p.logPath, logTailLines))
 		case <-p.done:
 		case <-time.After(pollInterval):
 		}

@@ -204,8 +204,11 @@ func TestSlowFaultCountsAnswersTheClientGaveUpOn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = hs.Client().Do(req)
+		resp, err := hs.Client().Do(req)
 		cancel()
+		if err == nil {
+			resp.Body.Close()
+		}
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("GET %s: error %v, want the client's deadline", path, err)
 		}

@@ -480,7 +480,7 @@ func timeParam(raw string, def time.Time) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339, raw)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("timestamp argument cannot be parsed: %s", err)
+		return time.Time{}, fmt.Errorf("timestamp argument cannot be parsed: %w", err)
 	}
 	return t, nil
 }
