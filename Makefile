@@ -11,7 +11,7 @@ COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X github.com/kubectl-hpa/kubectl-hpa/plugin.version=$(VERSION) -X github.com/kubectl-hpa/kubectl-hpa/plugin.commit=$(COMMIT)
 BIN := $(CURDIR)/bin
 
-.PHONY: all test verify test-unit test-fuzz bench
+.PHONY: all test verify update test-unit test-fuzz bench
 
 all: build
 
@@ -45,14 +45,22 @@ $(BIN)/%/kubectl-hpa: $(GO_SOURCES) $(BIN)/.ldflags
 $(BIN)/%/kubectl-hpa.exe: $(GO_SOURCES) $(BIN)/.ldflags
 	$(call GOBUILD,$*,$@)
 
-## verify: formatting, vet, tidy modules, import direction
+## verify: formatting, vet, golangci-lint (.golangci.yml), tidy modules, import rules and the
+## README's package table (hack/verify-imports.sh). `make update` fixes what it can.
 # vet builds with -race so that it shares every compiled package with the unit and end-to-end
 # tests (a second, plain build of the whole dependency tree costs minutes on a cold machine).
+# golangci-lint is built once per version and cached (hack/golangci-lint.sh); it runs last, so
+# that on a cold machine make test's background build of it has the longest time to finish.
 verify:
-	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed (make update fixes it):"; echo "$$out"; exit 1; fi
 	$(GO) vet -race -tags "e2e soak" ./...
 	hack/verify-tidy.sh
 	hack/verify-imports.sh
+	GO="$(GO)" hack/golangci-lint.sh run ./...
+
+## update: go mod tidy in every module, gofmt, the golden files (tests run with -update)
+update:
+	GO="$(GO)" hack/update.sh
 
 ## test: everything CI runs: static checks, unit tests, bounded fuzzing, parity with upstream,
 ## the krew install round-trip and the end-to-end tests on a real control plane (needs root),

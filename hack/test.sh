@@ -19,8 +19,9 @@ t0=$(date +%s)
 tmp=$(mktemp -d -t kubectl-hpa-test.XXXXXX)
 rows=()
 
-# Background builds: NAME, the command, and the steps that wait for it.
-bg_names=(components plugin-all-platforms release-tools)
+# Background builds: NAME, the command, and the steps that wait for it (bg_for) or that use
+# it and wait on the build's own lock if they need it before it ends (bg_with).
+bg_names=(components plugin-all-platforms release-tools golangci-lint)
 bg_cmd_components="hack/build-testbin.sh"
 bg_for_components="test-e2e"
 bg_cmd_plugin_all_platforms="$make --no-print-directory build-all"
@@ -29,12 +30,17 @@ bg_for_plugin_all_platforms="test-e2e test-krew"
 # dist, the krew round trip and the e2e image all call hack/krew-tools.sh, which builds once.
 bg_cmd_release_tools="hack/krew-tools.sh"
 bg_for_release_tools="test-krew test-e2e"
+# verify runs golangci-lint last, after vet, which compiles for minutes on a cold machine;
+# hack/golangci-lint.sh's lock makes verify wait for this build if it is still running.
+bg_cmd_golangci_lint="hack/golangci-lint.sh build"
+bg_for_golangci_lint=""
+bg_with_golangci_lint="verify"
 declare -A bg_pid=()
 
-var() { local v="${1//-/_}"; v="bg_$2_$v"; echo "${!v}"; }
+var() { local v="${1//-/_}"; v="bg_$2_$v"; echo "${!v:-}"; }
 wanted() { # NAME: is a step that waits for it among those to run?
   local s w
-  for s in "${steps[@]}"; do for w in $(var "$1" for); do [ "$s" = "$w" ] && return 0; done; done
+  for s in "${steps[@]}"; do for w in $(var "$1" for) $(var "$1" with); do [ "$s" = "$w" ] && return 0; done; done
   return 1
 }
 
@@ -68,10 +74,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-wait_bg() { # NAME STEP
+wait_bg() { # NAME STEP [after]
   local n=$1 w0 rc secs waited
   [ -n "${bg_pid[$n]:-}" ] || return 0
-  echo "make test: $2 waits for the background build: $n"
+  [ "${3:-}" = after ] || echo "make test: $2 waits for the background build: $n"
   w0=$(date +%s)
   wait "${bg_pid[$n]}"
   unset "bg_pid[$n]"
@@ -83,7 +89,11 @@ wait_bg() { # NAME STEP
     row "$n (background)" "$secs" "FAILED (exit $rc)"
     return 1
   fi
-  row "$n (background, nice 19)" "$secs" "ok; $2 waited ${waited}s for it"
+  if [ "${3:-}" = after ]; then
+    row "$n (background, nice 19)" "$secs" "ok; $2 used it"
+  else
+    row "$n (background, nice 19)" "$secs" "ok; $2 waited ${waited}s for it"
+  fi
 }
 
 for s in "${steps[@]}"; do
@@ -98,6 +108,12 @@ for s in "${steps[@]}"; do
   "$make" --no-print-directory "$s"
   rc=$?
   row "$s" $(( $(date +%s) - s0 )) "$([ $rc = 0 ] && echo ok || echo "FAILED (exit $rc)")"
+  for n in "${bg_names[@]}"; do
+    for w in $(var "$n" with); do
+      [ "$w" = "$s" ] && [ $rc = 0 ] || continue
+      if ! wait_bg "$n" "$s" after; then table; echo "make test: FAILED: background build $n"; exit 1; fi
+    done
+  done
   if [ $rc != 0 ]; then table; echo "make test: FAILED: $s"; exit $rc; fi
 done
 table

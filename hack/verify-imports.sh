@@ -1,62 +1,69 @@
 #!/usr/bin/env bash
-# Enforces the import direction of docs: cmd -> plugin -> controller -> metrics, and a pure
-# decision core: controller/replicas may import the standard library, k8s.io/api and
-# k8s.io/apimachinery only (no client-go, klog, cobra, nor any package of this module).
+# The import rules golangci-lint's depguard cannot express (.golangci.yml has the direct ones),
+# from `go list` (with the e2e and soak tags, so that every package of the module is seen):
+#  - the decision core controller/replicas depends, transitively, on no client-go, cli-runtime,
+#    kubectl, metrics, cobra/pflag, nor any other package of this module;
+#  - product code depends, transitively, on nothing of k8s.io/kubernetes;
+#  - the README's Layout table lists every package of the main module, no other, and for each
+#    exactly its imports of this module (tests' imports aside), and those imports point
+#    cmd -> plugin -> controller -> metrics (test/ packages may import anything; product code
+#    never imports test/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=github.com/kubectl-hpa/kubectl-hpa
+tags='e2e soak'
 status=0
 fail() { echo "import check: $*"; status=1; }
 
-# Every dependency, transitive, of the core (tests excluded).
-for dep in $(go list -deps "$mod/controller/replicas"); do
+impure=()
+for dep in $(go list -tags "$tags" -deps "$mod/controller/replicas"); do
   case "$dep" in
     "$mod/controller/replicas") ;;
-    "$mod"/*) fail "controller/replicas depends on $dep (the core imports nothing of this module)";;
-    k8s.io/client-go/*|github.com/spf13/*|k8s.io/cli-runtime/*|k8s.io/kubectl/*|k8s.io/metrics/*)
-      fail "controller/replicas depends on $dep (the core must stay pure)";;
+    "$mod"/*|k8s.io/client-go/*|github.com/spf13/*|k8s.io/cli-runtime/*|k8s.io/kubectl/*|k8s.io/metrics/*) impure+=("$dep");;
   esac
 done
-# Direct imports of the core must be stdlib, k8s.io/api, k8s.io/apimachinery (these two pull in
-# klog themselves, so klog is checked here, on the core's own imports).
-for imp in $(go list -f '{{join .Imports "\n"}}' "$mod/controller/replicas"); do
-  case "$imp" in
-    k8s.io/api/*|k8s.io/apimachinery/*) ;;
-    *.*/*) fail "controller/replicas imports $imp";;
-  esac
-done
+if [ ${#impure[@]} -gt 0 ]; then
+  fail "controller/replicas depends on ${#impure[@]} packages it must not (${impure[*]:0:3} ...): the core stays pure, stdlib + k8s.io/api + k8s.io/apimachinery; which import pulls one in: go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./controller/replicas | grep ${impure[0]}"
+fi
+if bad=$(go list -tags "$tags" -deps ./cmd/... ./plugin/... ./controller/... ./metrics/... | grep '^k8s.io/kubernetes/'); then
+  fail "product code depends on k8s.io/kubernetes ($(echo $bad | cut -d' ' -f1-3) ...); only the test/parity module may"
+fi
 
-# The Heapster and metrics API decoders stay a leaf too: their fuzz targets would otherwise
-# instrument, and compile once more, everything the leaf imports.
-for imp in $(go list -f '{{join .Imports "\n"}}' "$mod/metrics/samples"); do
-  case "$imp" in
-    k8s.io/api/*|k8s.io/apimachinery/*) ;;
-    *.*/*) fail "metrics/samples imports $imp (a leaf: standard library, k8s.io/api, k8s.io/apimachinery only)";;
-  esac
-done
+# --- README Layout table against the code.
+layout=$(awk '/^## Layout/{on=1; next} /^## /{on=0} on && /^\| *`/' README.md)
+declare -A doc=() real=()
+while IFS='|' read -r _ pkg _ imps _; do
+  pkg=$(echo "$pkg" | tr -d '` ')
+  doc[$pkg]=$(echo "$imps" | { grep -o '`[^`]*`' || true; } | tr -d '`' | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')
+done <<<"$layout"
+while read -r pkg imps; do
+  pkg=${pkg#"$mod"}; pkg=${pkg#/}; [ -n "$pkg" ] || pkg=.
+  real[$pkg]=$(for i in $imps; do case "$i" in "$mod"/*) echo "${i#"$mod"/}";; esac; done | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')
+done < <(go list -tags "$tags" -f '{{.ImportPath}} {{join .Imports " "}}' ./...)
 
-# Layering: a package may not import a layer above it.
-check_layer() { # pkg-pattern forbidden-prefix...
-  local pattern=$1; shift
-  for pkg in $(go list "$mod/$pattern" 2>/dev/null); do
-    for imp in $(go list -f '{{join .Imports "\n"}}' "$pkg"); do
-      for bad in "$@"; do
-        case "$imp" in "$mod/$bad"|"$mod/$bad"/*) fail "$pkg imports $imp (imports point cmd -> plugin -> controller -> metrics)";; esac
-      done
-    done
+cell() { if [ $# = 0 ]; then echo '—'; else printf '`%s` ' "$@" | sed 's/ $//'; fi; }
+# rank: cmd 4 > plugin 3 > controller 2 > metrics 1; test/ packages 0 (outside the layering).
+rank() { case "$1" in cmd|cmd/*) echo 4;; plugin|plugin/*) echo 3;; controller|controller/*) echo 2;; metrics|metrics/*) echo 1;; *) echo 0;; esac; }
+for pkg in $(printf '%s\n' "${!real[@]}" | LC_ALL=C sort); do
+  if [ -z "${doc[$pkg]+set}" ]; then
+    fail "README.md, section Layout: package $pkg is missing; add a row: | \`$pkg\` | its one job | $(cell ${real[$pkg]}) |"
+    continue
+  fi
+  if [ "${doc[$pkg]}" != "${real[$pkg]}" ]; then
+    fail "README.md, section Layout: the row of $pkg lists imports [${doc[$pkg]}] but it imports [${real[$pkg]}] of this module; make its imports cell: $(cell ${real[$pkg]}) (if that direction is right; see the rules above the table)"
+  fi
+  rp=$(rank "$pkg")
+  [ "$rp" -gt 0 ] || continue
+  for imp in ${real[$pkg]}; do
+    ri=$(rank "$imp")
+    if [ "$ri" = 0 ]; then
+      fail "$pkg imports $imp: product code never imports test/ packages"
+    elif [ "$ri" -gt "$rp" ]; then
+      fail "$pkg imports $imp: imports point cmd -> plugin -> controller -> metrics; pass what $pkg needs from $imp in from above instead"
+    fi
   done
-}
-check_layer 'metrics/...' controller plugin cmd
-check_layer 'controller/...' plugin cmd
-check_layer 'plugin/...' cmd
-# The controller's rooms with one job each (the core above, the metrics, the event sink,
-# leader election) import nothing of this module: the controller uses them, not the reverse.
-for leaf in controller/monitor controller/eventsink controller/lease; do
-  for imp in $(go list -f '{{join .Imports "\n"}}' "$mod/$leaf"); do
-    case "$imp" in "$mod"|"$mod"/*) fail "$leaf imports $imp (it has one job and imports nothing of this module)";; esac
-  done
 done
-
-# Product code never imports k8s.io/kubernetes.
-if go list -deps ./... | grep -q '^k8s.io/kubernetes/'; then fail "product code depends on k8s.io/kubernetes"; fi
+for pkg in "${!doc[@]}"; do
+  [ -n "${real[$pkg]+set}" ] || fail "README.md, section Layout: lists $pkg, which is not a package of the main module (go list -tags '$tags' ./...); remove its row or fix its path"
+done
 exit $status

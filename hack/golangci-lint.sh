@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs golangci-lint at the version pinned in hack/tools/go.mod with the arguments given, e.g.
+# `hack/golangci-lint.sh run ./...`. The binary is built once into a cache directory keyed by the
+# hash of what it is built from (hack/tools' go.mod and go.sum, the Go version, the build
+# flags), like hack/krew-tools.sh; its analysis cache lives beside it. `hack/golangci-lint.sh
+# build` only builds it (make test starts that in the background) and prints its path.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+go=${GO:-go}
+flags=(-trimpath)
+key=$( { "$go" env GOVERSION GOOS GOARCH; echo "${flags[*]}"; cat "$root/hack/tools/go.mod" "$root/hack/tools/go.sum"; } | sha256sum | cut -c1-12)
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-hpa/golangci-lint
+bin=$cache/$key/golangci-lint
+if [ ! -x "$bin" ]; then
+  mkdir -p "$cache"
+  # One build per key at a time: a second caller waits for the first and then finds the binary.
+  exec 9>"$cache/$key.lock"
+  flock 9
+  if [ ! -x "$bin" ]; then
+    start=$(date +%s)
+    rm -rf "$cache/$key.partial" && mkdir -p "$cache/$key.partial"
+    (cd "$root/hack/tools" && "$go" build "${flags[@]}" \
+      -o "$cache/$key.partial/golangci-lint" github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
+    rm -rf "${bin%/*}" && mv "$cache/$key.partial" "${bin%/*}"
+    echo "golangci-lint: built $("$bin" version --short 2>/dev/null || true) into ${bin%/*} in $(( $(date +%s) - start ))s" >&2
+  fi
+  exec 9>&-
+fi
+if [ "${1:-}" = build ]; then echo "$bin"; exit 0; fi
+export GOLANGCI_LINT_CACHE=$cache/analysis
+cd "$root"
+exec "$bin" "$@"
