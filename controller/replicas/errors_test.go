@@ -48,3 +48,34 @@ func TestErrorKindsAreFoundWithErrorsAs(t *testing.T) {
 		})
 	}
 }
+
+// TestPodMetricFailuresAreSentinels: the pod-based failures upstream reports by text are found
+// with errors.Is in the decision's error.
+func TestPodMetricFailuresAreSentinels(t *testing.T) {
+	noPods := input(hpa(withMetrics(cpuUtil(50))), 2)
+	noPods.Pods = nil
+	noPods.Metrics = []MetricData{hzCPU(100)}
+	noSamples := input(hpa(withMetrics(cpuUtil(50))), 2)
+	noSamples.Pods = []*corev1.Pod{pod(podName(0)), pod(podName(1))}
+	noSamples.Metrics = []MetricData{{PodSamples: map[string]Sample{}}}
+	objectNoPods := input(hpa(withMetrics(objectValue("qps", 1000))), 2)
+	objectNoPods.Pods = nil
+	objectNoPods.Metrics = []MetricData{{Value: 5000}}
+	tests := []struct {
+		name string
+		in   Input
+		want error
+	}{
+		{"utilization without pods", noPods, ErrNoPods},
+		{"utilization without samples", noSamples, ErrNoPodMetrics},
+		{"object value without pods", objectNoPods, ErrNoPods},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Decide(tt.in)
+			if !errors.Is(d.Err, tt.want) {
+				t.Errorf("errors.Is(%v, %v) = false", d.Err, tt.want)
+			}
+		})
+	}
+}

@@ -376,7 +376,7 @@ func (c *calc) usageRatioReplicas(d *decision, r *MetricResult, ratio float64) (
 		return current, nil
 	}
 	if len(c.pods) == 0 {
-		return 0, errors.New("unable to calculate ready pods: no pods returned by selector while calculating replica count")
+		return 0, fmt.Errorf("unable to calculate ready pods: %w", ErrNoPods)
 	}
 	ready := 0
 	for _, p := range c.pods {

@@ -10,20 +10,28 @@ import (
 
 // Why phrases for PodTreatment; constants so that classifying pods allocates nothing.
 const (
-	whyDeleting        = "deleting"
-	whyFailed          = "phase Failed"
-	whyPending         = "phase Pending"
-	whyNoMetric        = "no metric"
-	whyReady           = "counted"
-	whyNoReadyCond     = "cpu: no Ready condition"
-	whyNoStartTime     = "cpu: no start time"
-	whyUnreadyInInit   = "cpu: not ready within the initialization period"
-	whyNoFreshSample   = "cpu: no full metric window since the last readiness change, within the initialization period"
-	whyNeverReady      = "cpu: not ready and never was since the initial readiness delay"
-	whyNilPod          = "nil pod"
-	errNoPods          = "no pods returned by selector while calculating replica count"
-	errNoMetricsForPod = "did not receive metrics for targeted pods (pods might be unready)"
-	errNoMatch         = "no metrics returned matched known pods"
+	whyDeleting      = "deleting"
+	whyFailed        = "phase Failed"
+	whyPending       = "phase Pending"
+	whyNoMetric      = "no metric"
+	whyReady         = "counted"
+	whyNoReadyCond   = "cpu: no Ready condition"
+	whyNoStartTime   = "cpu: no start time"
+	whyUnreadyInInit = "cpu: not ready within the initialization period"
+	whyNoFreshSample = "cpu: no full metric window since the last readiness change, within the initialization period"
+	whyNeverReady    = "cpu: not ready and never was since the initial readiness delay"
+	whyNilPod        = "nil pod"
+)
+
+// Why a pod-based metric has no proposal, with upstream's text; a metric's error wraps them, so
+// errors.Is finds them in MetricResult.Err and Decision.Err.
+var (
+	// ErrNoPods: the selector matches no pod.
+	ErrNoPods = errors.New("no pods returned by selector while calculating replica count")
+	// ErrNoPodMetrics: no sample is left once deleted, failed and unready pods are dropped.
+	ErrNoPodMetrics = errors.New("did not receive metrics for targeted pods (pods might be unready)")
+	// ErrNoMatchingMetrics: no sample belongs to a pod with a request (utilization targets).
+	ErrNoMatchingMetrics = errors.New("no metrics returned matched known pods")
 )
 
 // grouping counts upstream's groupPods result; per-pod detail is in the PodTreatment slice.
@@ -141,21 +149,21 @@ func (c *calc) utilization(d *decision, r *MetricResult, md MetricData, res core
 		return 0, 0, 0, fmt.Errorf("unable to get metrics for resource %s: %w", res, md.Err)
 	}
 	if len(c.pods) == 0 {
-		return 0, 0, 0, errors.New(errNoPods)
+		return 0, 0, 0, ErrNoPods
 	}
 	pts := make([]PodTreatment, len(c.pods))
 	r.Pods = pts
 	g := c.group(md.PodSamples, res, pts, requestSpec{enabled: true, container: container, podLevel: c.podLevel})
 	entries := len(md.PodSamples) - g.removed
 	if entries == 0 {
-		return 0, 0, 0, errors.New(errNoMetricsForPod)
+		return 0, 0, 0, ErrNoPodMetrics
 	}
 	if g.requestErr != nil {
 		return 0, 0, 0, g.requestErr
 	}
 	usageSum, reqSum, counted := g.readyUsage, g.readyRequest, g.ready
 	if reqSum == 0 {
-		return 0, 0, 0, errors.New(errNoMatch)
+		return 0, 0, 0, ErrNoMatchingMetrics
 	}
 	util = int32((usageSum * 100) / reqSum)
 	raw = usageSum / int64(counted)
@@ -216,7 +224,7 @@ func (c *calc) utilization(d *decision, r *MetricResult, md MetricData, res core
 		}
 	}
 	if req2 == 0 {
-		return 0, util, raw, errors.New(errNoMatch)
+		return 0, util, raw, ErrNoMatchingMetrics
 	}
 	newUtil := int32((usage2 * 100) / req2)
 	newRatio := float64(newUtil) / float64(target)
@@ -234,14 +242,14 @@ func (c *calc) plainPods(d *decision, r *MetricResult, md MetricData, fetchErr e
 		return 0, 0, fetchErr
 	}
 	if len(c.pods) == 0 {
-		return 0, 0, errors.New(errNoPods)
+		return 0, 0, ErrNoPods
 	}
 	pts := make([]PodTreatment, len(c.pods))
 	r.Pods = pts
 	g := c.group(md.PodSamples, res, pts, requestSpec{})
 	entries := len(md.PodSamples) - g.removed
 	if entries == 0 {
-		return 0, 0, errors.New(errNoMetricsForPod)
+		return 0, 0, ErrNoPodMetrics
 	}
 	var total int64
 	for _, s := range md.PodSamples {
