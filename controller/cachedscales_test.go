@@ -327,7 +327,7 @@ func TestCachedScalesKeepNoHoldAfterADryRunWrite(t *testing.T) {
 	}
 }
 
-var cmpEmptyIsNil = cmp.Comparer(func(a, b []string) bool { return slices.Equal(a, b) })
+var cmpEmptyIsNil = cmp.Comparer(slices.Equal[[]string])
 
 func withVersion(d *appsv1.Deployment, rv string) *appsv1.Deployment {
 	d.ResourceVersion = rv

@@ -68,7 +68,6 @@ func main() {
 			fmt.Fprintf(os.Stderr, "demo: creating the run directory: %v\n", err)
 			os.Exit(1)
 		}
-		defer removeRunDir(dir)
 		os.Setenv(runDirEnv, dir)
 	}
 	code, isParent, err := cluster.RunIsolated(cluster.DefaultIP)
