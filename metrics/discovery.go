@@ -29,8 +29,31 @@ var (
 // errNotServed marks a metrics API group the cluster does not serve (in a version we read).
 var errNotServed = errors.New("not served by this cluster")
 
-// servedGroups lists what discovery shows: group name -> served versions.
-func servedGroups(ctx context.Context, d discovery.DiscoveryInterface) (map[string][]string, error) {
+// servedGroups lists what discovery shows, group name -> served versions, for a question
+// about group (one of prefs). A cached discovery (kubectl's on-disk cache) may predate the
+// group's APIService: when the cached answer lacks the group, the cache is invalidated and
+// the server asked, so that absence is the server's word. With trustFresh, an answer the
+// cache says it fetched from the server itself (Fresh) is not asked again: that suits a
+// command that has just started, not a long run, whose fetches may be hours old. Presence
+// may be as old as the cache; a read that then finds the API gone refreshes it
+// (versionResolver.forget).
+func servedGroups(ctx context.Context, d discovery.DiscoveryInterface, group string, prefs []string, trustFresh bool) (map[string][]string, error) {
+	served, err := listGroups(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := pickVersion(served, group, prefs); ok {
+		return served, nil
+	}
+	cached, ok := d.(discovery.CachedDiscoveryInterface)
+	if !ok || (trustFresh && cached.Fresh()) {
+		return served, nil
+	}
+	cached.Invalidate()
+	return listGroups(ctx, d)
+}
+
+func listGroups(ctx context.Context, d discovery.DiscoveryInterface) (map[string][]string, error) {
 	groups, err := callCtx(ctx, func() (*metav1.APIGroupList, error) { return d.ServerGroups() })
 	if err != nil {
 		return nil, err
@@ -79,7 +102,7 @@ func (r *versionResolver) version(ctx context.Context) (string, error) {
 	if r.chosen != "" {
 		return r.chosen, nil
 	}
-	served, err := servedGroups(ctx, r.discovery)
+	served, err := servedGroups(ctx, r.discovery, r.group, r.prefs, false)
 	if err != nil {
 		return "", fmt.Errorf("discovering %s: %w", r.group, err)
 	}
@@ -100,7 +123,7 @@ func (r *versionResolver) version(ctx context.Context) (string, error) {
 func (r *versionResolver) unlisted(ctx context.Context) (string, error) {
 	for _, v := range r.prefs {
 		gv := r.group + "/" + v
-		_, err := callCtx(ctx, func() (*metav1.APIResourceList, error) { return r.discovery.ServerResourcesForGroupVersion(gv) })
+		err := probe(ctx, r.discovery, gv)
 		switch {
 		case err == nil:
 			return v, nil
@@ -111,6 +134,17 @@ func (r *versionResolver) unlisted(ctx context.Context) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s (%s) is %w", r.group, joinVersions(r.prefs), errNotServed)
+}
+
+// probe asks the server for the resources of gv, which discovery did not list.
+func probe(ctx context.Context, d discovery.DiscoveryInterface, gv string) error {
+	if _, ok := d.(discovery.CachedDiscoveryInterface); ok {
+		// A cache answers only for the versions its group list names ("not found" for the
+		// others, without asking), so the server is asked directly.
+		return d.RESTClient().Get().AbsPath("/apis", gv).Do(ctx).Error()
+	}
+	_, err := callCtx(ctx, func() (*metav1.APIResourceList, error) { return d.ServerResourcesForGroupVersion(gv) })
+	return err
 }
 
 // current is the remembered version, "" if none.
@@ -135,6 +169,20 @@ func (r *versionResolver) Invalidate() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.chosen = ""
+}
+
+// forget is Invalidate after the API answered 404: it may be gone. A cached discovery,
+// whose answer led to the version, is refreshed now, so that the next call, and the next
+// command reading the same cache on disk, see whether the group is still served.
+func (r *versionResolver) forget(ctx context.Context) {
+	r.Invalidate()
+	cached, ok := r.discovery.(discovery.CachedDiscoveryInterface)
+	if !ok {
+		return
+	}
+	cached.Invalidate()
+	// Only the refresh matters here; a failure shows in the next call's own discovery.
+	_, _ = callCtx(ctx, func() (*metav1.APIGroupList, error) { return cached.ServerGroups() })
 }
 
 func joinVersions(vs []string) string {

@@ -9,14 +9,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// DefaultMaxAge is how old a sample may be before it is refused as stale (see Options.MaxAge).
+// DefaultMaxAge is how old a sample may be before it is refused as stale (see Config.MaxAge).
 // Heapster is asked for the last 5 minutes, metrics-server reports within a scrape
 // interval and adapters report at query time; ten minutes leaves room for slow adapters
 // while still catching a source that stopped collecting.
 const DefaultMaxAge = 10 * time.Minute
 
 // errReadTimeout is the cause of a context ended by a read timeout (see
-// HeapsterConfig.Timeout, Options.Timeout).
+// HeapsterConfig.Timeout, Config.Timeout).
 var errReadTimeout = errors.New("metrics read timed out")
 
 // SourceFailure marks an error of a metrics source that answered badly or not at all

@@ -62,7 +62,7 @@ type HeapsterConfig struct {
 }
 
 // noHeapsterService is the error for a missing Heapster service, from the service proxy
-// or from the existence check of Options.NewClient.
+// or from the existence check of NewClient.
 func noHeapsterService(namespace, service string, cause error) error {
 	return fmt.Errorf("no heapster service in %s (looked for service %q); pass --heapster-namespace, --heapster-service or --heapster-url, or --metrics-source=metrics-api: %w", namespace, service, cause)
 }

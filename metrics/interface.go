@@ -4,9 +4,10 @@
 // objects into plain samples in milli-units; it never logs and knows nothing of the
 // decision core.
 //
-// Options (flags --metrics-source, --heapster-*, --metrics-max-age, --metrics-timeout)
-// chooses and builds a Client; Options.NewClient returns it with a Selection saying what was
-// chosen and why. Every read is bounded by --metrics-timeout (default 10s) and abandoned at
+// A Config (the commands bind it to --metrics-source, --heapster-*, --metrics-max-age and
+// --metrics-timeout) chooses the source; NewClient builds its Client and returns it with a
+// Selection saying what was chosen and why, asking the discovery client its caller passes
+// which metrics APIs the cluster serves. Every read is bounded by --metrics-timeout (default 10s) and abandoned at
 // it; an https --heapster-url is verified (--heapster-certificate-authority), and plain http
 // to a host other than loopback needs --heapster-insecure-http.
 //

@@ -105,7 +105,7 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 	case "v1":
 		list, err := a.resource.MetricsV1().PodMetricses(namespace).List(ctx, opts)
 		if err != nil {
-			return nil, time.Time{}, a.apiError(what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
+			return nil, time.Time{}, a.apiError(ctx, what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
 		}
 		for _, m := range list.Items {
 			it := samples.PodUsage{Name: m.Name, Timestamp: m.Timestamp.Time, Window: m.Window.Duration}
@@ -117,7 +117,7 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 	default:
 		list, err := a.resource.MetricsV1beta1().PodMetricses(namespace).List(ctx, opts)
 		if err != nil {
-			return nil, time.Time{}, a.apiError(what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
+			return nil, time.Time{}, a.apiError(ctx, what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
 		}
 		for _, m := range list.Items {
 			it := samples.PodUsage{Name: m.Name, Timestamp: m.Timestamp.Time, Window: m.Window.Duration}
@@ -149,7 +149,7 @@ func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string
 		return a.custom.NamespacedMetrics(namespace).GetForObjects(schema.GroupKind{Kind: "Pod"}, selector, metricName, metricSelector)
 	})
 	if err != nil {
-		return nil, time.Time{}, a.apiError(what, gv, "get pods."+customMetricsGroup+" (metric "+metricName+")", namespace, a.customVersions, err)
+		return nil, time.Time{}, a.apiError(ctx, what, gv, "get pods."+customMetricsGroup+" (metric "+metricName+")", namespace, a.customVersions, err)
 	}
 	if len(list.Items) == 0 {
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from custom metrics API (%s) for metric %s of pods in %s matching %q", gv, metricName, namespace, selector.String())}
@@ -195,7 +195,7 @@ func (a *apiClient) ObjectMetric(ctx context.Context, namespace, metricName stri
 		return a.custom.NamespacedMetrics(namespace).GetForObject(gk, object.Name, metricName, metricSelector)
 	})
 	if err != nil {
-		return 0, time.Time{}, a.apiError(what, apiGV, fmt.Sprintf("get %s %s (metric %s)", object.Kind, object.Name, metricName), namespace, a.customVersions, err)
+		return 0, time.Time{}, a.apiError(ctx, what, apiGV, fmt.Sprintf("get %s %s (metric %s)", object.Kind, object.Name, metricName), namespace, a.customVersions, err)
 	}
 	s, err := a.customSample(*value, object.Kind+" "+object.Name, a.clock.Now())
 	if err != nil {
@@ -216,7 +216,7 @@ func (a *apiClient) ExternalMetric(ctx context.Context, namespace, metricName st
 		return a.external.NamespacedMetrics(namespace).List(metricName, selector)
 	})
 	if err != nil {
-		return nil, time.Time{}, a.apiError(what, gv, "list "+metricName+"."+externalMetricsGroup, namespace, a.externalVersions, err)
+		return nil, time.Time{}, a.apiError(ctx, what, gv, "list "+metricName+"."+externalMetricsGroup, namespace, a.externalVersions, err)
 	}
 	if len(list.Items) == 0 {
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from external metrics API (%s) for metric %s matching %q in %s", gv, metricName, selector.String(), namespace)}
@@ -271,7 +271,7 @@ func versionError(what string, err error, hint string) error {
 
 // apiError explains a failed metrics API request and forgets the resolved version when
 // the API seems gone, so the next call asks discovery again.
-func (a *apiClient) apiError(what, gv, verb, namespace string, r *versionResolver, err error) error {
+func (a *apiClient) apiError(ctx context.Context, what, gv, verb, namespace string, r *versionResolver, err error) error {
 	group, _, _ := strings.Cut(gv, "/")
 	switch {
 	case isTimeout(err):
@@ -279,7 +279,7 @@ func (a *apiClient) apiError(what, gv, verb, namespace string, r *versionResolve
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("%s (%s): forbidden: %w; you need RBAC permission to %s in %s", what, gv, err, verb, namespace)
 	case apierrors.IsNotFound(err):
-		r.Invalidate()
+		r.forget(ctx)
 		return fmt.Errorf("%s (%s): %w; the metric or object may not exist, or %s is no longer served (kubectl get apiservices)", what, gv, err, group)
 	case apierrors.IsServiceUnavailable(err):
 		// The aggregator answers 503 for a registered APIService it cannot reach: the

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 )
 
 // Exit codes of kubectl hpa commands. They are part of the CLI contract: scripts and the
@@ -154,6 +155,27 @@ func AddControllerConfigFlags(fs *pflag.FlagSet, cfg *replicas.Config) {
 // AddSyncPeriodFlag binds --sync-period (kube-controller-manager --horizontal-pod-autoscaler-sync-period).
 func AddSyncPeriodFlag(fs *pflag.FlagSet, p *time.Duration) {
 	fs.DurationVar(p, "sync-period", *p, "How often to re-decide (--horizontal-pod-autoscaler-sync-period)")
+}
+
+// AddMetricsFlags binds the metrics source settings (--metrics-source, --heapster-*,
+// --metrics-max-age, --metrics-timeout) to cfg; its current values are the defaults shown.
+func AddMetricsFlags(fs *pflag.FlagSet, cfg *metrics.Config) {
+	fs.StringVar(&cfg.Source, "metrics-source", cfg.Source,
+		"Where metrics come from: auto (the metrics APIs if the cluster serves them, else Heapster), heapster, or metrics-api (metrics.k8s.io, custom.metrics.k8s.io, external.metrics.k8s.io).")
+	fs.StringVar(&cfg.HeapsterNamespace, "heapster-namespace", cfg.HeapsterNamespace, "Namespace of the Heapster service.")
+	fs.StringVar(&cfg.HeapsterService, "heapster-service", cfg.HeapsterService, "Name of the Heapster service.")
+	fs.StringVar(&cfg.HeapsterScheme, "heapster-scheme", cfg.HeapsterScheme, "Scheme the API server's service proxy uses to reach Heapster (http or https).")
+	fs.StringVar(&cfg.HeapsterPort, "heapster-port", cfg.HeapsterPort, "Port name or number of the Heapster service; empty means its first port.")
+	fs.StringVar(&cfg.HeapsterURL, "heapster-url", cfg.HeapsterURL,
+		"Reach Heapster at this base URL instead of through the service proxy, e.g. http://127.0.0.1:8082 after kubectl port-forward.")
+	fs.BoolVar(&cfg.HeapsterInsecureHTTP, "heapster-insecure-http", cfg.HeapsterInsecureHTTP,
+		"Allow a plain http --heapster-url on a host other than loopback (metrics then travel unencrypted).")
+	fs.StringVar(&cfg.HeapsterCAFile, "heapster-certificate-authority", cfg.HeapsterCAFile,
+		"PEM file of the certificate authorities trusted for an https --heapster-url, instead of the system's (for a self-signed Heapster).")
+	fs.DurationVar(&cfg.MaxAge, "metrics-max-age", cfg.MaxAge,
+		"Refuse metric samples whose timestamp is older than this (a source that stopped collecting); 0 disables the check.")
+	fs.DurationVar(&cfg.Timeout, "metrics-timeout", cfg.Timeout,
+		"Abandon a metrics read (one HPA metric from Heapster or a metrics API) that takes longer than this; the HPA then reports the timeout like any failed read. 0 leaves only --request-timeout.")
 }
 
 // featureGates is a pflag.Value over the gates in replicas.Config.

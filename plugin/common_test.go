@@ -7,6 +7,12 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 )
 
 func TestAPIExitErrorSaysWhyTheServerWasNotReached(t *testing.T) {
@@ -28,5 +34,21 @@ func TestAPIExitErrorSaysWhyTheServerWasNotReached(t *testing.T) {
 				t.Errorf("got code %d %q, want code %d containing %q", ee.Code, ee.Error(), tc.wantCode, tc.want)
 			}
 		})
+	}
+}
+
+func TestAddMetricsFlags(t *testing.T) {
+	cfg := metrics.DefaultConfig()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	AddMetricsFlags(fs, &cfg)
+	if err := fs.Parse([]string{"--metrics-source=heapster", "--heapster-namespace=monitoring", "--heapster-service=hs", "--heapster-scheme=https",
+		"--heapster-port=api", "--heapster-url=https://h.example", "--heapster-insecure-http", "--metrics-max-age=1m",
+		"--heapster-certificate-authority=/etc/heapster/ca.pem", "--metrics-timeout=3s"}); err != nil {
+		t.Fatal(err)
+	}
+	want := metrics.Config{Source: metrics.SourceHeapster, HeapsterNamespace: "monitoring", HeapsterService: "hs", HeapsterScheme: "https", HeapsterPort: "api",
+		HeapsterURL: "https://h.example", HeapsterInsecureHTTP: true, MaxAge: time.Minute, HeapsterCAFile: "/etc/heapster/ca.pem", Timeout: 3 * time.Second}
+	if diff := cmp.Diff(want, cfg); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

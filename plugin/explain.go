@@ -85,7 +85,7 @@ type ExplainOptions struct {
 	newKube func() (kubernetes.Interface, string, error)
 
 	// Metrics selects the metrics source (--metrics-source, --heapster-*).
-	Metrics *metrics.Options
+	Metrics metrics.Config
 
 	// syncPeriodSet says --sync-period was given.
 	syncPeriodSet bool
@@ -95,8 +95,8 @@ type ExplainOptions struct {
 	clients *explainClients
 	printer printers.ResourcePrinter
 	whatIf  []whatIf
-	// newMetrics builds the metrics client for the live clients.
-	newMetrics func(ctx context.Context, o *ExplainOptions, cfg *rest.Config) (metrics.Client, metrics.Selection, error)
+	// newMetrics builds the metrics client for the live clients; dc is their discovery.
+	newMetrics func(ctx context.Context, o *ExplainOptions, cfg *rest.Config, dc discovery.DiscoveryInterface) (metrics.Client, metrics.Selection, error)
 }
 
 // explainClients are the API clients explain reads through.
@@ -130,7 +130,7 @@ func NewExplainOptions(configFlags *genericclioptions.ConfigFlags, streams gener
 		newClients:  clientsFromFlags,
 		newKube:     kubeFromFlags(configFlags),
 		newMetrics:  metricsFromOptions,
-		Metrics:     metrics.NewOptions(),
+		Metrics:     metrics.DefaultConfig(),
 	}
 }
 
@@ -165,7 +165,7 @@ func newCmdExplain(o *ExplainOptions) *cobra.Command {
 	fs.StringArrayVar(&o.SetTargets, "set-target", nil, "What-if: use this target for a metric, e.g. cpu=60% or requests_per_second=100 (metric by short name or index; repeatable)")
 	fs.StringArrayVar(&o.Assumes, "assume", nil, "What-if: use this current value for a metric instead of the fetched one, e.g. cpu=90% or memory=300Mi per pod (repeatable)")
 	AddControllerConfigFlags(fs, &o.Config)
-	o.Metrics.AddFlags(fs)
+	AddMetricsFlags(fs, &o.Metrics)
 	withUsageExitCodes(cmd)
 	return cmd
 }
@@ -362,15 +362,17 @@ func clientsFromFlags(ctx context.Context, o *ExplainOptions) (*explainClients, 
 		Discovery: dc,
 		Dynamic:   dyn,
 	}
-	c.Metrics, c.MetricsSelection, c.MetricsErr = o.newMetrics(ctx, o, warnOnce)
+	c.Metrics, c.MetricsSelection, c.MetricsErr = o.newMetrics(ctx, o, warnOnce, dc)
 	if c.MetricsErr != nil {
 		c.Metrics = unavailableMetrics{err: c.MetricsErr}
 	}
 	return c, nil
 }
 
-func metricsFromOptions(ctx context.Context, o *ExplainOptions, cfg *rest.Config) (metrics.Client, metrics.Selection, error) {
-	return o.Metrics.NewClient(ctx, cfg, o.Clock)
+// metricsFromOptions chooses the metrics source through dc, kubectl's discovery cache
+// (~/.kube/cache/discovery): warm, it spares explain the discovery round trip.
+func metricsFromOptions(ctx context.Context, o *ExplainOptions, cfg *rest.Config, dc discovery.DiscoveryInterface) (metrics.Client, metrics.Selection, error) {
+	return metrics.NewClient(ctx, o.Metrics, cfg, dc, o.Clock)
 }
 
 // unavailableMetrics answers every read with why no metrics source could be chosen.

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -212,7 +213,7 @@ current-context: other
 	configFlags.AddFlags(root.PersistentFlags())
 	o := NewExplainOptions(configFlags, streams)
 	o.Clock = clocktesting.NewFakeClock(now)
-	o.newMetrics = func(context.Context, *ExplainOptions, *rest.Config) (metrics.Client, metrics.Selection, error) {
+	o.newMetrics = func(context.Context, *ExplainOptions, *rest.Config, discovery.DiscoveryInterface) (metrics.Client, metrics.Selection, error) {
 		return &barrierMetrics{b: b, samples: f.m.resource[corev1.ResourceCPU]}, metrics.Selection{}, nil
 	}
 	root.AddCommand(newCmdExplain(o))

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -87,7 +88,7 @@ type RunOptions struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 
 	// Metrics are the metrics source flags.
-	Metrics *metrics.Options
+	Metrics metrics.Config
 
 	// newMetrics builds the metrics client; replaced in tests.
 	newMetrics func(ctx context.Context, o *RunOptions, cfg *rest.Config) (metrics.Client, metrics.Selection, error)
@@ -113,9 +114,15 @@ func NewRunOptions(configFlags *genericclioptions.ConfigFlags, streams genericio
 		// real cluster, 1,000 HPAs took 3m20s per pass instead of one 15s sync period.
 		KubeAPIQPS:   100,
 		KubeAPIBurst: 200,
-		Metrics:      metrics.NewOptions(),
+		Metrics:      metrics.DefaultConfig(),
 		newMetrics: func(ctx context.Context, o *RunOptions, cfg *rest.Config) (metrics.Client, metrics.Selection, error) {
-			return o.Metrics.NewClient(ctx, cfg, clock.RealClock{})
+			// No discovery cache: run chooses once per start, where a cache saves little,
+			// and it asks discovery again whenever it reads an API it found unserved.
+			dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+			if err != nil {
+				return nil, metrics.Selection{}, fmt.Errorf("creating the discovery client: %w", err)
+			}
+			return metrics.NewClient(ctx, o.Metrics, cfg, dc, clock.RealClock{})
 		},
 		isTerminal: func() bool {
 			f, ok := streams.Out.(*os.File)
@@ -165,7 +172,7 @@ func newCmdRun(o *RunOptions) *cobra.Command {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second each API client (Kubernetes, scales, metrics) may send; a sync costs one request per HPA in steady state")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests each API client may send in a burst above --kube-api-qps")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address serving Prometheus /metrics and /healthz, e.g. 127.0.0.1:8080 (off when empty)")
-	o.Metrics.AddFlags(fs)
+	AddMetricsFlags(fs, &o.Metrics)
 	fs.StringVarP(&o.Output, "output", "o", o.Output, `Output format: "" (a live table on a terminal, one line per decision otherwise) or "json" (one hpa.kubectl-hpa.io/v1alpha1 Explanation per decision, the schema of explain -o json; history.source is "controller" and a DryRun warning says when nothing was applied)`)
 	withUsageExitCodes(cmd)
 	return cmd

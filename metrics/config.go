@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -35,8 +34,10 @@ const (
 	SourceMetricsAPI = "metrics-api"
 )
 
-// Options are the metrics source flags shared by the commands.
-type Options struct {
+// Config chooses and configures the metrics source. The zero value is not usable; start
+// from DefaultConfig. The commands bind it to their flags (--metrics-source, --heapster-*,
+// --metrics-max-age, --metrics-timeout), which its errors name.
+type Config struct {
 	// Source is auto, heapster or metrics-api.
 	Source string
 	// Heapster service proxy coordinates (the Heapster-era controller's defaults).
@@ -62,9 +63,9 @@ type Options struct {
 // running), so without this bound a hung Heapster would hold a worker forever.
 const DefaultTimeout = 10 * time.Second
 
-// NewOptions returns the defaults.
-func NewOptions() *Options {
-	return &Options{
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
 		Source:            SourceAuto,
 		HeapsterNamespace: DefaultHeapsterNamespace,
 		HeapsterService:   DefaultHeapsterService,
@@ -75,87 +76,67 @@ func NewOptions() *Options {
 	}
 }
 
-// AddFlags registers the flags on fs.
-func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Source, "metrics-source", o.Source,
-		"Where metrics come from: auto (the metrics APIs if the cluster serves them, else Heapster), heapster, or metrics-api (metrics.k8s.io, custom.metrics.k8s.io, external.metrics.k8s.io).")
-	fs.StringVar(&o.HeapsterNamespace, "heapster-namespace", o.HeapsterNamespace, "Namespace of the Heapster service.")
-	fs.StringVar(&o.HeapsterService, "heapster-service", o.HeapsterService, "Name of the Heapster service.")
-	fs.StringVar(&o.HeapsterScheme, "heapster-scheme", o.HeapsterScheme, "Scheme the API server's service proxy uses to reach Heapster (http or https).")
-	fs.StringVar(&o.HeapsterPort, "heapster-port", o.HeapsterPort, "Port name or number of the Heapster service; empty means its first port.")
-	fs.StringVar(&o.HeapsterURL, "heapster-url", o.HeapsterURL,
-		"Reach Heapster at this base URL instead of through the service proxy, e.g. http://127.0.0.1:8082 after kubectl port-forward.")
-	fs.BoolVar(&o.HeapsterInsecureHTTP, "heapster-insecure-http", o.HeapsterInsecureHTTP,
-		"Allow a plain http --heapster-url on a host other than loopback (metrics then travel unencrypted).")
-	fs.StringVar(&o.HeapsterCAFile, "heapster-certificate-authority", o.HeapsterCAFile,
-		"PEM file of the certificate authorities trusted for an https --heapster-url, instead of the system's (for a self-signed Heapster).")
-	fs.DurationVar(&o.MaxAge, "metrics-max-age", o.MaxAge,
-		"Refuse metric samples whose timestamp is older than this (a source that stopped collecting); 0 disables the check.")
-	fs.DurationVar(&o.Timeout, "metrics-timeout", o.Timeout,
-		"Abandon a metrics read (one HPA metric from Heapster or a metrics API) that takes longer than this; the HPA then reports the timeout like any failed read. 0 leaves only --request-timeout.")
-}
-
-// Validate checks the flags without talking to the cluster.
-func (o *Options) Validate() error {
-	switch o.Source {
+// Validate checks the configuration without talking to the cluster.
+func (cfg Config) Validate() error {
+	switch cfg.Source {
 	case SourceAuto, SourceHeapster, SourceMetricsAPI:
 	default:
-		return fmt.Errorf("unknown --metrics-source %q: use auto, heapster or metrics-api", o.Source)
+		return fmt.Errorf("unknown --metrics-source %q: use auto, heapster or metrics-api", cfg.Source)
 	}
-	if o.MaxAge < 0 {
-		return fmt.Errorf("--metrics-max-age must not be negative, got %s", o.MaxAge)
+	if cfg.MaxAge < 0 {
+		return fmt.Errorf("--metrics-max-age must not be negative, got %s", cfg.MaxAge)
 	}
-	if o.Timeout < 0 {
-		return fmt.Errorf("--metrics-timeout must not be negative, got %s", o.Timeout)
+	if cfg.Timeout < 0 {
+		return fmt.Errorf("--metrics-timeout must not be negative, got %s", cfg.Timeout)
 	}
-	if o.HeapsterURL != "" {
-		if o.Source == SourceMetricsAPI {
+	if cfg.HeapsterURL != "" {
+		if cfg.Source == SourceMetricsAPI {
 			return errors.New("--heapster-url contradicts --metrics-source=metrics-api: drop one of them")
 		}
-		u, err := o.heapsterURL()
+		u, err := cfg.heapsterURL()
 		if err != nil {
 			return err
 		}
-		if o.HeapsterCAFile != "" && u.Scheme != "https" {
+		if cfg.HeapsterCAFile != "" && u.Scheme != "https" {
 			return fmt.Errorf("--heapster-certificate-authority is only used with an https --heapster-url, got %s", u.Redacted())
 		}
 		return nil
 	}
-	if o.HeapsterCAFile != "" {
+	if cfg.HeapsterCAFile != "" {
 		return errors.New("--heapster-certificate-authority is only used with --heapster-url: the service proxy reaches heapster with the API server's own trust")
 	}
-	if errs := validation.IsDNS1123Label(o.HeapsterNamespace); len(errs) > 0 {
-		return fmt.Errorf("invalid --heapster-namespace %q: %s", o.HeapsterNamespace, strings.Join(errs, "; "))
+	if errs := validation.IsDNS1123Label(cfg.HeapsterNamespace); len(errs) > 0 {
+		return fmt.Errorf("invalid --heapster-namespace %q: %s", cfg.HeapsterNamespace, strings.Join(errs, "; "))
 	}
-	if errs := validation.IsDNS1035Label(o.HeapsterService); len(errs) > 0 {
-		return fmt.Errorf("invalid --heapster-service %q: %s", o.HeapsterService, strings.Join(errs, "; "))
+	if errs := validation.IsDNS1035Label(cfg.HeapsterService); len(errs) > 0 {
+		return fmt.Errorf("invalid --heapster-service %q: %s", cfg.HeapsterService, strings.Join(errs, "; "))
 	}
-	switch o.HeapsterScheme {
+	switch cfg.HeapsterScheme {
 	case "", "http", "https":
 	default:
-		return fmt.Errorf("invalid --heapster-scheme %q: use http or https", o.HeapsterScheme)
+		return fmt.Errorf("invalid --heapster-scheme %q: use http or https", cfg.HeapsterScheme)
 	}
-	if strings.ContainsAny(o.HeapsterPort, ":/?#") {
-		return fmt.Errorf("invalid --heapster-port %q: give a port name or number", o.HeapsterPort)
+	if strings.ContainsAny(cfg.HeapsterPort, ":/?#") {
+		return fmt.Errorf("invalid --heapster-port %q: give a port name or number", cfg.HeapsterPort)
 	}
 	return nil
 }
 
-func (o *Options) heapsterURL() (*url.URL, error) {
-	u, err := url.Parse(o.HeapsterURL)
+func (cfg Config) heapsterURL() (*url.URL, error) {
+	u, err := url.Parse(cfg.HeapsterURL)
 	if err != nil {
 		return nil, fmt.Errorf("malformed --heapster-url: %w", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("malformed --heapster-url %q: the scheme must be http or https", o.HeapsterURL)
+		return nil, fmt.Errorf("malformed --heapster-url %q: the scheme must be http or https", cfg.HeapsterURL)
 	}
 	if u.Hostname() == "" {
-		return nil, fmt.Errorf("malformed --heapster-url %q: no host", o.HeapsterURL)
+		return nil, fmt.Errorf("malformed --heapster-url %q: no host", cfg.HeapsterURL)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("malformed --heapster-url %q: give a base URL without query or fragment", o.HeapsterURL)
+		return nil, fmt.Errorf("malformed --heapster-url %q: give a base URL without query or fragment", cfg.HeapsterURL)
 	}
-	if u.Scheme == "http" && !isLoopback(u.Hostname()) && !o.HeapsterInsecureHTTP {
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) && !cfg.HeapsterInsecureHTTP {
 		return nil, fmt.Errorf("refusing plain http --heapster-url to %s, which is not loopback: use https, kubectl port-forward to 127.0.0.1, or pass --heapster-insecure-http", u.Hostname())
 	}
 	return u, nil
@@ -196,20 +177,29 @@ type Clients struct {
 	HeapsterHTTP *http.Client
 }
 
-// NewClient validates the options, builds the clients from cfg and chooses the source.
-func (o *Options) NewClient(ctx context.Context, cfg *rest.Config, clk clock.PassiveClock) (Client, Selection, error) {
-	if err := o.Validate(); err != nil {
+// NewClient validates cfg, builds the clients from rc and chooses the source. disc says
+// which metrics APIs the cluster serves: pass a cached one (kubectl's on-disk cache,
+// genericclioptions.ConfigFlags.ToDiscoveryClient) to spare a command the discovery round
+// trip. A cache is trusted for a group's presence only: its absence is asked of the server
+// again (unless the cache fetched it in this process), and an API that answers 404 refreshes
+// the cache (see servedGroups): a metrics APIService registered since the cache was written
+// is chosen as without a cache, and one removed since fails the one read that finds it gone.
+func NewClient(ctx context.Context, cfg Config, rc *rest.Config, disc discovery.DiscoveryInterface, clk clock.PassiveClock) (Client, Selection, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, Selection{}, err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	if disc == nil {
+		return nil, Selection{}, errors.New("metrics client: a discovery client is required")
+	}
+	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, Selection{}, fmt.Errorf("building the kubernetes client: %w", err)
 	}
 	// The metrics API clients time out on their own; Heapster reads are bounded by
 	// HeapsterConfig.Timeout, as their pod lists and service proxy share the kube client.
-	readCfg := rest.CopyConfig(cfg)
-	if o.Timeout > 0 && (readCfg.Timeout == 0 || o.Timeout < readCfg.Timeout) {
-		readCfg.Timeout = o.Timeout
+	readCfg := rest.CopyConfig(rc)
+	if cfg.Timeout > 0 && (readCfg.Timeout == 0 || cfg.Timeout < readCfg.Timeout) {
+		readCfg.Timeout = cfg.Timeout
 	}
 	resource, err := metricsclientset.NewForConfig(readCfg)
 	if err != nil {
@@ -219,14 +209,20 @@ func (o *Options) NewClient(ctx context.Context, cfg *rest.Config, clk clock.Pas
 	if err != nil {
 		return nil, Selection{}, fmt.Errorf("building the external.metrics.k8s.io client: %w", err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
-	heapsterHTTP, err := o.heapsterHTTPClient(cfg.Timeout)
+	// The mapper of Object metrics' kinds reads the same discovery; a cached one already
+	// suits it (the mapper asks again when a kind is missing from a stale cache).
+	cached, ok := disc.(discovery.CachedDiscoveryInterface)
+	if !ok {
+		cached = memory.NewMemCacheClient(disc)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
+	heapsterHTTP, err := cfg.heapsterHTTPClient(rc.Timeout)
 	if err != nil {
 		return nil, Selection{}, err
 	}
 	c := Clients{
 		Kube:      kube,
-		Discovery: kube.Discovery(),
+		Discovery: disc,
 		Resource:  resource,
 		Custom: func(versions customclient.AvailableAPIsGetter) customclient.CustomMetricsClient {
 			return customclient.NewForConfig(rest.CopyConfig(readCfg), mapper, versions)
@@ -234,24 +230,24 @@ func (o *Options) NewClient(ctx context.Context, cfg *rest.Config, clk clock.Pas
 		External:     external,
 		HeapsterHTTP: heapsterHTTP,
 	}
-	return o.NewClientFrom(ctx, c, clk)
+	return NewClientFrom(ctx, cfg, c, clk)
 }
 
 // heapsterHTTPClient is the client for --heapster-url: a plain one, since the cluster's
 // credentials must not go to a port-forward or another URL, trusting the system's CAs or
 // those of --heapster-certificate-authority.
-func (o *Options) heapsterHTTPClient(timeout time.Duration) (*http.Client, error) {
+func (cfg Config) heapsterHTTPClient(timeout time.Duration) (*http.Client, error) {
 	c := &http.Client{Timeout: timeout}
-	if o.HeapsterCAFile == "" {
+	if cfg.HeapsterCAFile == "" {
 		return c, nil
 	}
-	pem, err := os.ReadFile(o.HeapsterCAFile)
+	pem, err := os.ReadFile(cfg.HeapsterCAFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading --heapster-certificate-authority: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--heapster-certificate-authority %s holds no PEM certificate", o.HeapsterCAFile)
+		return nil, fmt.Errorf("--heapster-certificate-authority %s holds no PEM certificate", cfg.HeapsterCAFile)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
@@ -259,29 +255,30 @@ func (o *Options) heapsterHTTPClient(timeout time.Duration) (*http.Client, error
 	return c, nil
 }
 
-// NewClientFrom chooses the source (see --metrics-source) and returns its Client.
-func (o *Options) NewClientFrom(ctx context.Context, c Clients, clk clock.PassiveClock) (Client, Selection, error) {
-	if err := o.Validate(); err != nil {
+// NewClientFrom chooses the source (see --metrics-source) from clients already built and
+// returns its Client.
+func NewClientFrom(ctx context.Context, cfg Config, c Clients, clk clock.PassiveClock) (Client, Selection, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, Selection{}, err
 	}
-	if o.HeapsterURL != "" {
-		return o.heapster(c, clk, "--heapster-url")
+	if cfg.HeapsterURL != "" {
+		return cfg.heapster(c, clk, "--heapster-url")
 	}
-	switch o.Source {
+	switch cfg.Source {
 	case SourceHeapster:
-		if err := o.heapsterServiceExists(ctx, c.Kube); err != nil && !apierrors.IsForbidden(errors.Unwrap(err)) {
+		if err := cfg.heapsterServiceExists(ctx, c.Kube); err != nil && !apierrors.IsForbidden(errors.Unwrap(err)) {
 			return nil, Selection{}, err
 		}
-		return o.heapster(c, clk, "--metrics-source=heapster")
+		return cfg.heapster(c, clk, "--metrics-source=heapster")
 	case SourceMetricsAPI:
-		served, err := servedGroups(ctx, c.Discovery)
+		served, err := servedGroups(ctx, c.Discovery, resourceMetricsGroup, resourceMetricsVersions, true)
 		if err != nil {
 			return nil, Selection{}, fmt.Errorf("discovering the metrics APIs: %w", err)
 		}
-		return o.metricsAPI(c, clk, served, "--metrics-source=metrics-api")
+		return cfg.metricsAPI(c, clk, served, "--metrics-source=metrics-api")
 	}
 
-	served, err := servedGroups(ctx, c.Discovery)
+	served, err := servedGroups(ctx, c.Discovery, resourceMetricsGroup, resourceMetricsVersions, true)
 	if err != nil {
 		if clusterAccessFailure(err) {
 			// Credentials, RBAC or the network: no choice of source would help.
@@ -290,7 +287,7 @@ func (o *Options) NewClientFrom(ctx context.Context, c Clients, clk clock.Passiv
 		return nil, Selection{}, fmt.Errorf("discovering the metrics APIs to choose a metrics source: %w; pass --metrics-source=heapster or --metrics-source=metrics-api", err)
 	}
 	if v, ok := pickVersion(served, resourceMetricsGroup, resourceMetricsVersions); ok {
-		return o.metricsAPI(c, clk, served, fmt.Sprintf("auto: the cluster serves %s/%s", resourceMetricsGroup, v))
+		return cfg.metricsAPI(c, clk, served, fmt.Sprintf("auto: the cluster serves %s/%s", resourceMetricsGroup, v))
 	}
 	// Discovery also leaves out a registered metrics API whose server is down. Falling back
 	// to Heapster then would switch sources for the length of an outage (and for all of a
@@ -302,16 +299,16 @@ func (o *Options) NewClientFrom(ctx context.Context, c Clients, clk clock.Passiv
 		if err != nil {
 			reason = fmt.Sprintf("auto: %s is registered but unavailable now", resourceMetricsGroup)
 		}
-		return o.metricsAPI(c, clk, served, reason)
+		return cfg.metricsAPI(c, clk, served, reason)
 	}
-	svcErr := o.heapsterServiceExists(ctx, c.Kube)
+	svcErr := cfg.heapsterServiceExists(ctx, c.Kube)
 	if svcErr == nil {
-		return o.heapster(c, clk, fmt.Sprintf("auto: %s is not served, service %s/%s exists", resourceMetricsGroup, o.HeapsterNamespace, o.HeapsterService))
+		return cfg.heapster(c, clk, fmt.Sprintf("auto: %s is not served, service %s/%s exists", resourceMetricsGroup, cfg.HeapsterNamespace, cfg.HeapsterService))
 	}
 	_, custom := pickVersion(served, customMetricsGroup, customMetricsVersions)
 	_, external := pickVersion(served, externalMetricsGroup, externalMetricsVersions)
 	if custom || external {
-		return o.metricsAPI(c, clk, served, fmt.Sprintf("auto: no heapster service and %s is not served (resource metrics will fail), but custom or external metrics are", resourceMetricsGroup))
+		return cfg.metricsAPI(c, clk, served, fmt.Sprintf("auto: no heapster service and %s is not served (resource metrics will fail), but custom or external metrics are", resourceMetricsGroup))
 	}
 	return nil, Selection{}, fmt.Errorf("no metrics source: the cluster serves none of %s, %s, %s, and %w; install metrics-server",
 		resourceMetricsGroup, customMetricsGroup, externalMetricsGroup, svcErr)
@@ -324,35 +321,35 @@ func clusterAccessFailure(err error) bool {
 	return apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) || errors.As(err, &urlErr)
 }
 
-func (o *Options) heapster(c Clients, clk clock.PassiveClock, reason string) (Client, Selection, error) {
-	cfg := HeapsterConfig{
-		Namespace: o.HeapsterNamespace, Service: o.HeapsterService, Scheme: o.HeapsterScheme, Port: o.HeapsterPort,
+func (cfg Config) heapster(c Clients, clk clock.PassiveClock, reason string) (Client, Selection, error) {
+	hc := HeapsterConfig{
+		Namespace: cfg.HeapsterNamespace, Service: cfg.HeapsterService, Scheme: cfg.HeapsterScheme, Port: cfg.HeapsterPort,
 		HTTPClient: c.HeapsterHTTP,
 		Clock:      clk,
-		MaxAge:     o.MaxAge,
-		Timeout:    o.Timeout,
+		MaxAge:     cfg.MaxAge,
+		Timeout:    cfg.Timeout,
 	}
 	if c.Kube != nil {
-		cfg.Services, cfg.Pods = c.Kube.CoreV1(), c.Kube.CoreV1()
+		hc.Services, hc.Pods = c.Kube.CoreV1(), c.Kube.CoreV1()
 	}
-	if o.HeapsterURL != "" {
-		u, err := o.heapsterURL()
+	if cfg.HeapsterURL != "" {
+		u, err := cfg.heapsterURL()
 		if err != nil {
 			return nil, Selection{}, err
 		}
-		cfg.URL = u
+		hc.URL = u
 	}
-	cl, err := NewHeapsterClient(cfg)
+	cl, err := NewHeapsterClient(hc)
 	if err != nil {
 		return nil, Selection{}, err
 	}
 	return cl, Selection{Source: SourceHeapster, Reason: reason, Detail: cl.Source()}, nil
 }
 
-func (o *Options) metricsAPI(c Clients, clk clock.PassiveClock, served map[string][]string, reason string) (Client, Selection, error) {
+func (cfg Config) metricsAPI(c Clients, clk clock.PassiveClock, served map[string][]string, reason string) (Client, Selection, error) {
 	cl, err := NewAPIClient(APIClients{
 		Discovery: c.Discovery, Resource: c.Resource, Custom: c.Custom, External: c.External,
-		Clock: clk, MaxAge: o.MaxAge,
+		Clock: clk, MaxAge: cfg.MaxAge,
 	}, served)
 	if err != nil {
 		return nil, Selection{}, err
@@ -362,21 +359,21 @@ func (o *Options) metricsAPI(c Clients, clk clock.PassiveClock, served map[strin
 
 // heapsterServiceExists checks for the Heapster service; a forbidden check is returned
 // wrapped once, so callers may tolerate it.
-func (o *Options) heapsterServiceExists(ctx context.Context, kube kubernetes.Interface) error {
+func (cfg Config) heapsterServiceExists(ctx context.Context, kube kubernetes.Interface) error {
 	if kube == nil {
 		return errors.New("no kubernetes client to look for the heapster service")
 	}
-	_, err := kube.CoreV1().Services(o.HeapsterNamespace).Get(ctx, o.HeapsterService, metav1.GetOptions{})
+	_, err := kube.CoreV1().Services(cfg.HeapsterNamespace).Get(ctx, cfg.HeapsterService, metav1.GetOptions{})
 	switch {
 	case err == nil:
 		return nil
 	case apierrors.IsNotFound(err):
-		return noHeapsterService(o.HeapsterNamespace, o.HeapsterService, err)
+		return noHeapsterService(cfg.HeapsterNamespace, cfg.HeapsterService, err)
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("cannot check for the heapster service %s/%s: %w", o.HeapsterNamespace, o.HeapsterService, err)
+		return fmt.Errorf("cannot check for the heapster service %s/%s: %w", cfg.HeapsterNamespace, cfg.HeapsterService, err)
 	case isTimeout(err):
-		return fmt.Errorf("looking for the heapster service %s/%s timed out: %w", o.HeapsterNamespace, o.HeapsterService, err)
+		return fmt.Errorf("looking for the heapster service %s/%s timed out: %w", cfg.HeapsterNamespace, cfg.HeapsterService, err)
 	default:
-		return fmt.Errorf("looking for the heapster service %s/%s: %w", o.HeapsterNamespace, o.HeapsterService, err)
+		return fmt.Errorf("looking for the heapster service %s/%s: %w", cfg.HeapsterNamespace, cfg.HeapsterService, err)
 	}
 }

@@ -11,82 +11,80 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	core "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	heapsterstandin "github.com/kubectl-hpa/kubectl-hpa/test/standin/heapster"
 )
 
-func TestOptionsValidate(t *testing.T) {
+func TestConfigValidate(t *testing.T) {
 	tests := []struct {
 		name    string
-		change  func(*Options)
+		change  func(*Config)
 		wantErr string
 	}{
-		{name: "the defaults are valid", change: func(*Options) {}},
-		{name: "an unknown source is refused", change: func(o *Options) { o.Source = "prometheus" }, wantErr: `unknown --metrics-source "prometheus": use auto, heapster or metrics-api`},
-		{name: "a negative max age is refused", change: func(o *Options) { o.MaxAge = -time.Second }, wantErr: "--metrics-max-age must not be negative"},
-		{name: "a loopback http URL is fine", change: func(o *Options) { o.HeapsterURL = "http://127.0.0.1:8082" }},
-		{name: "localhost over http is fine", change: func(o *Options) { o.HeapsterURL = "http://localhost:8082/" }},
-		{name: "IPv6 loopback over http is fine", change: func(o *Options) { o.HeapsterURL = "http://[::1]:8082" }},
-		{name: "https anywhere is fine", change: func(o *Options) { o.HeapsterURL = "https://heapster.example.com" }},
-		{name: "plain http to another host is refused", change: func(o *Options) { o.HeapsterURL = "http://10.0.0.7:8082" },
+		{name: "the defaults are valid", change: func(*Config) {}},
+		{name: "an unknown source is refused", change: func(o *Config) { o.Source = "prometheus" }, wantErr: `unknown --metrics-source "prometheus": use auto, heapster or metrics-api`},
+		{name: "a negative max age is refused", change: func(o *Config) { o.MaxAge = -time.Second }, wantErr: "--metrics-max-age must not be negative"},
+		{name: "a loopback http URL is fine", change: func(o *Config) { o.HeapsterURL = "http://127.0.0.1:8082" }},
+		{name: "localhost over http is fine", change: func(o *Config) { o.HeapsterURL = "http://localhost:8082/" }},
+		{name: "IPv6 loopback over http is fine", change: func(o *Config) { o.HeapsterURL = "http://[::1]:8082" }},
+		{name: "https anywhere is fine", change: func(o *Config) { o.HeapsterURL = "https://heapster.example.com" }},
+		{name: "plain http to another host is refused", change: func(o *Config) { o.HeapsterURL = "http://10.0.0.7:8082" },
 			wantErr: "refusing plain http --heapster-url to 10.0.0.7, which is not loopback: use https, kubectl port-forward to 127.0.0.1, or pass --heapster-insecure-http"},
-		{name: "plain http to another host is allowed when asked", change: func(o *Options) { o.HeapsterURL, o.HeapsterInsecureHTTP = "http://10.0.0.7:8082", true }},
-		{name: "a URL without scheme is refused", change: func(o *Options) { o.HeapsterURL = "127.0.0.1:8082" }, wantErr: "malformed --heapster-url"},
-		{name: "a URL with another scheme is refused", change: func(o *Options) { o.HeapsterURL = "ftp://127.0.0.1" }, wantErr: "the scheme must be http or https"},
-		{name: "a URL without host is refused", change: func(o *Options) { o.HeapsterURL = "http:///path" }, wantErr: "no host"},
-		{name: "a URL with a query is refused", change: func(o *Options) { o.HeapsterURL = "http://127.0.0.1/?a=b" }, wantErr: "without query or fragment"},
-		{name: "an unparsable URL is refused", change: func(o *Options) { o.HeapsterURL = "http://[::1" }, wantErr: "malformed --heapster-url"},
-		{name: "a URL with --metrics-source=metrics-api is a contradiction", change: func(o *Options) { o.HeapsterURL, o.Source = "http://127.0.0.1", SourceMetricsAPI },
+		{name: "plain http to another host is allowed when asked", change: func(o *Config) { o.HeapsterURL, o.HeapsterInsecureHTTP = "http://10.0.0.7:8082", true }},
+		{name: "a URL without scheme is refused", change: func(o *Config) { o.HeapsterURL = "127.0.0.1:8082" }, wantErr: "malformed --heapster-url"},
+		{name: "a URL with another scheme is refused", change: func(o *Config) { o.HeapsterURL = "ftp://127.0.0.1" }, wantErr: "the scheme must be http or https"},
+		{name: "a URL without host is refused", change: func(o *Config) { o.HeapsterURL = "http:///path" }, wantErr: "no host"},
+		{name: "a URL with a query is refused", change: func(o *Config) { o.HeapsterURL = "http://127.0.0.1/?a=b" }, wantErr: "without query or fragment"},
+		{name: "an unparsable URL is refused", change: func(o *Config) { o.HeapsterURL = "http://[::1" }, wantErr: "malformed --heapster-url"},
+		{name: "a URL with --metrics-source=metrics-api is a contradiction", change: func(o *Config) { o.HeapsterURL, o.Source = "http://127.0.0.1", SourceMetricsAPI },
 			wantErr: "--heapster-url contradicts --metrics-source=metrics-api"},
-		{name: "a bad namespace is refused", change: func(o *Options) { o.HeapsterNamespace = "Kube_System" }, wantErr: "invalid --heapster-namespace"},
-		{name: "a bad service is refused", change: func(o *Options) { o.HeapsterService = "" }, wantErr: "invalid --heapster-service"},
-		{name: "a bad scheme is refused", change: func(o *Options) { o.HeapsterScheme = "grpc" }, wantErr: "invalid --heapster-scheme"},
-		{name: "a port with a colon is refused", change: func(o *Options) { o.HeapsterPort = "80:81" }, wantErr: "invalid --heapster-port"},
-		{name: "a negative timeout is refused", change: func(o *Options) { o.Timeout = -time.Second }, wantErr: "--metrics-timeout must not be negative"},
-		{name: "no timeout is allowed", change: func(o *Options) { o.Timeout = 0 }},
-		{name: "a CA for an https URL is fine", change: func(o *Options) { o.HeapsterURL, o.HeapsterCAFile = "https://heapster.example.com", "ca.pem" }},
-		{name: "a CA for an http URL is refused", change: func(o *Options) { o.HeapsterURL, o.HeapsterCAFile = "http://127.0.0.1:8082", "ca.pem" },
+		{name: "a bad namespace is refused", change: func(o *Config) { o.HeapsterNamespace = "Kube_System" }, wantErr: "invalid --heapster-namespace"},
+		{name: "a bad service is refused", change: func(o *Config) { o.HeapsterService = "" }, wantErr: "invalid --heapster-service"},
+		{name: "a bad scheme is refused", change: func(o *Config) { o.HeapsterScheme = "grpc" }, wantErr: "invalid --heapster-scheme"},
+		{name: "a port with a colon is refused", change: func(o *Config) { o.HeapsterPort = "80:81" }, wantErr: "invalid --heapster-port"},
+		{name: "a negative timeout is refused", change: func(o *Config) { o.Timeout = -time.Second }, wantErr: "--metrics-timeout must not be negative"},
+		{name: "no timeout is allowed", change: func(o *Config) { o.Timeout = 0 }},
+		{name: "a CA for an https URL is fine", change: func(o *Config) { o.HeapsterURL, o.HeapsterCAFile = "https://heapster.example.com", "ca.pem" }},
+		{name: "a CA for an http URL is refused", change: func(o *Config) { o.HeapsterURL, o.HeapsterCAFile = "http://127.0.0.1:8082", "ca.pem" },
 			wantErr: "--heapster-certificate-authority is only used with an https --heapster-url"},
-		{name: "a CA without a URL is refused", change: func(o *Options) { o.HeapsterCAFile = "ca.pem" },
+		{name: "a CA without a URL is refused", change: func(o *Config) { o.HeapsterCAFile = "ca.pem" },
 			wantErr: "--heapster-certificate-authority is only used with --heapster-url"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o := NewOptions()
-			tc.change(o)
+			o := DefaultConfig()
+			tc.change(&o)
 			checkErr(t, o.Validate(), tc.wantErr)
 		})
 	}
 }
 
-func TestOptionsFlags(t *testing.T) {
-	o := NewOptions()
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse([]string{"--metrics-source=heapster", "--heapster-namespace=monitoring", "--heapster-service=hs", "--heapster-scheme=https",
-		"--heapster-port=api", "--heapster-url=https://h.example", "--heapster-insecure-http", "--metrics-max-age=1m",
-		"--heapster-certificate-authority=/etc/heapster/ca.pem", "--metrics-timeout=3s"}); err != nil {
-		t.Fatal(err)
-	}
-	want := &Options{Source: SourceHeapster, HeapsterNamespace: "monitoring", HeapsterService: "hs", HeapsterScheme: "https", HeapsterPort: "api",
-		HeapsterURL: "https://h.example", HeapsterInsecureHTTP: true, MaxAge: time.Minute, HeapsterCAFile: "/etc/heapster/ca.pem", Timeout: 3 * time.Second}
-	if diff := cmp.Diff(want, o); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	if d := NewOptions(); d.Source != SourceAuto || d.HeapsterNamespace != "kube-system" || d.HeapsterService != "heapster" || d.HeapsterScheme != "http" || d.HeapsterPort != "" || d.MaxAge != DefaultMaxAge || d.Timeout != DefaultTimeout || d.HeapsterCAFile != "" {
+func TestDefaultConfig(t *testing.T) {
+	if d := DefaultConfig(); d.Source != SourceAuto || d.HeapsterNamespace != "kube-system" || d.HeapsterService != "heapster" || d.HeapsterScheme != "http" || d.HeapsterPort != "" || d.MaxAge != DefaultMaxAge || d.Timeout != DefaultTimeout || d.HeapsterCAFile != "" {
 		t.Errorf("defaults %+v", d)
 	}
+}
+
+// newClient is NewClient with an uncached discovery client of rc, as run passes.
+func newClient(t *testing.T, cfg Config, rc *rest.Config, clk clock.PassiveClock) (Client, Selection, error) {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewClient(context.Background(), cfg, rc, dc, clk)
 }
 
 func heapsterService() *corev1.Service {
@@ -147,13 +145,13 @@ func TestNewClientChoosesTheSource(t *testing.T) {
 					return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "heapster", errors.New("no"))
 				})
 			}
-			o := NewOptions()
+			o := DefaultConfig()
 			if tc.source != "" {
 				o.Source = tc.source
 			}
 			o.HeapsterURL = tc.url
 			api := f.apiClients()
-			_, sel, err := o.NewClientFrom(context.Background(), Clients{
+			_, sel, err := NewClientFrom(context.Background(), o, Clients{
 				Kube: kube, Discovery: api.Discovery, Resource: api.Resource, Custom: api.Custom, External: api.External, HeapsterHTTP: http.DefaultClient,
 			}, clocktesting.NewFakePassiveClock(apiNow))
 			if len(tc.wantErr) > 0 {
@@ -269,7 +267,7 @@ func TestNewClientAgainstAnAPIServer(t *testing.T) {
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	ctx := context.Background()
-	c, sel, err := NewOptions().NewClient(ctx, &rest.Config{Host: hs.URL}, clocktesting.NewFakePassiveClock(apiNow))
+	c, sel, err := newClient(t, DefaultConfig(), &rest.Config{Host: hs.URL}, clocktesting.NewFakePassiveClock(apiNow))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +296,7 @@ func TestNewClientAgainstAnAPIServer(t *testing.T) {
 	}
 	legacy := httptest.NewServer(&fakeAPIServer{heapster: standin})
 	defer legacy.Close()
-	c, sel, err = NewOptions().NewClient(ctx, &rest.Config{Host: legacy.URL}, clocktesting.NewFakePassiveClock(minute(0)))
+	c, sel, err = newClient(t, DefaultConfig(), &rest.Config{Host: legacy.URL}, clocktesting.NewFakePassiveClock(minute(0)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,11 +59,11 @@ func TestPlainHTTPToAnotherHostNeedsTheFlag(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, requests := countingAPIServer(t)
-			o := NewOptions()
+			o := DefaultConfig()
 			o.HeapsterURL, o.HeapsterInsecureHTTP = tc.url, tc.insecure
 			// Building the client sends nothing: neither to the cluster nor to Heapster,
 			// whose address is not on this machine.
-			_, sel, err := o.NewClient(context.Background(), cfg, clocktesting.NewFakePassiveClock(minute(0)))
+			_, sel, err := newClient(t, o, cfg, clocktesting.NewFakePassiveClock(minute(0)))
 			checkErr(t, err, tc.wantErr)
 			if sel.Detail != tc.wantDetail {
 				t.Errorf("selection detail %q, want %q", sel.Detail, tc.wantDetail)
@@ -144,9 +144,9 @@ func TestHTTPSHeapsterURLIsVerified(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := standin.Stats(testNamespace).Requests
 			cfg, _ := countingAPIServer(t)
-			o := NewOptions()
+			o := DefaultConfig()
 			o.HeapsterURL, o.HeapsterCAFile = heapster.URL, tc.ca
-			c, _, err := o.NewClient(context.Background(), cfg, clocktesting.NewFakePassiveClock(minute(0)))
+			c, _, err := newClient(t, o, cfg, clocktesting.NewFakePassiveClock(minute(0)))
 			checkErr(t, err, tc.wantBuildErr)
 			if tc.wantBuildErr != "" {
 				return
@@ -177,7 +177,7 @@ func TestHTTPSHeapsterURLIsVerified(t *testing.T) {
 	}
 }
 
-// TestMetricsTimeoutBoundsEveryRead wires Options.Timeout through NewClient: a source that
+// TestMetricsTimeoutBoundsEveryRead wires Config.Timeout through NewClient: a source that
 // never answers fails the read, naming the timeout, and the request is abandoned.
 func TestMetricsTimeoutBoundsEveryRead(t *testing.T) {
 	slow := heapsterstandin.Fault{Kind: heapsterstandin.FaultSlow, Delay: time.Hour}
@@ -211,9 +211,9 @@ func TestMetricsTimeoutBoundsEveryRead(t *testing.T) {
 				api.ServeHTTP(w, r)
 			}))
 			defer ts.Close()
-			o := NewOptions()
+			o := DefaultConfig()
 			o.Source, o.Timeout = tc.source, 200*time.Millisecond
-			c, _, err := o.NewClient(context.Background(), &rest.Config{Host: ts.URL}, clocktesting.NewFakePassiveClock(minute(0)))
+			c, _, err := newClient(t, o, &rest.Config{Host: ts.URL}, clocktesting.NewFakePassiveClock(minute(0)))
 			if err != nil {
 				t.Fatal(err)
 			}
