@@ -7,8 +7,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
 
 func TestIndexedPodsMatchesAFullScan(t *testing.T) {
@@ -154,5 +157,43 @@ func TestScaleWriteCarriesTheVersionReadAndRetriesAConflict(t *testing.T) {
 	}
 	if got := f.scales[ns+"/web"].Spec.Replicas; got != 6 {
 		t.Errorf("spec.replicas = %d, want 6", got)
+	}
+}
+
+// TestPodStripperKeepsTheRequestTheCoreReads: a stripped pod has the request the core divides
+// usage by, whatever makes it up (pod overhead counts with pod-level requests).
+func TestPodStripperKeepsTheRequestTheCoreReads(t *testing.T) {
+	cpu := func(v string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
+	}
+	tests := []struct {
+		name string
+		mod  func(p *corev1.Pod)
+	}{
+		{"container requests", func(*corev1.Pod) {}},
+		{"sidecar", func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: ptrTo(corev1.ContainerRestartPolicyAlways), Resources: corev1.ResourceRequirements{Requests: cpu("300m")}}}
+		}},
+		{"pod-level requests and overhead", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: cpu("700m")}
+			p.Spec.Overhead = cpu("100m")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			full := realisticPod(1)
+			tt.mod(full)
+			want, err := replicas.PodRequest(full, "", corev1.ResourceCPU, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj, err := NewPodStripper().Transform(full.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := replicas.PodRequest(obj.(*corev1.Pod), "", corev1.ResourceCPU, true); err != nil || got != want {
+				t.Errorf("stripped pod's request = %dm (%v), want %dm", got, err, want)
+			}
+		})
 	}
 }

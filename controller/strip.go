@@ -16,8 +16,8 @@ const internLimit = 4096
 // PodStripper is an informer transform that keeps only what the decision core and the
 // selector tracker read from a pod: name, namespace, labels, resource version, deletion
 // timestamp, phase, start time, the Ready condition, and container/init container names,
-// requests and restart policy (plus pod-level requests). Everything else (managed fields,
-// annotations, images, env, volumes, container statuses, ...) is dropped.
+// requests and restart policy (plus pod-level requests and the pod overhead). Everything else
+// (managed fields, annotations, images, env, volumes, container statuses, ...) is dropped.
 //
 // Pods of one ReplicaSet carry equal label and request maps; the stripper shares one
 // read-only copy of each, which is a large part of what a stripped pod still weighs.
@@ -61,6 +61,10 @@ func (s *PodStripper) Transform(obj any) (any, error) {
 	}
 	if pod.Spec.Resources != nil && len(pod.Spec.Resources.Requests) > 0 {
 		out.Spec.Resources = &corev1.ResourceRequirements{Requests: s.internRequests(pod.Spec.Resources.Requests)}
+	}
+	// The overhead (RuntimeClass) is added to pod-level requests.
+	if len(pod.Spec.Overhead) > 0 {
+		out.Spec.Overhead = s.internRequests(pod.Spec.Overhead)
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
