@@ -64,6 +64,19 @@ func TestExplainCostFromTheAuditLog(t *testing.T) {
 		}
 	}
 
+	// describe, for comparison (reported): its requests after its own warm-up.
+	if _, err := k.Run(ctx, "describe", "hpa", "web", "-n", ns); err != nil {
+		t.Fatal(err)
+	}
+	if mark, err = shared.AuditMark(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Run(ctx, "describe", "hpa", "web", "-n", ns); err != nil {
+		t.Fatal(err)
+	}
+	described := completedSince(t, mark, user)
+	t.Logf("one kubectl describe hpa, warm caches: %d requests in %d sequential round trips:\n%s", len(described), roundTrips(described), cluster.SummarizeAudit(described))
+
 	// Wall time, median of a few runs each, interleaved so that both see the same load.
 	const runs = 5
 	var explainTimes, describeTimes []time.Duration
