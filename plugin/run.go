@@ -339,7 +339,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	return lease.RunTerms(ctx, kube, leaseCfg, func(ctx context.Context, term lease.Term) error {
 		// Every request of this term's clients ends with the term: a write even already
 		// sent is cancelled the moment the Lease is lost, before a successor may take it.
-		fenced := lease.FenceConfig(cfg, term.Leading)
+		fenced := lease.FenceConfig(term.Leading, cfg)
 		kube, err := kubernetes.NewForConfig(fenced)
 		if err != nil {
 			return fmt.Errorf("creating the Kubernetes client: %w", err)

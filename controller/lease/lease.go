@@ -320,7 +320,7 @@ var errNotLeading = errors.New("not sent: this process no longer holds the lease
 // FenceConfig returns a copy of cfg whose requests end with leading: once it is done, a
 // request fails before it is sent and one in flight is cancelled. Clients built from it
 // for one Term cannot write after the Term, whatever grace their callers give writes.
-func FenceConfig(cfg *rest.Config, leading context.Context) *rest.Config {
+func FenceConfig(leading context.Context, cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper { return &fencedTransport{next: next, leading: leading} })
 	return cfg
@@ -344,7 +344,7 @@ func (f *fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := f.next.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		done()
-		if context.Cause(ctx) == errNotLeading {
+		if errors.Is(context.Cause(ctx), errNotLeading) {
 			return nil, fmt.Errorf("%w: %w", errNotLeading, err)
 		}
 		return nil, err

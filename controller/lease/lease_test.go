@@ -260,7 +260,7 @@ func TestFenceConfigEndsRequestsWithTheTerm(t *testing.T) {
 	defer srv.Close()
 	leading, endTerm := context.WithCancel(context.Background())
 	defer endTerm()
-	rt, err := rest.TransportFor(FenceConfig(&rest.Config{Host: srv.URL}, leading))
+	rt, err := rest.TransportFor(FenceConfig(leading, &rest.Config{Host: srv.URL}))
 	if err != nil {
 		t.Fatal(err)
 	}
