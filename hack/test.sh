@@ -2,18 +2,29 @@
 # `make test`: every suite CI runs, one after another, then a table of each step's wall time
 # (printed on failure too).
 #
-# What the later steps only wait for is built from the start in the background at the lowest
-# CPU priority: the components of the end-to-end tests (control plane, metrics-server, Heapster,
-# ...), the plugin for every release platform, and the release tools (krew, its manifest
-# validator, the archive and image builders). The steps in front leave a core idle often
-# (links, tests that wait on timers), and nice 19 hands those cycles to the builds without
-# slowing the steps. A step that needs a background build waits for it first.
+# What the later steps only wait for is built from the start in the background: the components
+# of the end-to-end tests (control plane, metrics-server, Heapster, Prometheus), the plugin for
+# every release platform, and the release tools (krew, its manifest validator, the archive and
+# image builders). A step that needs a background build waits for it first.
+#
+# The end-to-end tests wait on the cluster, not the CPU (the load average stays under 0.5 while
+# they run alone), so they run alongside the other steps: they start as soon as what they need
+# is built (the components, the plugin for this machine, the release tools) and the steps that
+# compute run at nice 5 meanwhile, so that the cluster's processes come first when both want a
+# core. Their output is kept in a file and printed when they end.
 #
 # Environment: MAKE (set by make); TEST_STEPS runs a subset, e.g. TEST_STEPS="verify test-unit".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 make=${MAKE:-make}
 steps=(${TEST_STEPS:-verify test-unit test-fuzz test-parity test-krew test-e2e})
+# The end-to-end step, when asked for, runs alongside the others; steps holds those in front.
+e2e=false
+for i in "${!steps[@]}"; do [ "${steps[$i]}" = test-e2e ] && { e2e=true; unset "steps[$i]"; }; done
+steps=("${steps[@]}")
+# The background builds the end-to-end step needs before it starts (of plugin-all-platforms,
+# only this machine's binary).
+e2e_needs=(components release-tools plugin-all-platforms)
 
 t0=$(date +%s)
 tmp=$(mktemp -d -t kubectl-hpa-test.XXXXXX)
@@ -21,19 +32,31 @@ rows=()
 
 # Background builds: NAME, the command, and the steps that wait for it (bg_for) or that use
 # it and wait on the build's own lock if they need it before it ends (bg_with).
+#
+# Priorities (nice) follow the critical path. On a cold machine it is the components, then the
+# end-to-end tests (they wait on the cluster for about ten minutes), so the components build at
+# the steps' own priority (0; the steps run at 5 while the end-to-end tests run alongside). On a
+# warm one it is this machine's plugin, which the end-to-end tests wait for, so it links at 0
+# too; the five other platforms only the krew step, near the end, needs: nice 19.
 bg_names=(components plugin-all-platforms release-tools golangci-lint)
+bg_nice_components=0
 bg_cmd_components="hack/build-testbin.sh"
-bg_for_components="test-e2e"
-bg_cmd_plugin_all_platforms="$make --no-print-directory build-all"
-# Both write bin/: neither may run while the background build relinks the same files.
-bg_for_plugin_all_platforms="test-e2e test-krew"
+bg_for_components=""
+# This machine's binary first: the end-to-end tests start when it exists (plugin-host.ready)
+# and only read it afterwards, while the other platforms link.
+bg_cmd_plugin_all_platforms="$make --no-print-directory build && : >'$tmp/plugin-host.ready' && renice -n 19 \$\$ >/dev/null && $make --no-print-directory build-all"
+bg_nice_plugin_all_platforms=0
+bg_for_plugin_all_platforms="test-krew"
 # dist, the krew round trip and the e2e image all call hack/krew-tools.sh, which builds once.
 bg_cmd_release_tools="hack/krew-tools.sh"
-bg_for_release_tools="test-krew test-e2e"
+bg_nice_release_tools=5
+bg_for_release_tools="test-krew"
 # verify runs golangci-lint last, after vet, which compiles for minutes on a cold machine; this
 # builds the linter meanwhile, and verify's run waits on hack/golangci-lint.sh's lock if it is
 # not done. (The analysis itself runs in verify, after vet: it reads vet's compiled packages.)
 bg_cmd_golangci_lint="hack/golangci-lint.sh build"
+# verify's last command waits for it: the steps' priority.
+bg_nice_golangci_lint=5
 bg_for_golangci_lint=""
 bg_with_golangci_lint="verify"
 declare -A bg_pid=()
@@ -41,6 +64,7 @@ declare -A bg_pid=()
 var() { local v="${1//-/_}"; v="bg_$2_$v"; echo "${!v:-}"; }
 wanted() { # NAME: is a step that waits for it among those to run?
   local s w
+  if $e2e; then for w in "${e2e_needs[@]}"; do [ "$1" = "$w" ] && return 0; done; fi
   for s in "${steps[@]}"; do for w in $(var "$1" for) $(var "$1" with); do [ "$s" = "$w" ] && return 0; done; done
   return 1
 }
@@ -48,10 +72,42 @@ wanted() { # NAME: is a step that waits for it among those to run?
 for n in "${bg_names[@]}"; do
   wanted "$n" || continue
   # Its own session, so that a stop ends the whole build (go and its compilers) at once.
-  setsid bash -c 's=$(date +%s); nice -n 19 '"$(var "$n" cmd)"' >"$1.log" 2>&1; rc=$?
+  setsid bash -c 's=$(date +%s); renice -n '"$(var "$n" nice)"' $$ >/dev/null; { '"$(var "$n" cmd)"'; } >"$1.log" 2>&1; rc=$?
     echo "$rc $(( $(date +%s) - s ))" >"$1.done"; exit $rc' build "$tmp/$n" &
   bg_pid[$n]=$!
 done
+
+# run_e2e runs in its own session: it waits for e2e_needs' done files (or plugin-host.ready),
+# then runs the step; its output goes to test-e2e.log, "RC SECONDS WAITED" to test-e2e.done.
+run_e2e() { # TMP MAKE NEEDS...
+  local tmp=$1 make=$2 n rc secs w0 s0
+  shift 2
+  w0=$(date +%s)
+  for n in "$@"; do
+    until [ -e "$tmp/$n.done" ] || { [ "$n" = plugin-all-platforms ] && [ -e "$tmp/plugin-host.ready" ]; }; do sleep 1; done
+    [ -e "$tmp/$n.done" ] || continue
+    read -r rc secs <"$tmp/$n.done"
+    if [ "$rc" != 0 ]; then
+      echo "make test: test-e2e not run: the background build $n failed"
+      echo "1 0 $(( $(date +%s) - w0 ))" >"$tmp/test-e2e.done"
+      return 1
+    fi
+  done
+  s0=$(date +%s)
+  echo "make test: === test-e2e (alongside the other steps, after waiting $(( s0 - w0 ))s for its builds)"
+  "$make" --no-print-directory test-e2e
+  rc=$?
+  echo "$rc $(( $(date +%s) - s0 )) $(( s0 - w0 ))" >"$tmp/test-e2e.done"
+  return $rc
+}
+e2e_pid=
+if $e2e; then
+  setsid bash -c "$(declare -f run_e2e); run_e2e \"\$@\" >'$tmp/test-e2e.log' 2>&1" e2e "$tmp" "$make" "${e2e_needs[@]}" &
+  e2e_pid=$!
+fi
+# The steps that compute yield to the end-to-end tests' cluster when both want a core.
+nice_steps=()
+$e2e && nice_steps=(nice -n 5)
 
 table() {
   local total=$(( $(date +%s) - t0 )) r
@@ -70,6 +126,7 @@ row() {
 cleanup() {
   local n
   for n in "${!bg_pid[@]}"; do kill -TERM -- "-${bg_pid[$n]}" 2>/dev/null; done
+  [ -z "$e2e_pid" ] || kill -TERM -- "-$e2e_pid" 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -91,9 +148,9 @@ wait_bg() { # NAME STEP [after]
     return 1
   fi
   if [ "${3:-}" = after ]; then
-    row "$n (background, nice 19)" "$secs" "ok; $2 used it"
+    row "$n (background, nice $(var "$n" nice))" "$secs" "ok; $2 used it"
   else
-    row "$n (background, nice 19)" "$secs" "ok; $2 waited ${waited}s for it"
+    row "$n (background, nice $(var "$n" nice))" "$secs" "ok; $2 waited ${waited}s for it"
   fi
 }
 
@@ -106,7 +163,7 @@ for s in "${steps[@]}"; do
   done
   echo "make test: === $s"
   s0=$(date +%s)
-  "$make" --no-print-directory "$s"
+  "${nice_steps[@]}" "$make" --no-print-directory "$s"
   rc=$?
   row "$s" $(( $(date +%s) - s0 )) "$([ $rc = 0 ] && echo ok || echo "FAILED (exit $rc)")"
   for n in "${bg_names[@]}"; do
@@ -117,5 +174,18 @@ for s in "${steps[@]}"; do
   done
   if [ $rc != 0 ]; then table; echo "make test: FAILED: $s"; exit $rc; fi
 done
+if $e2e; then
+  echo "make test: waiting for test-e2e, which runs alongside"
+  wait "$e2e_pid"
+  e2e_pid=
+  cat "$tmp/test-e2e.log"
+  read -r rc secs waited <"$tmp/test-e2e.done" || { rc=1 secs=? waited=?; }
+  # The builds it used, for the table (done by now).
+  for n in "${bg_names[@]}"; do
+    if ! wait_bg "$n" test-e2e after; then table; echo "make test: FAILED: background build $n"; exit 1; fi
+  done
+  row "test-e2e (alongside, started at ${waited}s)" "$secs" "$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")"
+  if [ "$rc" != 0 ]; then table; echo "make test: FAILED: test-e2e"; exit "$rc"; fi
+fi
 table
 echo "make test: all suites passed"
