@@ -531,7 +531,7 @@ func (c *Controller) reconcile(ctx context.Context, ev *Evaluation, start time.T
 		})
 		rep.ScaleWritten = scaleErr == nil
 	}
-	out := replicas.Apply(in, d, scaleErr)
+	out, kept := Settle(in, d, scaleErr, reason == "")
 	c.record(hpa, out.Events, events)
 	if out.StatusChanged && write {
 		startIfStopping := ctx
@@ -557,11 +557,6 @@ func (c *Controller) reconcile(ctx context.Context, ev *Evaluation, start time.T
 	rep.Outcome = out
 	rep.Err = out.Err
 
-	// Only a persisted rescale is history: a dry run must not pretend scale events happened.
-	kept := d.History
-	if reason == "" && scaleErr == nil {
-		kept = out.History
-	}
 	c.mu.Lock()
 	c.history[key] = kept
 	c.mu.Unlock()
