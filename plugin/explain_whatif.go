@@ -26,42 +26,48 @@ type whatIf struct {
 
 func parseWhatIfs(sets, assumes []string) ([]whatIf, error) {
 	var out []whatIf
-	parse := func(flag, s string) error {
-		metric, value, ok := strings.Cut(s, "=")
-		if !ok || metric == "" || value == "" {
-			return fmt.Errorf("--%s %q: want METRIC=VALUE, e.g. cpu=60%% or requests_per_second=100", flag, s)
-		}
-		w := whatIf{flag: flag, metric: metric, raw: value}
-		if p, isPct := strings.CutSuffix(value, "%"); isPct {
-			n, err := strconv.ParseInt(p, 10, 32)
-			if err != nil || n < 0 || (flag == "set-target" && n == 0) {
-				return fmt.Errorf("--%s %q: %q is not a valid percentage", flag, s, value)
-			}
-			w.percent = ptrTo(int32(n))
-		} else {
-			q, err := resource.ParseQuantity(value)
-			if err != nil {
-				return fmt.Errorf("--%s %q: %q is neither a percentage nor a quantity: %w", flag, s, value, err)
-			}
-			if q.Sign() < 0 {
-				return fmt.Errorf("--%s %q: the value must not be negative", flag, s)
-			}
-			w.quantity = &q
+	for _, s := range sets {
+		w, err := parseWhatIf("set-target", s)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, w)
-		return nil
-	}
-	for _, s := range sets {
-		if err := parse("set-target", s); err != nil {
-			return nil, err
-		}
 	}
 	for _, s := range assumes {
-		if err := parse("assume", s); err != nil {
+		w, err := parseWhatIf("assume", s)
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, w)
 	}
 	return out, nil
+}
+
+// parseWhatIf parses METRIC=VALUE given to --flag (flag may carry more words, such as
+// simulate's "variant NAME"). A target (any flag but assume) of 0% is refused.
+func parseWhatIf(flag, s string) (whatIf, error) {
+	metric, value, ok := strings.Cut(s, "=")
+	if !ok || metric == "" || value == "" {
+		return whatIf{}, fmt.Errorf("--%s %q: want METRIC=VALUE, e.g. cpu=60%% or requests_per_second=100", flag, s)
+	}
+	w := whatIf{flag: flag, metric: metric, raw: value}
+	if p, isPct := strings.CutSuffix(value, "%"); isPct {
+		n, err := strconv.ParseInt(p, 10, 32)
+		if err != nil || n < 0 || (flag != "assume" && n == 0) {
+			return whatIf{}, fmt.Errorf("--%s %q: %q is not a valid percentage", flag, s, value)
+		}
+		w.percent = ptrTo(int32(n))
+	} else {
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			return whatIf{}, fmt.Errorf("--%s %q: %q is neither a percentage nor a quantity: %w", flag, s, value, err)
+		}
+		if q.Sign() < 0 {
+			return whatIf{}, fmt.Errorf("--%s %q: the value must not be negative", flag, s)
+		}
+		w.quantity = &q
+	}
+	return w, nil
 }
 
 func ptrTo[T any](v T) *T { return &v }
@@ -143,33 +149,42 @@ func applySetTargets(hpa *autoscalingv2.HorizontalPodAutoscaler, wis []whatIf) (
 		if out == hpa {
 			out = hpa.DeepCopy()
 		}
-		i, err := findMetric(out, w.metric)
+		rec, err := setTarget(out, w)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--set-target: %w", err)
-		}
-		spec := &out.Spec.Metrics[i]
-		t := targetOf(spec)
-		if t == nil {
-			return nil, nil, fmt.Errorf("--set-target: metric %d has no target to change", i)
-		}
-		was := output.FormatTarget(*t)
-		if err := refuseBareResourceNumber(w, *spec); err != nil {
 			return nil, nil, err
 		}
-		switch {
-		case w.percent != nil:
-			if !isResourceMetric(spec.Type) {
-				return nil, nil, fmt.Errorf("--set-target %s=%s: only Resource and ContainerResource metrics have utilization targets; give a quantity", w.metric, w.raw)
-			}
-			*t = autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: w.percent}
-		case t.Type == autoscalingv2.ValueMetricType:
-			*t = autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType, Value: w.quantity}
-		default:
-			*t = autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: w.quantity}
-		}
-		records = append(records, output.WhatIf{Flag: w.flag, Metric: output.ShortName(*spec), Value: w.raw, Was: was})
+		records = append(records, rec)
 	}
 	return out, records, nil
+}
+
+// setTarget changes, in hpa, the target of the metric w names to w's value.
+func setTarget(hpa *autoscalingv2.HorizontalPodAutoscaler, w whatIf) (output.WhatIf, error) {
+	i, err := findMetric(hpa, w.metric)
+	if err != nil {
+		return output.WhatIf{}, fmt.Errorf("--%s: %w", w.flag, err)
+	}
+	spec := &hpa.Spec.Metrics[i]
+	t := targetOf(spec)
+	if t == nil {
+		return output.WhatIf{}, fmt.Errorf("--%s: metric %d has no target to change", w.flag, i)
+	}
+	was := output.FormatTarget(*t)
+	if err := refuseBareResourceNumber(w, *spec); err != nil {
+		return output.WhatIf{}, err
+	}
+	switch {
+	case w.percent != nil:
+		if !isResourceMetric(spec.Type) {
+			return output.WhatIf{}, fmt.Errorf("--%s %s=%s: only Resource and ContainerResource metrics have utilization targets; give a quantity", w.flag, w.metric, w.raw)
+		}
+		*t = autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: w.percent}
+	case t.Type == autoscalingv2.ValueMetricType:
+		*t = autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType, Value: w.quantity}
+	default:
+		*t = autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: w.quantity}
+	}
+	return output.WhatIf{Flag: w.flag, Metric: output.ShortName(*spec), Value: w.raw, Was: was}, nil
 }
 
 // applyAssumes replaces fetched metric values in in with the --assume values: every
