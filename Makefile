@@ -72,8 +72,9 @@ test:
 test-unit:
 	$(GO) test -race -count=1 -timeout 5m ./...
 
-## test-fuzz: every fuzz target of the decision core and the metrics decoders for FUZZTIME each
-test-fuzz: test-fuzz-core test-fuzz-metrics
+## test-fuzz: every fuzz target of the decision core and the metrics decoders for FUZZTIME each,
+## and the recording decoder's for RECORDING_FUZZTIME
+test-fuzz: test-fuzz-core test-fuzz-metrics test-fuzz-recording
 
 test-fuzz-core:
 	@targets=$$(hack/fuzz-targets.sh controller/replicas); \
@@ -118,6 +119,21 @@ test-fuzz-metrics:
 	for target in $$targets; do \
 		echo "fuzz $$target for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) -parallel 2 ./metrics/samples || exit 1; \
+	done
+
+# ---- recordings: fuzzing the decoder of run --record files ----
+# A few seconds: the format is plain JSON Lines over encoding/json, and its round trip of every
+# kind of sync is a unit test as well; the seed corpus is the unit tests' recordings.
+RECORDING_FUZZTIME ?= 3s
+
+.PHONY: test-fuzz-recording
+
+test-fuzz-recording:
+	@targets=$$(hack/fuzz-targets.sh controller/recording); \
+	[ -n "$$targets" ] || { echo "no fuzz targets found in controller/recording"; exit 1; }; \
+	for target in $$targets; do \
+		echo "fuzz $$target for $(RECORDING_FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(RECORDING_FUZZTIME) ./controller/recording || exit 1; \
 	done
 
 # ---- real cluster: e2e and demo (owner: cluster) ----
