@@ -154,6 +154,10 @@ func Evaluate(ctx context.Context, src Source, namespace, name string, opts Eval
 		history = past.History(read, opts.Now)
 	}
 	ev.Input, ev.MetricTimes = gather(ctx, src, hpa, history, opts)
+	if ip, ok := past.(InputPast); ok {
+		// A replayed past needs the pods, the scale and the live samples' times.
+		ev.Input.History = ip.HistoryFor(ctx, ev.Input)
+	}
 	wg.Wait()
 	if opts.Amend != nil {
 		if err := opts.Amend(&ev.Input, replicas.Decide(ev.Input)); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
 )
 
 // Exit codes of kubectl hpa commands. They are part of the CLI contract: scripts and the
@@ -176,6 +177,47 @@ func AddMetricsFlags(fs *pflag.FlagSet, cfg *metrics.Config) {
 		"Refuse metric samples whose timestamp is older than this (a source that stopped collecting); 0 disables the check.")
 	fs.DurationVar(&cfg.Timeout, "metrics-timeout", cfg.Timeout,
 		"Abandon a metrics read (one HPA metric from Heapster or a metrics API) that takes longer than this; the HPA then reports the timeout like any failed read. 0 leaves only --request-timeout.")
+}
+
+// AddPrometheusFlags binds the Prometheus history source (--prometheus-*) to cfg; its
+// current values are the defaults shown.
+func AddPrometheusFlags(fs *pflag.FlagSet, cfg *prometheus.Config) {
+	fs.StringVar(&cfg.URL, "prometheus-url", cfg.URL,
+		"Replay the HPA's metrics of the last stabilization window from this Prometheus (base URL, e.g. http://127.0.0.1:9090 after kubectl port-forward) to reconstruct the recommendations kube-controller-manager keeps in memory.")
+	fs.StringVar(&cfg.TokenFile, "prometheus-token-file", cfg.TokenFile, "File holding a bearer token for --prometheus-url, read at each request; never printed.")
+	fs.StringVar(&cfg.CAFile, "prometheus-certificate-authority", cfg.CAFile,
+		"PEM file of the certificate authorities trusted for an https --prometheus-url, instead of the system's.")
+	fs.BoolVar(&cfg.InsecureHTTP, "prometheus-insecure-http", cfg.InsecureHTTP,
+		"Allow a plain http --prometheus-url on a host other than loopback (metrics and the token then travel unencrypted).")
+	fs.DurationVar(&cfg.Timeout, "prometheus-timeout", cfg.Timeout, "Abandon a Prometheus request that takes longer than this.")
+	fs.StringVar(&cfg.Selector, "prometheus-selector", cfg.Selector,
+		`Extra label matchers for the cAdvisor series, for a Prometheus holding several clusters or jobs, e.g. cluster="prod",job="kubelet".`)
+	fs.DurationVar(&cfg.RateWindow, "prometheus-rate-window", cfg.RateWindow,
+		"Window of rate() over the CPU usage counter; 0 takes the live samples' window (metrics-server's), at least two scrape intervals.")
+	fs.Var(&promQueries{m: &cfg.Queries}, "prometheus-query",
+		`PromQL template for a Pods, Object or External metric, METRIC=QUERY (repeatable); it may use {{.Namespace}}, {{.Pods}} (a regexp of the pods' names), {{.Object}}, {{.Window}} and {{.Selector}}. A Pods metric's query must give one series per pod label.`)
+}
+
+// promQueries is a pflag.Value collecting METRIC=QUERY pairs.
+type promQueries struct {
+	m   *map[string]string
+	set []string
+}
+
+func (q *promQueries) String() string { return strings.Join(q.set, ",") }
+func (q *promQueries) Type() string   { return "METRIC=QUERY" }
+
+func (q *promQueries) Set(s string) error {
+	name, query, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(name) == "" || strings.TrimSpace(query) == "" {
+		return fmt.Errorf("want METRIC=QUERY, got %q", s)
+	}
+	if *q.m == nil {
+		*q.m = map[string]string{}
+	}
+	(*q.m)[strings.TrimSpace(name)] = query
+	q.set = append(q.set, strings.TrimSpace(name))
+	return nil
 }
 
 // featureGates is a pflag.Value over the gates in replicas.Config.

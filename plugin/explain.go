@@ -27,6 +27,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
@@ -39,6 +40,12 @@ sentence naming the binding constraint, and what the cluster's own controller la
 explain only reads: it never creates, updates, patches or deletes anything, not even events.
 The cluster controller's recommendation history lives in its memory and cannot be read;
 explain says which history it used (reconstructed from status.lastScaleTime and rescale events).
+With --prometheus-url it replays the metrics of the longest stabilization window from
+Prometheus (cAdvisor's series; --prometheus-query for custom metrics) through the same
+decision core at every sync kube-controller-manager could have made (--sync-period is its
+sync period), and says when a held scale-down ends, as a range: the controller's sync phase
+is known only to the second of its last condition change or rescale. A Prometheus that
+fails costs a warning line and the reconstruction, not the exit code.
 
 Exit codes: 0 ok, 1 unexpected failure (server unreachable or not a Kubernetes API server),
 2 bad flags or arguments (or no kubeconfig), 3 HPA not found, 4 wrong namespace (namespace
@@ -57,6 +64,9 @@ const explainExample = `  # Why does web have the replica count it has?
 
   # Re-explain every 15s until Ctrl-C
   kubectl hpa explain web -n shop --watch
+
+  # When does kube-controller-manager's held scale-down end? (replayed from Prometheus)
+  kubectl hpa explain web -n shop --prometheus-url http://127.0.0.1:9090 --sync-period 15s
 
   # What if the target were 60% and cpu were at 90%? (nothing in the cluster changes)
   kubectl hpa explain web -n shop --set-target cpu=60% --assume cpu=90%`
@@ -86,6 +96,8 @@ type ExplainOptions struct {
 
 	// Metrics selects the metrics source (--metrics-source, --heapster-*).
 	Metrics metrics.Config
+	// Prometheus, when its URL is set, replays the cluster controller's history (--prometheus-*).
+	Prometheus prometheus.Config
 
 	// syncPeriodSet says --sync-period was given.
 	syncPeriodSet bool
@@ -93,6 +105,8 @@ type ExplainOptions struct {
 	host string
 
 	clients *explainClients
+	// prom reads the history from Prometheus (nil without --prometheus-url).
+	prom    *prometheus.Reader
 	printer printers.ResourcePrinter
 	whatIf  []whatIf
 	// newMetrics builds the metrics client for the live clients; dc is their discovery.
@@ -166,6 +180,7 @@ func newCmdExplain(o *ExplainOptions) *cobra.Command {
 	fs.StringArrayVar(&o.Assumes, "assume", nil, "What-if: use this current value for a metric instead of the fetched one, e.g. cpu=90% or memory=300Mi per pod (repeatable)")
 	AddControllerConfigFlags(fs, &o.Config)
 	AddMetricsFlags(fs, &o.Metrics)
+	AddPrometheusFlags(fs, &o.Prometheus)
 	withUsageExitCodes(cmd)
 	return cmd
 }
@@ -220,6 +235,15 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err := o.Metrics.Validate(); err != nil {
 		return &ExitError{Code: ExitUsage, Err: err}
 	}
+	if o.Prometheus.Enabled() {
+		r, err := prometheus.New(o.Prometheus)
+		if err != nil {
+			return &ExitError{Code: ExitUsage, Err: err}
+		}
+		o.prom = r
+	} else if err := o.Prometheus.Validate(); err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
 	return nil
 }
 
@@ -228,11 +252,11 @@ func (o *ExplainOptions) Validate() error {
 	if o.Name == "" {
 		return usageErrorf("an HPA name is required: kubectl hpa explain NAME")
 	}
-	if o.syncPeriodSet && !o.Watch {
-		return usageErrorf("--sync-period only applies with --watch (-w): explain without it explains once")
+	if o.syncPeriodSet && !o.Watch && !o.Prometheus.Enabled() {
+		return usageErrorf("--sync-period only applies with --watch (-w) or --prometheus-url: explain without them explains once")
 	}
-	if o.Watch && o.SyncPeriod <= 0 {
-		return usageErrorf("--sync-period must be positive with --watch, got %s", o.SyncPeriod)
+	if (o.Watch || o.Prometheus.Enabled()) && o.SyncPeriod <= 0 {
+		return usageErrorf("--sync-period must be positive, got %s", o.SyncPeriod)
 	}
 	if o.Config.Tolerance < 0 {
 		return usageErrorf("--tolerance must not be negative, got %v", o.Config.Tolerance)

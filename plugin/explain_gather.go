@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -67,6 +68,9 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 		}
 	}
 	src := controller.LiveSource(c.Kube, c.Scales, c.Pods, c.Metrics)
+	if o.prom != nil {
+		src.PastReader = controller.ReplayReader{Rescales: controller.LiveRescales{Client: c.Kube}, Reader: o.prom, SyncPeriod: o.SyncPeriod}
+	}
 	ev, err := controller.Evaluate(ctx, src, o.Namespace, o.Name, opts)
 	switch {
 	case usageErr != nil:
@@ -82,6 +86,10 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 	logger.V(2).Info("Decided", "phase", d.Phase, "current", d.CurrentReplicas, "desired", d.DesiredReplicas)
 
 	past, _ := ev.Past.(controller.Rescales)
+	replayed, _ := ev.Past.(*controller.Replayed)
+	if replayed != nil {
+		past = replayed.Rescales
+	}
 	_, historyNote := past.Reconstruct(hpa, in.Now)
 	facts := output.Facts{
 		Input:         in,
@@ -94,6 +102,13 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 		FreshDesired:  freshDesired,
 		WhatIf:        whatIfs,
 		Warnings:      warnings(hpa, in, vpas, vpaErr, past.Err),
+	}
+	if replayed != nil {
+		applyReplay(&facts, replayed.Replay, o.prom.Address())
+		if r := facts.Replay; r.Error != "" {
+			// One line on stderr too, so that -o json readers and scripts see it.
+			fmt.Fprintf(o.ErrOut, "warning: replay from Prometheus unavailable, history reconstructed from status and events only: %s\n", r.Error)
+		}
 	}
 	e := output.Build(facts)
 	if err := o.decisionExitError(hpa, in, d, served); err != nil {
@@ -290,4 +305,44 @@ func metricsSource(c *explainClients) string {
 		return sel.String()
 	}
 	return c.Metrics.Source()
+}
+
+// applyReplay puts the replay from Prometheus into the facts: the history's source and
+// what it found, or, when it failed, a warning and the reconstruction kept.
+func applyReplay(f *output.Facts, rp *controller.Replay, address string) {
+	if rp == nil {
+		// Nothing was gathered to replay against (the scale or the metrics failed first).
+		rp = &controller.Replay{Source: address, Err: errors.New("nothing to replay against: the decision stopped before its metrics")}
+	}
+	out := &output.Replay{Prometheus: rp.Source}
+	f.Replay = out
+	if rp.Err != nil {
+		out.Error = rp.Err.Error()
+		f.Warnings = append(f.Warnings, output.Warning{Reason: "PrometheusReplayUnavailable",
+			Message: "the history could not be replayed from Prometheus, so it is reconstructed from status and events only: " + rp.Err.Error()})
+		return
+	}
+	f.HistorySource = "prometheus"
+	f.HistoryNote = "The cluster's HPA controller keeps its recommendation history in its own memory. This replays the metrics of its longest stabilization window from Prometheus through the decision core at every sync it could have made (its sync phase is known only to the range below), with the visible rescales as the target's size and scale events: the recommendations are those of the middle phase, the times ranges over every phase."
+	out.Queries = rp.Queries
+	out.From, out.To = &metav1.Time{Time: rp.From}, &metav1.Time{Time: rp.To}
+	out.Syncs = rp.Syncs
+	out.StepSeconds, out.RateWindowSeconds = rp.Step.Seconds(), rp.RateWindow.Seconds()
+	out.SyncPeriodSeconds = rp.SyncPeriod.Seconds()
+	out.SyncPhase = &output.SyncPhase{FromSeconds: rp.PhaseFrom.Seconds(), ToSeconds: rp.PhaseTo.Seconds(), Anchor: rp.PhaseAnchor}
+	out.NextSync = timeRange(rp.NextFrom, rp.NextTo)
+	if !rp.HoldEndsFrom.IsZero() {
+		out.HoldEnds = timeRange(rp.HoldEndsFrom, rp.HoldEndsTo)
+		out.HoldEndsAt = &rp.EndsAt
+	}
+	out.Notes = rp.Notes
+}
+
+// timeRange is [from, to) to the second: from rounded down, to up.
+func timeRange(from, to time.Time) *output.TimeRange {
+	up := to.Truncate(time.Second)
+	if up.Before(to) {
+		up = up.Add(time.Second)
+	}
+	return &output.TimeRange{From: metav1.Time{Time: from.Truncate(time.Second)}, To: metav1.Time{Time: up}}
 }

@@ -33,6 +33,8 @@ type Facts struct {
 	MetricsSource string
 	// HistorySource and HistoryNote describe where Input.History came from.
 	HistorySource, HistoryNote string
+	// Replay is the replay from Prometheus, when one was asked for.
+	Replay *Replay
 	// FreshDesired is the desired count with an empty (freshly seeded) history, when computed.
 	FreshDesired *int32
 	WhatIf       []WhatIf
@@ -500,7 +502,7 @@ func pct(f float64) string {
 }
 
 func historyOf(f Facts) *History {
-	h := &History{Source: f.HistorySource, Note: f.HistoryNote, FreshControllerDesired: f.FreshDesired}
+	h := &History{Source: f.HistorySource, Note: f.HistoryNote, FreshControllerDesired: f.FreshDesired, Replay: f.Replay}
 	now := f.Input.Now
 	for _, r := range f.Input.History.Recommendations {
 		h.Recommendations = append(h.Recommendations, Recommendation{Replicas: r.Replicas, Time: metav1.NewTime(r.Timestamp), Age: age(now, r.Timestamp)})

@@ -28,7 +28,10 @@
 //	verdict            one sentence and the binding constraint (see the Constraint* constants)
 //	cluster            what the cluster's own controller last decided (status, conditions, recent
 //	                   SuccessfulRescale events) and whether it agrees
-//	history            which recommendation history the decision used and how it was obtained
+//	history            which recommendation history the decision used and how it was obtained;
+//	                   history.replay (explain --prometheus-url): the cluster controller's
+//	                   history replayed from Prometheus, its sync phase range, when the next
+//	                   sync and the end of a stabilization hold fall, or why it failed
 //	whatIf[]           inputs changed by --set-target/--assume (the cluster was not touched)
 //	warnings[]         reason + message for conditions that make the decision surprising
 //	trace[]            the core's ordered steps

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -426,11 +427,15 @@ func (r *textRenderer) renderHistory(e *Explanation) {
 		return
 	}
 	r.line(0, "")
-	r.kv(0, "History", "%s", h.Source)
+	r.kv(0, "History", "%s", historySourceText(h.Source))
 	r.line(1, "%s", h.Note)
 	var rs []string
-	for _, rec := range h.Recommendations {
-		rs = append(rs, fmt.Sprintf("%d (%s ago)", rec.Replicas, rec.Age))
+	if h.Replay != nil && h.Replay.Error == "" {
+		rs = recommendationRuns(h.Recommendations)
+	} else {
+		for _, rec := range h.Recommendations {
+			rs = append(rs, fmt.Sprintf("%d (%s ago)", rec.Replicas, rec.Age))
+		}
 	}
 	if len(rs) > 0 {
 		r.kv(1, "recommendations", "%s", strings.Join(rs, ", "))
@@ -446,6 +451,77 @@ func (r *textRenderer) renderHistory(e *Explanation) {
 	if h.FreshControllerDesired != nil {
 		r.kv(1, "fresh controller", "a controller started now (its only sample: the current size) would decide %d", *h.FreshControllerDesired)
 	}
+	r.renderReplay(e)
+}
+
+func historySourceText(source string) string {
+	if source == "prometheus" {
+		return "replayed from Prometheus"
+	}
+	return source
+}
+
+// recommendationRuns prints a replayed history (one recommendation per sync) as runs of
+// equal counts, oldest first: "6 x8 (1m20s to 45s ago), 2 x9 (40s ago to 0s ago)".
+func recommendationRuns(recs []Recommendation) []string {
+	sorted := slices.Clone(recs)
+	slices.SortStableFunc(sorted, func(a, b Recommendation) int { return a.Time.Compare(b.Time.Time) })
+	var out []string
+	for i := 0; i < len(sorted); {
+		j := i
+		for j+1 < len(sorted) && sorted[j+1].Replicas == sorted[i].Replicas {
+			j++
+		}
+		if j == i {
+			out = append(out, fmt.Sprintf("%d (%s ago)", sorted[i].Replicas, sorted[i].Age))
+		} else {
+			out = append(out, fmt.Sprintf("%d x%d (%s to %s ago)", sorted[i].Replicas, j-i+1, sorted[i].Age, sorted[j].Age))
+		}
+		i = j + 1
+	}
+	return out
+}
+
+func (r *textRenderer) renderReplay(e *Explanation) {
+	rp := e.History.Replay
+	if rp == nil {
+		return
+	}
+	if rp.Error != "" {
+		r.kv(1, "prometheus", "%s: replay unavailable (see the warning above), history reconstructed", rp.Prometheus)
+		return
+	}
+	r.kv(1, "prometheus", "%s: %d syncs replayed per sync phase, samples every %s aligned to the live samples, cpu as rate over %s",
+		rp.Prometheus, rp.Syncs, seconds(rp.StepSeconds), seconds(rp.RateWindowSeconds))
+	if ph := rp.SyncPhase; ph != nil {
+		anchor := "unknown: every phase"
+		if ph.Anchor != "" {
+			anchor = "from " + ph.Anchor + ", written to the second"
+		}
+		r.kv(1, "controller syncs", "every %s, at %s to %s past each period (%s)", seconds(rp.SyncPeriodSeconds), seconds(ph.FromSeconds), seconds(ph.ToSeconds), anchor)
+	}
+	if n := rp.NextSync; n != nil {
+		r.kv(1, "next sync", "between %s and %s", n.From.UTC().Format(time.TimeOnly), n.To.UTC().Format(time.TimeOnly))
+	}
+	desired := int32(0)
+	if e.Decision != nil {
+		desired = e.Decision.DesiredReplicas
+	}
+	switch {
+	case rp.HoldEnds != nil && rp.HoldEndsAt != nil:
+		r.kv(1, "hold", "%d until a sync between %s and %s, which writes %d (if the metrics stay as they are now)",
+			desired, rp.HoldEnds.From.UTC().Format(time.TimeOnly), rp.HoldEnds.To.UTC().Format(time.TimeOnly), *rp.HoldEndsAt)
+	default:
+		r.kv(1, "hold", "%d: no sync within the window would write another count if the metrics stay as they are now", desired)
+	}
+	for _, n := range rp.Notes {
+		r.kv(1, "note", "%s", n)
+	}
+}
+
+// seconds prints a number of seconds as a duration ("5s", "2.25s").
+func seconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).String()
 }
 
 // limitText prints a rate limit; the core reports -1 for a direction it did not evaluate.

@@ -295,8 +295,9 @@ type Cluster struct {
 
 // History says which recommendation history the decision used.
 type History struct {
-	// Source is "reconstructed" (from status.lastScaleTime and rescale events) or "controller"
-	// (the history kept by a kubectl hpa run loop).
+	// Source is "reconstructed" (from status.lastScaleTime and rescale events), "controller"
+	// (the history kept by a kubectl hpa run loop) or "prometheus" (replayed from the
+	// metric history in Prometheus, see Replay).
 	Source string `json:"source"`
 	Note   string `json:"note"`
 	// Recommendations and scale events given to the core (before this decision's own sample).
@@ -306,6 +307,55 @@ type History struct {
 	// FreshControllerDesired is what a controller that started just now (no history: the
 	// current size is its only sample) would decide, when that differs.
 	FreshControllerDesired *int32 `json:"freshControllerDesired,omitempty"`
+	// Replay is the replay from Prometheus (explain --prometheus-url), also when it failed.
+	Replay *Replay `json:"replay,omitempty"`
+}
+
+// Replay is the cluster controller's recommendation history replayed from the metric
+// history in Prometheus: the decision core run at every sync the controller could have
+// made over its longest stabilization window.
+type Replay struct {
+	// Prometheus is the server asked (its URL without credentials).
+	Prometheus string `json:"prometheus"`
+	// Error says why there is no replay (Prometheus unreachable or failing, no series, a
+	// metric without a query); the history is then the reconstruction.
+	Error string `json:"error,omitempty"`
+	// Queries are the PromQL queries, by metric.
+	Queries []string `json:"queries,omitempty"`
+	// From and To bound the replayed syncs; Syncs is how many were replayed.
+	From  *metav1.Time `json:"from,omitempty"`
+	To    *metav1.Time `json:"to,omitempty"`
+	Syncs int          `json:"syncs,omitempty"`
+	// StepSeconds is the spacing of the samples (the live samples' window: metrics-server's
+	// scrape interval, aligned to its scrapes), RateWindowSeconds the rate() window of CPU.
+	StepSeconds       float64 `json:"stepSeconds,omitempty"`
+	RateWindowSeconds float64 `json:"rateWindowSeconds,omitempty"`
+	// SyncPeriodSeconds is the controller's sync period; it syncs at SyncPhase past each
+	// multiple of it (Unix time).
+	SyncPeriodSeconds float64    `json:"syncPeriodSeconds,omitempty"`
+	SyncPhase         *SyncPhase `json:"syncPhase,omitempty"`
+	// NextSync is when the controller's next sync falls.
+	NextSync *TimeRange `json:"nextSync,omitempty"`
+	// HoldEnds is when the first sync falls that would write a different count, HoldEndsAt,
+	// if the metrics stay as they are now; absent when none does within the window.
+	HoldEnds   *TimeRange `json:"holdEnds,omitempty"`
+	HoldEndsAt *int32     `json:"holdEndsAt,omitempty"`
+	// Notes say what makes the replay less than exact.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// SyncPhase is the range of the controller's sync phase, [FromSeconds, ToSeconds).
+type SyncPhase struct {
+	FromSeconds float64 `json:"fromSeconds"`
+	ToSeconds   float64 `json:"toSeconds"`
+	// Anchor is the timestamp that narrowed it (empty: any phase).
+	Anchor string `json:"anchor,omitempty"`
+}
+
+// TimeRange is [From, To): a time known to fall within it, to the second.
+type TimeRange struct {
+	From metav1.Time `json:"from"`
+	To   metav1.Time `json:"to"`
 }
 
 // ScaleEvent is one reconstructed rescale.

@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
+)
+
+// replayProm is a Prometheus whose pods use highMilli cpu until drop and lowMilli after,
+// scraped every 5s; gone is a pod of the window that no longer exists.
+type replayProm struct {
+	mu      sync.Mutex
+	pods    []string
+	gone    string
+	drop    time.Time
+	queries []string
+}
+
+func (p *replayProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_ = r.ParseForm()
+	p.mu.Lock()
+	p.queries = append(p.queries, r.Form.Get("query"))
+	p.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if strings.HasSuffix(r.URL.Path, "/query") { // the scrape interval: 12 samples a minute
+		_, _ = fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[%d,"12"]}]}}`, time.Now().Unix())
+		return
+	}
+	f := func(k string) float64 { v, _ := strconv.ParseFloat(r.Form.Get(k), 64); return v }
+	start, end, step := f("start"), f("end"), f("step")
+	var result []any
+	for _, pod := range append([]string{p.gone}, p.pods...) {
+		var values []any
+		for ts := start; ts <= end; ts += step {
+			at := time.Unix(0, int64(ts*1e9))
+			v := "0.05"
+			if !at.Before(p.drop) {
+				if pod == p.gone {
+					continue
+				}
+				v = "0.01"
+			}
+			values = append(values, []any{ts, v})
+		}
+		result = append(result, map[string]any{"metric": map[string]string{"pod": pod}, "values": values})
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "matrix", "result": result}})
+}
+
+// replayFixture: 6 pods at 100m requested, a 50% cpu target and a 60s scale-down window,
+// kube-controller-manager syncing every 5s. The live samples (metrics-server's, stamped
+// t0-10s over 30s) say 10m each: 2 replicas. Prometheus says 50m each (6 replicas) up to
+// its sample at t0-40s and 10m from t0-10s, so the controller's last recommendation of 6 was
+// at its last sync before t0-10s, and holds 6 for 60s after it.
+func replayFixture(t *testing.T, promURL string, status autoscalingv2.HorizontalPodAutoscalerStatus) (Readers, *autoscalingv2.HorizontalPodAutoscaler) {
+	t.Helper()
+	hpa := newHPA("web", func(h *autoscalingv2.HorizontalPodAutoscaler) {
+		h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](60)}}
+		h.Status = status
+	})
+	var pods []*corev1.Pod
+	var names []string
+	for i := range 6 {
+		p := newPod(fmt.Sprintf("web-%d", i), "web")
+		p.CreationTimestamp = metav1.Time{Time: t0.Add(-10 * time.Minute)}
+		pods = append(pods, p)
+		names = append(names, p.Name)
+	}
+	r, err := prometheus.New(prometheus.Config{URL: promURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Readers{
+		HPAReader:   oneHPA{hpa: hpa},
+		PastReader:  ReplayReader{Rescales: LiveRescales{Client: fake.NewClientset()}, Reader: r, SyncPeriod: 5 * time.Second},
+		ScaleReader: fixedScale{SpecReplicas: 6, StatusReplicas: 6, Selector: "app=web"},
+		PodReader:   staticPods(pods),
+		Client:      &fakeMetrics{cpu: cpuAt(10, names...)},
+	}, hpa
+}
+
+func TestReplayFromPrometheusPredictsTheHoldAndItsEnd(t *testing.T) {
+	now := t0.Add(500 * time.Millisecond)
+	cases := []struct {
+		name             string
+		status           autoscalingv2.HorizontalPodAutoscalerStatus
+		wantFrom, wantTo time.Time
+		wantPhase        string
+	}{
+		{
+			// lastScaleTime at phase 2s (mod 5s), written to the second: syncs at t0-13s..t0-12s
+			// saw the last high sample, so the window ends 60s later.
+			name:   "phase narrowed by status.lastScaleTime",
+			status: autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 6, DesiredReplicas: 6, LastScaleTime: &metav1.Time{Time: t0.Add(-10*time.Minute + 2*time.Second)}},
+			// The hold ends at the first sync 60s after the last high one: t0-13s..t0-12s + 60s.
+			wantFrom: t0.Add(47 * time.Second), wantTo: t0.Add(48 * time.Second), wantPhase: "status.lastScaleTime",
+		},
+		{
+			// A later condition transition is the better anchor (phase 4s).
+			name: "phase narrowed by a condition's lastTransitionTime",
+			status: autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 6, DesiredReplicas: 6, LastScaleTime: &metav1.Time{Time: t0.Add(-10*time.Minute + 2*time.Second)},
+				Conditions: []autoscalingv2.HorizontalPodAutoscalerCondition{{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue, Reason: "ScaleDownStabilized",
+					LastTransitionTime: metav1.Time{Time: t0.Add(-5*time.Minute + 4*time.Second)}}}},
+			wantFrom: t0.Add(49 * time.Second), wantTo: t0.Add(50 * time.Second), wantPhase: "condition AbleToScale",
+		},
+		{
+			// No anchor: every phase of the 5s period, so the end is known to within a period.
+			name:     "phase unknown",
+			status:   autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 6, DesiredReplicas: 6},
+			wantFrom: t0.Add(45 * time.Second), wantTo: t0.Add(50 * time.Second),
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			prom := &replayProm{pods: []string{"web-0", "web-1", "web-2", "web-3", "web-4", "web-5"}, gone: "web-abc12-xyz34", drop: t0.Add(-25 * time.Second)}
+			srv := httptest.NewServer(prom)
+			defer srv.Close()
+			src, _ := replayFixture(t, srv.URL, tc.status)
+			ev, err := Evaluate(context.Background(), src, ns, "web", EvalOptions{Now: now, Config: replicas.DefaultConfig(), WithoutHistory: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rp := ev.Past.(*Replayed).Replay
+			if rp == nil || rp.Err != nil {
+				t.Fatalf("replay %+v", rp)
+			}
+			// The decision now is the core's with the replayed history: the window holds 6.
+			if d := ev.Decision; d.DesiredReplicas != 6 || d.Stabilization == nil || d.Stabilization.Reason != "ScaleDownStabilized" {
+				t.Errorf("decision %d (%v), want a hold at 6 (ScaleDownStabilized)", d.DesiredReplicas, d.Stabilization)
+			}
+			if !rp.HoldEndsFrom.Equal(tc.wantFrom) || !rp.HoldEndsTo.Equal(tc.wantTo) || rp.EndsAt != 2 {
+				t.Errorf("hold ends %s..%s at %d, want %s..%s at 2", rp.HoldEndsFrom.Sub(t0), rp.HoldEndsTo.Sub(t0), rp.EndsAt, tc.wantFrom.Sub(t0), tc.wantTo.Sub(t0))
+			}
+			if !strings.HasPrefix(rp.PhaseAnchor, tc.wantPhase) || (tc.wantPhase == "") != (rp.PhaseTo-rp.PhaseFrom == 5*time.Second) {
+				t.Errorf("phase %s..%s anchored by %q, want %q", rp.PhaseFrom, rp.PhaseTo, rp.PhaseAnchor, tc.wantPhase)
+			}
+			// metrics-server's 30s window, aligned to its last scrape (t0-10s).
+			if rp.Step != 30*time.Second || rp.RateWindow != 30*time.Second || !strings.Contains(rp.Queries[0], "[30s]") {
+				t.Errorf("step %s, rate window %s, queries %v; want 30s, 30s", rp.Step, rp.RateWindow, rp.Queries)
+			}
+			if len(rp.Notes) != 1 || !strings.Contains(rp.Notes[0], "web-abc12-xyz34") {
+				t.Errorf("notes %v, want one naming the pod gone since", rp.Notes)
+			}
+		})
+	}
+}
+
+func TestReplayUnavailableFallsBackToTheReconstruction(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	src, _ := replayFixture(t, srv.URL, autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 6, DesiredReplicas: 6})
+	ev, err := Evaluate(context.Background(), src, ns, "web", EvalOptions{Now: t0, Config: replicas.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := ev.Past.(*Replayed).Replay
+	if rp == nil || rp.Err == nil || !strings.Contains(rp.Err.Error(), "503") {
+		t.Fatalf("replay %+v, want an error quoting the 503", rp)
+	}
+	// The reconstruction (no events, no lastScaleTime) holds nothing back.
+	if ev.Decision.DesiredReplicas != 2 {
+		t.Errorf("decision %d, want 2 from the reconstruction", ev.Decision.DesiredReplicas)
+	}
+}

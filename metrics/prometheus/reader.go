@@ -1,0 +1,291 @@
+package prometheus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The cAdvisor series every cluster's Prometheus scrapes from the kubelets.
+const (
+	CPUSeries    = "container_cpu_usage_seconds_total"
+	MemorySeries = "container_memory_working_set_bytes"
+)
+
+// ErrNoSeries is returned (wrapped) when a query matched no series.
+var ErrNoSeries = errors.New("no series")
+
+// Reader reads series from one Prometheus. It is safe for concurrent use.
+type Reader struct {
+	cfg     Config
+	api     promv1.API
+	address string
+}
+
+// New validates cfg and returns a Reader; it sends nothing yet.
+func New(cfg Config) (*Reader, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.Enabled() {
+		return nil, errors.New("no --prometheus-url given")
+	}
+	u, _ := cfg.url()
+	hc, err := cfg.httpClient()
+	if err != nil {
+		return nil, err
+	}
+	client, err := api.NewClient(api.Config{Address: cfg.URL, Client: hc})
+	if err != nil {
+		return nil, fmt.Errorf("--prometheus-url: %w", err)
+	}
+	return &Reader{cfg: cfg, api: promv1.NewAPI(client), address: u.Redacted()}, nil
+}
+
+// Address is Prometheus' URL as messages show it.
+func (r *Reader) Address() string { return r.address }
+
+// Config is the configuration the Reader was built from.
+func (r *Reader) Config() Config { return r.cfg }
+
+// Grid is where a range query evaluates: Start, Start+Step, ... up to End.
+type Grid struct {
+	Start, End time.Time
+	Step       time.Duration
+}
+
+// Point is a series' value at one grid instant in milli-units, as the metrics APIs' samples
+// are read (Quantity.MilliValue: millicores, and bytes times 1000), rounded up as MilliValue
+// rounds.
+type Point struct {
+	Time       time.Time
+	MilliValue int64
+}
+
+// Series are points by key: the pod's name for per-pod series, the series' labels otherwise.
+// Points are in time order; an instant where the series had no value (a gap) has no point.
+type Series map[string][]Point
+
+// At returns each key's value at the latest point not after t that is no older than maxAge
+// (0: any age): what a reader sampling at t would have had.
+func (s Series) At(t time.Time, maxAge time.Duration) map[string]Point {
+	out := map[string]Point{}
+	for k, pts := range s {
+		i := sort.Search(len(pts), func(i int) bool { return pts[i].Time.After(t) })
+		if i == 0 {
+			continue
+		}
+		p := pts[i-1]
+		if maxAge > 0 && t.Sub(p.Time) > maxAge {
+			continue
+		}
+		out[k] = p
+	}
+	return out
+}
+
+// Pods says whose series to read: exact pod names, and a regular expression for pods that
+// no longer exist (a Deployment's "web-[a-z0-9]+-[a-z0-9]+"), in namespace.
+type Pods struct {
+	Namespace string
+	Names     []string
+	Pattern   string
+}
+
+func (p Pods) regexp() string {
+	var alts []string
+	names := slices.Clone(p.Names)
+	sort.Strings(names)
+	for _, n := range names {
+		alts = append(alts, regexp.QuoteMeta(n))
+	}
+	if p.Pattern != "" {
+		alts = append(alts, p.Pattern)
+	}
+	return strings.Join(alts, "|")
+}
+
+// matchers are the label matchers of the cAdvisor series of pods' containers (the pod
+// cgroup's series has container="", the sandbox's container="POD").
+func (r *Reader) matchers(pods Pods, container string) string {
+	m := fmt.Sprintf(`namespace=%q,pod=~%q,container!="",container!="POD"`, pods.Namespace, pods.regexp())
+	if container != "" {
+		m += fmt.Sprintf(`,container=%q`, container)
+	}
+	if r.cfg.Selector != "" {
+		m += "," + r.cfg.Selector
+	}
+	return m
+}
+
+// ResourceQuery is the PromQL of a pod resource metric: CPU as the rate of the usage counter
+// over window, memory as the working set, summed over the pod's containers (or container's
+// alone), as the metrics API sums a pod's containers.
+func (r *Reader) ResourceQuery(pods Pods, res corev1.ResourceName, container string, window time.Duration) (string, error) {
+	switch res {
+	case corev1.ResourceCPU:
+		return fmt.Sprintf("sum by (pod) (rate(%s{%s}[%s]))", CPUSeries, r.matchers(pods, container), model.Duration(window)), nil
+	case corev1.ResourceMemory:
+		return fmt.Sprintf("sum by (pod) (%s{%s})", MemorySeries, r.matchers(pods, container)), nil
+	}
+	return "", fmt.Errorf("resource %q has no cAdvisor series (cpu and memory have)", res)
+}
+
+// Resource reads a pod resource metric per pod on g (see ResourceQuery).
+func (r *Reader) Resource(ctx context.Context, pods Pods, res corev1.ResourceName, container string, window time.Duration, g Grid) (Series, string, error) {
+	q, err := r.ResourceQuery(pods, res, container, window)
+	if err != nil {
+		return nil, "", err
+	}
+	s, err := r.Range(ctx, q, g, "pod")
+	return s, q, err
+}
+
+// Vars are what a --prometheus-query template can use.
+type Vars struct {
+	// Namespace is the HPA's namespace.
+	Namespace string
+	// Pods is a regular expression of the pods' names (for pod=~"{{.Pods}}").
+	Pods string
+	// Object is an Object metric's described object's name.
+	Object string
+	// Window is the rate window as PromQL writes it ("30s").
+	Window string
+	// Selector is --prometheus-selector, with a leading comma when set, to end a matcher list.
+	Selector string
+}
+
+// NamedQuery renders the --prometheus-query template of metric, if there is one.
+func (r *Reader) NamedQuery(metric string, pods Pods, object string, window time.Duration) (string, bool, error) {
+	text, ok := r.cfg.Queries[metric]
+	if !ok {
+		return "", false, nil
+	}
+	tmpl, err := template.New(metric).Option("missingkey=error").Parse(text)
+	if err != nil {
+		return "", true, fmt.Errorf("--prometheus-query %s: %w", metric, err)
+	}
+	v := Vars{Namespace: pods.Namespace, Pods: pods.regexp(), Object: object, Window: model.Duration(window).String()}
+	if r.cfg.Selector != "" {
+		v.Selector = "," + r.cfg.Selector
+	}
+	var b strings.Builder
+	if err := tmpl.Execute(&b, v); err != nil {
+		return "", true, fmt.Errorf("--prometheus-query %s: %w", metric, err)
+	}
+	return b.String(), true, nil
+}
+
+// Range runs query on g and returns its series keyed by the label key (all labels when
+// key is empty). Two series with the same key are an error: the query must aggregate.
+func (r *Reader) Range(ctx context.Context, query string, g Grid, key string) (Series, error) {
+	if g.Step <= 0 || g.End.Before(g.Start) {
+		return nil, fmt.Errorf("prometheus: bad grid %s..%s every %s", g.Start, g.End, g.Step)
+	}
+	v, _, err := r.api.QueryRange(ctx, query, promv1.Range{Start: g.Start, End: g.End, Step: g.Step})
+	if err != nil {
+		return nil, r.fail(query, err)
+	}
+	m, ok := v.(model.Matrix)
+	if !ok {
+		return nil, fmt.Errorf("prometheus at %s: query %s answered a %s, not a matrix", r.address, query, v.Type())
+	}
+	out := Series{}
+	for _, s := range m {
+		k := s.Metric.String()
+		if key != "" {
+			lv, ok := s.Metric[model.LabelName(key)]
+			if !ok {
+				return nil, fmt.Errorf("prometheus at %s: query %s answered a series without the label %q (%s): aggregate by (%s)", r.address, query, key, s.Metric, key)
+			}
+			k = string(lv)
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("prometheus at %s: query %s answered two series for %s=%q: aggregate by (%s)", r.address, query, key, k, key)
+		}
+		pts := make([]Point, 0, len(s.Values))
+		for _, p := range s.Values {
+			f := float64(p.Value)
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				continue
+			}
+			pts = append(pts, Point{Time: p.Timestamp.Time(), MilliValue: milli(f)})
+		}
+		out[k] = pts
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("prometheus at %s: query %s between %s and %s: %w", r.address, query,
+			g.Start.UTC().Format(time.RFC3339), g.End.UTC().Format(time.RFC3339), ErrNoSeries)
+	}
+	return out, nil
+}
+
+// ScrapeInterval estimates how often the pods' memory series were scraped in the minute
+// before at (the CPU rate needs two scrapes in its window): 60s over the most samples any
+// of them has.
+func (r *Reader) ScrapeInterval(ctx context.Context, pods Pods, at time.Time) (time.Duration, error) {
+	q := fmt.Sprintf("max(count_over_time(%s{%s}[1m]))", MemorySeries, r.matchers(pods, ""))
+	v, _, err := r.api.Query(ctx, q, at)
+	if err != nil {
+		return 0, r.fail(q, err)
+	}
+	vec, ok := v.(model.Vector)
+	if !ok || len(vec) == 0 || vec[0].Value < 1 {
+		return 0, fmt.Errorf("prometheus at %s: query %s: %w", r.address, q, ErrNoSeries)
+	}
+	n := float64(vec[0].Value)
+	return time.Duration(float64(time.Minute) / n).Round(time.Second), nil
+}
+
+// RateWindow is the window for the CPU rate: Config.RateWindow when set, else the live
+// sample window (what metrics-server's rate spans) but at least two scrape intervals, so
+// that every window holds two samples.
+func (r *Reader) RateWindow(sampleWindow, scrape time.Duration) time.Duration {
+	if r.cfg.RateWindow > 0 {
+		return r.cfg.RateWindow
+	}
+	w := max(sampleWindow, 2*scrape, 2*time.Second)
+	return w.Round(time.Second)
+}
+
+func (r *Reader) fail(query string, err error) error {
+	return redact(fmt.Errorf("prometheus at %s: query %s: %w", r.address, query, err), r.cfg.TokenFile)
+}
+
+// redact keeps the bearer token out of an error (a proxy may echo the request's headers in
+// its answer, which client_golang quotes).
+func redact(err error, tokenFile string) error {
+	if tokenFile == "" {
+		return err
+	}
+	token, terr := readToken(tokenFile)
+	if terr != nil || !strings.Contains(err.Error(), token) {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(err.Error(), token, "<redacted>"), err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// milli is v in milli-units rounded up, as resource.Quantity's MilliValue rounds.
+func milli(v float64) int64 {
+	return int64(math.Ceil(v*1000 - 1e-9))
+}
