@@ -73,8 +73,8 @@ test-unit:
 	$(GO) test -race -count=1 -timeout 5m ./...
 
 ## test-fuzz: every fuzz target of the decision core and the metrics decoders for FUZZTIME each,
-## and the recording decoder's for RECORDING_FUZZTIME
-test-fuzz: test-fuzz-core test-fuzz-metrics test-fuzz-recording
+## the recording decoder's for RECORDING_FUZZTIME and the simulator's load parser for LOAD_FUZZTIME
+test-fuzz: test-fuzz-core test-fuzz-metrics test-fuzz-recording test-fuzz-load
 
 test-fuzz-core:
 	@targets=$$(hack/fuzz-targets.sh controller/replicas); \
@@ -82,6 +82,18 @@ test-fuzz-core:
 	for target in $$targets; do \
 		echo "fuzz $$target for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./controller/replicas || exit 1; \
+	done
+
+# The load parser is small and quick to explore: a few seconds find what there is to find.
+LOAD_FUZZTIME ?= 3s
+
+.PHONY: test-fuzz-load
+test-fuzz-load:
+	@targets=$$(hack/fuzz-targets.sh controller/sim/load); \
+	[ -n "$$targets" ] || { echo "no fuzz targets found in controller/sim/load"; exit 1; }; \
+	for target in $$targets; do \
+		echo "fuzz $$target for $(LOAD_FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(LOAD_FUZZTIME) ./controller/sim/load || exit 1; \
 	done
 
 bench:

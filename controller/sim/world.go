@@ -1,0 +1,379 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+)
+
+// freshContainerWindow is metrics-server's freshContainerWindowMetricsResolution: a container
+// started at least this long (and less than one scrape interval) before its first scrape is
+// measured from its start instead of waiting for a second scrape.
+const freshContainerWindow = 10 * time.Second
+
+// pod is one simulated pod: its API object (the pointer Pods returns, updated in place at each
+// transition), its lifecycle instants, the kubelet's counters and metrics-server's points.
+type pod struct {
+	obj     *corev1.Pod
+	created time.Time
+	started time.Time // zero until scheduled to start
+	ready   time.Time
+	// state: what has happened by now.
+	isStarted, isReady bool
+	// deleteAt is when the ReplicaSet deletes it (zero: not chosen).
+	deleteAt time.Time
+
+	// Kubelet counters (the node stand-in's load model): cumulative CPU seconds of the first
+	// container, integrated at cpuMilli since advanced; memBytes the working set.
+	cpuSeconds float64
+	cpuMilli   int64
+	memBytes   int64
+	advanced   time.Time
+	// metrics-server's last two points per container (index = container), and whether the
+	// pod is in its last batch / has a previous point for every container.
+	last, prev       []msPoint
+	hasLast, hasPrev bool
+}
+
+// msPoint is metrics-server's MetricsPoint.
+type msPoint struct {
+	start, ts time.Time
+	cpu, mem  uint64
+	ok        bool
+}
+
+// world is one variant's cluster: a Deployment's pods, the kubelet's counters, metrics-server's
+// storage and the HPA. It is the controller.Source the variant's syncs read; one goroutine owns
+// it, so it needs no lock (Evaluate's concurrent reads only read it).
+type world struct {
+	m     Model
+	spec  *Spec
+	hpa   *autoscalingv2.HorizontalPodAutoscaler
+	start time.Time
+	now   time.Time
+
+	specReplicas int32
+	pods         []*pod // existing pods, oldest first
+	objs         []*corev1.Pod
+	nextName     int
+	// pending are pod creations the ReplicaSet will make (their creation instants).
+	pending []time.Time
+	history replicas.History
+
+	// demand at now, per curve metric index; readyCount the Ready pods.
+	cpuDemand, memDemand int64
+	readyCount           int64
+
+	selector string
+}
+
+func newWorld(s *Spec, v Variant) *world {
+	w := &world{
+		m:            s.Model,
+		spec:         s,
+		hpa:          v.HPA.DeepCopy(),
+		start:        s.Start,
+		specReplicas: s.Workload.Replicas,
+		selector:     labels.SelectorFromSet(s.Workload.Labels).String(),
+	}
+	return w
+}
+
+// newPod adds a pod created at t.
+func (w *world) newPod(t time.Time) *pod {
+	w.nextName++
+	wl := &w.spec.Workload
+	obj := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("%s-%05d", wl.Name, w.nextName), Namespace: w.hpa.Namespace, Labels: wl.Labels,
+			CreationTimestamp: metav1.NewTime(t.Truncate(time.Second)),
+		},
+		Spec:   wl.Pod,
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	n := len(wl.Pod.Containers)
+	p := &pod{obj: obj, created: t, last: make([]msPoint, n), prev: make([]msPoint, n)}
+	p.started = t.Add(w.m.PodStartDelay)
+	p.ready = p.started.Add(w.m.PodReadyDelay)
+	w.pods = append(w.pods, p)
+	w.objs = append(w.objs, obj)
+	return p
+}
+
+// startPod marks p Running (not yet Ready) at its start instant.
+func (w *world) startPod(p *pod) {
+	p.isStarted = true
+	p.advanced = p.started
+	st := metav1.NewTime(p.started.Truncate(time.Second))
+	p.obj.Status = corev1.PodStatus{
+		Phase:     corev1.PodRunning,
+		StartTime: &st,
+		Conditions: []corev1.PodCondition{{
+			Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: st,
+		}},
+	}
+	w.setRate(p)
+}
+
+// readyPod marks p Ready.
+func (w *world) readyPod(p *pod) {
+	p.isReady = true
+	w.readyCount++
+	c := &p.obj.Status.Conditions[0]
+	if c.Status != corev1.ConditionTrue {
+		c.Status = corev1.ConditionTrue
+		c.LastTransitionTime = metav1.NewTime(p.ready.Truncate(time.Second))
+	}
+}
+
+// removePod deletes the pod at index i: the node stand-in finishes a deletion at once, so it
+// leaves the pod list, the load and metrics-server's next batch together.
+func (w *world) removePod(i int) {
+	p := w.pods[i]
+	if p.isReady {
+		w.readyCount--
+	}
+	w.pods = append(w.pods[:i], w.pods[i+1:]...)
+	w.objs = append(w.objs[:i], w.objs[i+1:]...)
+}
+
+// advance integrates every running pod's counter to t at its rate.
+func (w *world) advance(t time.Time) {
+	for _, p := range w.pods {
+		if p.isStarted {
+			if dt := t.Sub(p.advanced); dt > 0 {
+				p.cpuSeconds += float64(p.cpuMilli) / 1000 * dt.Seconds()
+				p.advanced = t
+			}
+		}
+	}
+}
+
+// setRate gives p its share of the demand: an even split over the Ready pods, in whole
+// millicores and bytes, never below the idle floor (the node stand-in's setRate).
+func (w *world) setRate(p *pod) {
+	var cpu, mem int64
+	if p.isReady && w.readyCount > 0 {
+		cpu, mem = w.cpuDemand/w.readyCount, w.memDemand/w.readyCount
+	}
+	p.cpuMilli, p.memBytes = max(cpu, w.m.IdleCPUMilli), max(mem, w.m.IdleMemoryBytes)
+}
+
+func (w *world) rerate() {
+	for _, p := range w.pods {
+		if p.isStarted {
+			w.setRate(p)
+		}
+	}
+}
+
+// scrape is one metrics-server scrape at t (on the kubelet page's millisecond grid) and its
+// Store: points for every running pod, the previous point kept or synthesized as
+// metrics-server v0.8's podStorage does, and pods missing from the batch forgotten.
+func (w *world) scrape(t time.Time) {
+	t = t.Truncate(time.Millisecond)
+	for _, p := range w.pods {
+		if !p.isStarted {
+			p.hasLast, p.hasPrev = false, false
+			continue
+		}
+		start := p.obj.Status.StartTime.Time // container_start_time_seconds: whole seconds
+		// A zero counter or working set reads as no data: the pod is left out of the batch.
+		inBatch := true
+		n := len(p.last)
+		var fresh [8]msPoint
+		pts := fresh[:0]
+		if n > len(fresh) {
+			pts = make([]msPoint, 0, n)
+		}
+		for c := range n {
+			cpu, mem := p.cpuSeconds, p.memBytes
+			if c > 0 {
+				cpu = float64(w.m.IdleCPUMilli) / 1000 * t.Sub(start).Seconds()
+				mem = w.m.IdleMemoryBytes
+			}
+			pt := msPoint{start: start, ts: t, cpu: uint64(cpu * 1e9), mem: uint64(mem), ok: true}
+			if pt.cpu == 0 || pt.mem == 0 {
+				inBatch = false
+			}
+			pts = append(pts, pt)
+		}
+		if !inBatch {
+			p.hasLast, p.hasPrev = false, false
+			continue
+		}
+		hadLast, hadPrev := p.hasLast, p.hasPrev
+		p.hasPrev = false
+		for c, np := range pts {
+			var prev msPoint
+			switch {
+			case np.start.Before(np.ts) && np.ts.Sub(np.start) < w.m.ScrapeInterval && np.ts.Sub(np.start) >= freshContainerWindow:
+				prev = np
+				prev.ts, prev.cpu = np.start, 0
+			case hadLast && np.start.Before(p.last[c].ts):
+				if np.ts.After(p.last[c].ts) {
+					prev = p.last[c]
+				} else if hadPrev && p.prev[c].ok && p.prev[c].ts.Before(np.ts) {
+					prev = p.prev[c]
+				}
+			}
+			p.prev[c] = prev
+			if prev.ok {
+				p.hasPrev = true
+			}
+			p.last[c] = np
+		}
+		p.hasLast = true
+	}
+}
+
+// podResource is metrics-server's GetMetrics for every existing pod, read by the HPA's
+// resource metrics client: per container, the counter difference over the window in whole
+// nanocores (a Quantity read with MilliValue, which rounds up), memory in bytes; the pod's
+// timestamp as served (RFC 3339, whole seconds) and its window.
+func (w *world) podResource(res corev1.ResourceName, container string) (metrics.PodSamples, time.Time, error) {
+	out := make(metrics.PodSamples, len(w.pods))
+	var first time.Time
+	ci := -1
+	if container != "" {
+		for i, c := range w.spec.Workload.Pod.Containers {
+			if c.Name == container {
+				ci = i
+			}
+		}
+		if ci < 0 {
+			return nil, time.Time{}, fmt.Errorf("no metrics returned from resource metrics API")
+		}
+	}
+	for _, p := range w.pods {
+		if !p.hasLast || !p.hasPrev {
+			continue
+		}
+		complete := true
+		for c := range p.last {
+			if !p.prev[c].ok {
+				complete = false
+			}
+		}
+		if !complete {
+			continue
+		}
+		var sum int64
+		var ts time.Time
+		var window time.Duration
+		for c := range p.last {
+			l, pr := p.last[c], p.prev[c]
+			win := l.ts.Sub(pr.ts)
+			if ts.IsZero() || l.ts.Before(ts) {
+				ts, window = l.ts, win
+			}
+			if ci >= 0 && c != ci {
+				continue
+			}
+			switch res {
+			case corev1.ResourceCPU:
+				nano := uint64(float64(l.cpu-pr.cpu) / win.Seconds())
+				sum += int64((nano + 999_999) / 1_000_000)
+			case corev1.ResourceMemory:
+				sum += int64(l.mem) * 1000
+			}
+		}
+		ts = ts.Truncate(time.Second)
+		if first.IsZero() {
+			first = ts
+		}
+		out[p.obj.Name] = metrics.PodSample{MilliValue: sum, Timestamp: ts, Window: window}
+	}
+	if len(out) == 0 {
+		return nil, time.Time{}, errors.New("no metrics returned from resource metrics API")
+	}
+	return out, first, nil
+}
+
+// Source: the world as the controller reads it.
+
+func (w *world) HPA(context.Context, string, string) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+	return w.hpa, nil
+}
+
+func (w *world) Past(context.Context, string, string) controller.Past {
+	return controller.KnownHistory(w.history)
+}
+
+func (w *world) Scale(context.Context, string, autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, error) {
+	return &replicas.Scale{SpecReplicas: w.specReplicas, StatusReplicas: int32(len(w.pods)), Selector: w.selector}, nil
+}
+
+func (w *world) Pods(context.Context, string, labels.Selector) ([]*corev1.Pod, error) {
+	// Evaluate sorts the slice it gets: give it a copy so w.pods and w.objs stay aligned.
+	return append([]*corev1.Pod(nil), w.objs...), nil
+}
+
+func (w *world) PodResource(_ context.Context, _ string, res corev1.ResourceName, _ labels.Selector, container string) (metrics.PodSamples, time.Time, error) {
+	return w.podResource(res, container)
+}
+
+func (w *world) PodsMetric(_ context.Context, _ string, name string, _, _ labels.Selector) (metrics.PodSamples, time.Time, error) {
+	return w.podsMetric(name)
+}
+
+func (w *world) ObjectMetric(_ context.Context, _ string, name string, _ autoscalingv2.CrossVersionObjectReference, _ labels.Selector) (int64, time.Time, error) {
+	v, err := w.total(name)
+	return v, w.now.Truncate(time.Second), err
+}
+
+func (w *world) ExternalMetric(_ context.Context, _ string, name string, _ labels.Selector) ([]int64, time.Time, error) {
+	v, err := w.total(name)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return []int64{v}, w.now.Truncate(time.Second), nil
+}
+
+func (w *world) Source() string { return "simulation" }
+
+// total is a custom metric's demand now in milli-units.
+func (w *world) total(name string) (int64, error) {
+	if !w.spec.Load.Has(name) {
+		return 0, fmt.Errorf("the load gives no demand for metric %q", name)
+	}
+	return milli(w.spec.Load.Value(name, w.now.Sub(w.start))), nil
+}
+
+// podsMetric spreads a Pods metric's demand evenly over the Ready pods (the others report 0),
+// as an adapter reading the pods' own counters would see it.
+func (w *world) podsMetric(name string) (metrics.PodSamples, time.Time, error) {
+	total, err := w.total(name)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	ts := w.now.Truncate(time.Second)
+	out := make(metrics.PodSamples, len(w.pods))
+	for _, p := range w.pods {
+		if !p.isStarted {
+			continue
+		}
+		var v int64
+		if p.isReady && w.readyCount > 0 {
+			v = total / w.readyCount
+		}
+		out[p.obj.Name] = metrics.PodSample{MilliValue: v, Timestamp: ts, Window: time.Minute}
+	}
+	if len(out) == 0 {
+		return nil, time.Time{}, errors.New("no metrics returned from custom metrics API")
+	}
+	return out, ts, nil
+}
+
+func milli(v float64) int64 { return int64(math.Round(v * 1000)) }
