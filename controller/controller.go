@@ -104,12 +104,18 @@ type Report struct {
 	Key      string
 	Input    replicas.Input
 	Decision replicas.Decision
-	Outcome  replicas.Outcome
+	// Outcome is what the decision settles to (Settle); a failed status write shows in Err.
+	Outcome replicas.Outcome
 	// DryRunReason is empty when the controller wrote; otherwise why it did not
 	// ("--dry-run=client", "kube-controller-manager wrote this HPA's status 12s ago").
 	DryRunReason string
 	// ScaleWritten and StatusWritten report the writes sent (dryRun=All ones included).
 	ScaleWritten, StatusWritten bool
+	// ScaleWriteErr is the scale write's error (nil when none was sent or it succeeded),
+	// PodsErr the pod list's as the reader returned it, and Kept the history kept for the
+	// next sync: with Input, what a recording needs to replay this reconcile exactly.
+	ScaleWriteErr, PodsErr error
+	Kept                   replicas.History
 	// Err is the reconcile error (the core's, a failed write's).
 	Err error
 }
@@ -511,7 +517,7 @@ func (c *Controller) reconcile(ctx context.Context, ev *Evaluation, start time.T
 	hpa, in, d, took := ev.Read, ev.Input, ev.Decision, ev.MetricTimes
 	key := hpa.Namespace + "/" + hpa.Name
 	logger := klog.FromContext(ctx)
-	rep := Report{Key: key, Input: in, Decision: d}
+	rep := Report{Key: key, Input: in, Decision: d, PodsErr: ev.PodsErr}
 
 	dryRun, reason := c.writeMode(hpa, start)
 	rep.DryRunReason = reason
@@ -531,7 +537,9 @@ func (c *Controller) reconcile(ctx context.Context, ev *Evaluation, start time.T
 		})
 		rep.ScaleWritten = scaleErr == nil
 	}
+	rep.ScaleWriteErr = scaleErr
 	out, kept := Settle(in, d, scaleErr, reason == "")
+	rep.Outcome, rep.Kept = out, kept
 	c.record(hpa, out.Events, events)
 	if out.StatusChanged && write {
 		startIfStopping := ctx
@@ -554,7 +562,6 @@ func (c *Controller) reconcile(ctx context.Context, ev *Evaluation, start time.T
 			rep.StatusWritten = true
 		}
 	}
-	rep.Outcome = out
 	rep.Err = out.Err
 
 	c.mu.Lock()

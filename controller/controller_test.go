@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	core "k8s.io/client-go/testing"
@@ -368,5 +371,67 @@ func TestReconcileWaitsForTheCacheToSeeOurStatusWrite(t *testing.T) {
 	store.Bookmark(written)
 	if err := f.sync(t, "web"); err != nil {
 		t.Fatalf("reconcile once the cache caught up: %v", err)
+	}
+}
+
+type failingPods struct{ err error }
+
+func (f failingPods) Pods(context.Context, string, labels.Selector) ([]*corev1.Pod, error) {
+	return nil, f.err
+}
+
+// TestReportCarriesWhatAReplayNeeds: besides the input and the decision, a report carries
+// the pod list's own error, the scale write's error and the history kept, the reconcile's
+// I/O results that a recording must hold to be replayed.
+func TestReportCarriesWhatAReplayNeeds(t *testing.T) {
+	podsErr := errors.New(`pods is forbidden: User "u" cannot list resource "pods"`)
+	cases := []struct {
+		name              string
+		setup             func(*fixture)
+		wantPodsErr       error
+		wantScaleWriteErr string
+		wantScaleUps      int
+	}{
+		{name: "a rescale written keeps its scale event", wantScaleUps: 1},
+		{name: "a scale write refused: its error, and no scale event kept",
+			setup:             func(f *fixture) { f.scales.conflicts = 100 },
+			wantScaleWriteErr: "the object has been modified"},
+		{name: "pods not listed: the reader's own error, unwrapped",
+			setup: func(f *fixture) {
+				src := f.c.source.(Readers)
+				src.PodReader = failingPods{podsErr}
+				f.c.source = src
+			},
+			wantPodsErr: podsErr},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			// With a behavior, as upstream keeps scale events only then.
+			hpa := newHPA("web", func(h *autoscalingv2.HorizontalPodAutoscaler) {
+				h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{}
+			})
+			f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{hpa}, webPods(), map[string]int32{"web": 2},
+				&fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+			if tt.setup != nil {
+				tt.setup(f)
+			}
+			_ = f.sync(t, "web")
+			rep := f.reports[0]
+			if !errors.Is(rep.PodsErr, tt.wantPodsErr) || (rep.PodsErr != nil && rep.PodsErr.Error() != tt.wantPodsErr.Error()) {
+				t.Errorf("PodsErr = %v, want %v", rep.PodsErr, tt.wantPodsErr)
+			}
+			if got := fmt.Sprint(rep.ScaleWriteErr); (tt.wantScaleWriteErr == "" && rep.ScaleWriteErr != nil) || !strings.Contains(got, tt.wantScaleWriteErr) {
+				t.Errorf("ScaleWriteErr = %v, want one saying %q", rep.ScaleWriteErr, tt.wantScaleWriteErr)
+			}
+			if diff := cmp.Diff(f.c.history["default/web"], rep.Kept); diff != "" {
+				t.Errorf("Kept is not the history the controller kept (-kept +reported):\n%s", diff)
+			}
+			if got := len(rep.Kept.ScaleUpEvents); got != tt.wantScaleUps {
+				t.Errorf("kept %d scale-up events, want %d", got, tt.wantScaleUps)
+			}
+			if rep.Outcome.Err != nil && strings.Contains(rep.Outcome.Err.Error(), "failed to update status") {
+				t.Errorf("Outcome.Err carries the status write's failure: %v", rep.Outcome.Err)
+			}
+		})
 	}
 }

@@ -117,6 +117,9 @@ type Evaluation struct {
 	// MetricTimes is how long each metric read took (nil when none ran), which run reports
 	// as metric_computation_duration_seconds.
 	MetricTimes []time.Duration
+	// PodsErr is the pod list's error as the source returned it (Input.Metrics carries it
+	// wrapped, as upstream does), for a recording to replay the list's failure.
+	PodsErr error
 }
 
 // Evaluate is the one way every command decides for an HPA: it reads the HPA beside its
@@ -153,7 +156,9 @@ func Evaluate(ctx context.Context, src Source, namespace, name string, opts Eval
 	if past != nil {
 		history = past.History(read, opts.Now)
 	}
-	ev.Input, ev.MetricTimes = gather(ctx, src, hpa, history, opts)
+	var g gatherResult
+	ev.Input, g = gather(ctx, src, hpa, history, opts)
+	ev.MetricTimes, ev.PodsErr = g.took, g.podsErr
 	if ip, ok := past.(InputPast); ok {
 		// A replayed past needs the pods, the scale and the live samples' times.
 		ev.Input.History = ip.HistoryFor(ctx, ev.Input)
@@ -174,28 +179,35 @@ func Evaluate(ctx context.Context, src Source, namespace, name string, opts Eval
 	return ev, nil
 }
 
+// gatherResult is what gather learnt besides the Input: how long each metric read took, and the
+// pod list's own error (the Input carries it wrapped).
+type gatherResult struct {
+	took    []time.Duration
+	podsErr error
+}
+
 // gather builds the core's Input for hpa.
-func gather(ctx context.Context, src Source, hpa *autoscalingv2.HorizontalPodAutoscaler, history replicas.History, opts EvalOptions) (replicas.Input, []time.Duration) {
+func gather(ctx context.Context, src Source, hpa *autoscalingv2.HorizontalPodAutoscaler, history replicas.History, opts EvalOptions) (replicas.Input, gatherResult) {
 	in := replicas.Input{HPA: hpa, History: history, Now: opts.Now, Config: opts.Config}
 	scale, err := src.Scale(ctx, hpa.Namespace, hpa.Spec.ScaleTargetRef)
 	if err != nil {
 		in.ScaleErr = err
-		return in, nil
+		return in, gatherResult{}
 	}
 	in.Scale = scale
 	if !replicas.NeedsMetrics(in) {
-		return in, nil
+		return in, gatherResult{}
 	}
 	// An empty or unparsable selector is the core's to report (SelectorRequired/InvalidSelector);
 	// upstream fetches nothing then.
 	if scale.Selector == "" {
 		in.Metrics = failAll(hpa, errors.New("selector is required"))
-		return in, nil
+		return in, gatherResult{}
 	}
 	selector, err := labels.Parse(scale.Selector)
 	if err != nil {
 		in.Metrics = failAll(hpa, fmt.Errorf("parsing the target's selector %q: %w", scale.Selector, err))
-		return in, nil
+		return in, gatherResult{}
 	}
 	var (
 		pods    []*corev1.Pod
@@ -213,7 +225,7 @@ func gather(ctx context.Context, src Source, hpa *autoscalingv2.HorizontalPodAut
 	}
 	if podsErr != nil {
 		in.Metrics = failAll(hpa, fmt.Errorf("unable to get pods while calculating replica count: %w", podsErr))
-		return in, nil
+		return in, gatherResult{podsErr: podsErr}
 	}
 	// Listers return pods in map order; a stable order makes run and explain traces identical.
 	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
@@ -222,18 +234,18 @@ func gather(ctx context.Context, src Source, hpa *autoscalingv2.HorizontalPodAut
 		others, err := opts.Overlaps.OtherHPAs(ctx, hpa, selector, pods)
 		if err != nil {
 			in.Metrics = failAll(hpa, err)
-			return in, nil
+			return in, gatherResult{}
 		}
 		in.OtherHPAsSelectingPods = others
 		if len(others) > 0 {
 			// Upstream stops before fetching metrics when the selector is ambiguous.
 			in.Metrics = failAll(hpa, fmt.Errorf("pods are controlled by more than one HPA (e.g. %v)", others))
-			return in, nil
+			return in, gatherResult{}
 		}
 		data, took = fetchAll(ctx, src, hpa, selector)
 	}
 	in.Metrics = data
-	return in, took
+	return in, gatherResult{took: took}
 }
 
 // failAll gives every metric the same error so Input.Metrics keeps its length contract.

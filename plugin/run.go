@@ -63,7 +63,10 @@ does not exist, 7 a permission run needs is missing, 8 no metrics source, 9 unau
   kubectl hpa run -n shop -l team=web --metrics-bind-address 127.0.0.1:8080
 
   # One JSON object per decision, for scripts
-  kubectl hpa run -A --dry-run=client -o json`
+  kubectl hpa run -A --dry-run=client -o json
+
+  # Record every input of every decision, to replay them exactly later
+  kubectl hpa run -n shop --record shop.jsonl.gz`
 )
 
 // RunOptions are the options of "kubectl hpa run".
@@ -80,9 +83,11 @@ type RunOptions struct {
 	LeaseName          string
 	LeaseNamespace     string
 	MetricsBindAddress string
-	KubeAPIQPS         float32
-	KubeAPIBurst       int
-	Controller         controller.Options
+	// Record is --record: the file every sync is written to, for replay.
+	Record       string
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	Controller   controller.Options
 
 	// LeaseDuration, RenewDeadline and RetryPeriod time the Lease as in kube-controller-manager.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
@@ -172,6 +177,7 @@ func newCmdRun(o *RunOptions) *cobra.Command {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second each API client (Kubernetes, scales, metrics) may send; a sync costs one request per HPA in steady state")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests each API client may send in a burst above --kube-api-qps")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address serving Prometheus /metrics and /healthz, e.g. 127.0.0.1:8080 (off when empty)")
+	fs.StringVar(&o.Record, "record", o.Record, "Write every input and result of every sync to this file (JSON Lines, gzipped when it ends in .gz), to replay run's decisions exactly")
 	AddMetricsFlags(fs, &o.Metrics)
 	fs.StringVarP(&o.Output, "output", "o", o.Output, `Output format: "" (a live table on a terminal, one line per decision otherwise) or "json" (one hpa.kubectl-hpa.io/v1alpha1 Explanation per decision, the schema of explain -o json; history.source is "controller" and a DryRun warning says when nothing was applied)`)
 	withUsageExitCodes(cmd)
@@ -241,8 +247,21 @@ func (o *RunOptions) leaseConfig() lease.Config {
 func (o *RunOptions) writes() bool { return controller.DryRun(o.DryRun) != controller.DryRunClient }
 
 // Run runs the loop until ctx is cancelled.
-func (o *RunOptions) Run(ctx context.Context) error {
+func (o *RunOptions) Run(ctx context.Context) (err error) {
 	logger := klog.FromContext(ctx)
+	var rec *runRecorder
+	if o.Record != "" {
+		if rec, err = openRecording(o.Record); err != nil {
+			return err
+		}
+		// Every way out closes the recording after the controller stopped: the syncs it
+		// reported, those finished during the stop included, are all in the file.
+		defer func() {
+			if cerr := rec.close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+	}
 	cfg, err := restConfig(o.ConfigFlags)
 	if err != nil {
 		return err
@@ -275,11 +294,25 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	}
 
 	r := newRunRenderer(o, mc.Source())
+	if rec != nil {
+		if err := rec.start(o.recordingHeader(mc.Source(), time.Now()), r.note); err != nil {
+			return err
+		}
+	}
 	leased := o.writes() && o.LeaderElect
 	counts := o.hpaCountNotes(r)
 	newController := func(kube kubernetes.Interface, scales controller.ScaleTarget) (*controller.Controller, error) {
+		sink := r.report
+		if rec != nil {
+			// A new controller holds no history: the recording says where each one starts.
+			record := rec.sink(time.Now())
+			sink = func(rep controller.Report) {
+				r.report(rep)
+				record(rep)
+			}
+		}
 		// A fresh monitor per controller: a new term's informers count every HPA again.
-		return controller.New(o.Controller, controller.Deps{Kube: kube, Scales: scales, Metrics: mc, Monitor: monitor.New(), Sink: r.report, Count: counts})
+		return controller.New(o.Controller, controller.Deps{Kube: kube, Scales: scales, Metrics: mc, Monitor: monitor.New(), Sink: sink, Count: counts})
 	}
 	if o.Controller.DryRun != controller.DryRunNone {
 		o.noteOtherWriter(ctx, kube, r)
