@@ -96,3 +96,33 @@ func runRoot(t *testing.T, args ...string) result {
 	code := Execute(t.Context(), streams, args, nil)
 	return result{stdout: out.String(), stderr: errOut.String(), code: code}
 }
+
+func TestSimulateCompletesHPANamesAndFiles(t *testing.T) {
+	kube := kubefake.NewClientset(hpaNamed("shop", "web"), hpaNamed("shop", "api"))
+	var out bytes.Buffer
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &bytes.Buffer{}}
+	configFlags := genericclioptions.NewConfigFlags(true)
+	root := &cobra.Command{Use: "kubectl-hpa", SilenceUsage: true, SilenceErrors: true}
+	configFlags.AddFlags(root.PersistentFlags())
+	o := NewSimulateOptions(configFlags, streams)
+	o.newKube = func() (kubernetes.Interface, string, error) { return kube, "shop", nil }
+	root.AddCommand(newCmdSimulate(o))
+	root.SetOut(&out)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"simulate", "w"}, "web\n:4\n"},
+		{[]string{"simulate", "web", "--load", ""}, "csv\nyaml\nyml\n:8\n"},
+		{[]string{"simulate", "web", "--plot", ""}, "svg\npng\n:8\n"},
+	} {
+		out.Reset()
+		root.SetArgs(append([]string{cobra.ShellCompRequestCmd}, tt.args...))
+		if err := root.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, out.String()); diff != "" {
+			t.Errorf("%v (-want +got):\n%s", tt.args, diff)
+		}
+	}
+}

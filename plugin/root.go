@@ -58,6 +58,7 @@ func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(NewCmdVersion(streams))
 	cmd.AddCommand(NewCmdExplain(configFlags, streams), NewCmdCompletion(streams))
 	cmd.AddCommand(NewCmdRun(configFlags, streams))
+	cmd.AddCommand(NewCmdSimulate(configFlags, streams))
 	return cmd
 }
 

@@ -1,5 +1,7 @@
-// Package output holds the versioned, Kubernetes-style schema of what kubectl hpa reports
-// about one HPA decision, and its renderers.
+// Package output holds the versioned, Kubernetes-style schemas of what kubectl hpa reports
+// about one HPA decision (Explanation) and about a simulation (Simulation, simulation.go:
+// the model, the workload, the load, and per variant its summary and one step per sync), and
+// their renderers.
 //
 // The schema is the object kind Explanation in API group hpa.kubectl-hpa.io, version
 // v1alpha1. `kubectl hpa explain -o json|yaml` prints one Explanation per decision (one per
