@@ -6,7 +6,6 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -90,7 +89,7 @@ func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
 	default:
 		out.Status = newStatus(d.CurrentReplicas, false)
 	}
-	out.StatusChanged = !equality.Semantic.DeepEqual(&old, &out.Status)
+	out.StatusChanged = !statusEqual(&old, &out.Status)
 	return out
 }
 

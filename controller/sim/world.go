@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -76,6 +77,8 @@ type world struct {
 	readyCount           int64
 
 	selector string
+	// resourceOut is reused by every resource metric read: Evaluate copies what it reads.
+	resourceOut metrics.PodSamples
 }
 
 func newWorld(s *Spec, v Variant) *world {
@@ -96,7 +99,7 @@ func (w *world) newPod(t time.Time) *pod {
 	wl := &w.spec.Workload
 	obj := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("%s-%05d", wl.Name, w.nextName), Namespace: w.hpa.Namespace, Labels: wl.Labels,
+			Name: fmt.Sprintf("%s-%06d", wl.Name, w.nextName), Namespace: w.hpa.Namespace, Labels: wl.Labels,
 			CreationTimestamp: metav1.NewTime(t.Truncate(time.Second)),
 		},
 		Spec:   wl.Pod,
@@ -145,7 +148,7 @@ func (w *world) removePod(i int) {
 		w.readyCount--
 	}
 	w.pods = append(w.pods[:i], w.pods[i+1:]...)
-	w.objs = append(w.objs[:i], w.objs[i+1:]...)
+	w.objs = slices.DeleteFunc(w.objs, func(o *corev1.Pod) bool { return o == p.obj })
 }
 
 // advance integrates every running pod's counter to t at its rate.
@@ -243,7 +246,11 @@ func (w *world) scrape(t time.Time) {
 // nanocores (a Quantity read with MilliValue, which rounds up), memory in bytes; the pod's
 // timestamp as served (RFC 3339, whole seconds) and its window.
 func (w *world) podResource(res corev1.ResourceName, container string) (metrics.PodSamples, time.Time, error) {
-	out := make(metrics.PodSamples, len(w.pods))
+	if w.resourceOut == nil {
+		w.resourceOut = make(metrics.PodSamples, len(w.pods))
+	}
+	out := w.resourceOut
+	clear(out)
 	var first time.Time
 	ci := -1
 	if container != "" {
@@ -316,8 +323,9 @@ func (w *world) Scale(context.Context, string, autoscalingv2.CrossVersionObjectR
 }
 
 func (w *world) Pods(context.Context, string, labels.Selector) ([]*corev1.Pod, error) {
-	// Evaluate sorts the slice it gets: give it a copy so w.pods and w.objs stay aligned.
-	return append([]*corev1.Pod(nil), w.objs...), nil
+	// Evaluate sorts the slice by name in place; removePod finds a pod's object by pointer,
+	// so the order of w.objs does not matter.
+	return w.objs, nil
 }
 
 func (w *world) PodResource(_ context.Context, _ string, res corev1.ResourceName, _ labels.Selector, container string) (metrics.PodSamples, time.Time, error) {

@@ -410,7 +410,11 @@ func metricPhrase(m Metric) string {
 	return fmt.Sprintf("%s %s vs %s", m.Short, strings.TrimSuffix(m.Current, " (avg)"), strings.TrimSuffix(m.Target, " (avg)"))
 }
 
+// verdictOf says the decision in a sentence; its constraint is the core's ConstraintOf, which
+// the simulator's summary counts too.
 func verdictOf(d replicas.Decision, e *Explanation) *Verdict {
+	c := replicas.ConstraintOf(d)
+	v := &Verdict{Constraint: string(c)}
 	from, to := d.CurrentReplicas, d.DesiredReplicas
 	var chosen *Metric
 	for i := range e.Metrics {
@@ -422,72 +426,63 @@ func verdictOf(d replicas.Decision, e *Explanation) *Verdict {
 	if d.Rescale {
 		move = fmt.Sprintf("would scale %d -> %d", from, to)
 	}
-	switch d.Phase {
-	case replicas.PhaseScaleFailed:
-		msg := e.Target.Error
-		if msg == "" {
-			msg = errText(d.Err, "unknown error")
-		}
-		return &Verdict{Constraint: ConstraintScaleUnavailable, Sentence: "would not scale: the target's scale could not be read: " + msg}
-	case replicas.PhaseDisabled:
-		return &Verdict{Constraint: ConstraintScalingDisabled, Sentence: "would not scale: the target has 0 replicas and this HPA may not scale it from zero"}
-	case replicas.PhaseClampedToRange:
-		c := ConstraintMaxReplicas
-		bound := fmt.Sprintf("maxReplicas %d", d.MaxReplicas)
-		if from < d.MinReplicas {
-			c, bound = ConstraintMinReplicas, fmt.Sprintf("minReplicas %d", d.MinReplicas)
-		}
-		return &Verdict{Constraint: c, Sentence: fmt.Sprintf("%s: the current count is outside the range, so it is set to %s without consulting metrics", move, bound)}
-	case replicas.PhaseMetricsFailed:
-		for _, c := range d.Conditions {
-			if c.Reason == "InvalidSelector" || c.Reason == "AmbiguousSelector" {
-				return &Verdict{Constraint: ConstraintSelector, Sentence: "would not scale: " + c.Message}
-			}
-		}
-		for _, m := range e.Metrics {
-			if m.Error != "" {
-				return &Verdict{Constraint: ConstraintMetricsUnavailable, Sentence: fmt.Sprintf("would not scale: metric %s failed: %s", m.Short, m.Error)}
-			}
-		}
-		return &Verdict{Constraint: ConstraintMetricsUnavailable, Sentence: "would not scale: no usable metric: " + errText(d.Err, "unknown error")}
-	}
-
 	why := ""
 	if chosen != nil {
 		why = ": " + metricPhrase(*chosen)
 	}
-	if d.Limit != nil && d.Limit.Limited {
-		c := ConstraintMaxReplicas
-		by := fmt.Sprintf("maxReplicas %d", d.MaxReplicas)
-		switch d.Limit.Reason {
-		case "TooFewReplicas":
-			c, by = ConstraintMinReplicas, fmt.Sprintf("minReplicas %d", d.MinReplicas)
-		case "ScaleUpLimit":
-			c, by = ConstraintScaleUpLimit, e.Arithmetic.Limits.BindingPolicy
-		case "ScaleDownLimit":
-			c, by = ConstraintScaleDownLimit, e.Arithmetic.Limits.BindingPolicy
+	switch {
+	case c == replicas.ConstraintScaleUnavailable:
+		msg := e.Target.Error
+		if msg == "" {
+			msg = errText(d.Err, "unknown error")
 		}
-		return &Verdict{Constraint: c, Sentence: fmt.Sprintf("%s%s, proposing %d, limited by %s", move, why, d.MetricReplicas, by)}
-	}
-	if s := d.Stabilization; s != nil && s.Result != s.Recommendation {
-		if s.Reason == "ScaleUpStabilized" {
-			return &Verdict{Constraint: ConstraintScaleUpStabilization, Sentence: fmt.Sprintf("%s%s, proposing %d, held at %d by the lowest recommendation of the last %s (scaleUp stabilization window)", move, why, s.Recommendation, s.Result, s.UpWindow)}
+		v.Sentence = "would not scale: the target's scale could not be read: " + msg
+	case c == replicas.ConstraintScalingDisabled:
+		v.Sentence = "would not scale: the target has 0 replicas and this HPA may not scale it from zero"
+	case d.Phase == replicas.PhaseClampedToRange:
+		bound := fmt.Sprintf("maxReplicas %d", d.MaxReplicas)
+		if c == replicas.ConstraintMinReplicas {
+			bound = fmt.Sprintf("minReplicas %d", d.MinReplicas)
 		}
-		return &Verdict{Constraint: ConstraintScaleDownStabilization, Sentence: fmt.Sprintf("%s%s, proposing %d, held at %d by the highest recommendation of the last %s (scaleDown stabilization window)", move, why, s.Recommendation, s.Result, s.DownWindow)}
-	}
-	if !d.Rescale {
-		within := true
-		for _, m := range e.Metrics {
-			if m.Error == "" && !m.WithinTolerance {
-				within = false
+		v.Sentence = fmt.Sprintf("%s: the current count is outside the range, so it is set to %s without consulting metrics", move, bound)
+	case c == replicas.ConstraintSelector:
+		for _, cond := range d.Conditions {
+			if cond.Reason == "InvalidSelector" || cond.Reason == "AmbiguousSelector" {
+				v.Sentence = "would not scale: " + cond.Message
+				break
 			}
 		}
-		if within && len(e.Metrics) > 0 {
-			return &Verdict{Constraint: ConstraintTolerance, Sentence: fmt.Sprintf("%s: every metric is within tolerance (-%s/+%s)%s", move, pct(d.Tolerances.Down), pct(d.Tolerances.Up), strings.Replace(why, ":", ", e.g.", 1))}
+	case c == replicas.ConstraintMetricsUnavailable:
+		v.Sentence = "would not scale: no usable metric: " + errText(d.Err, "unknown error")
+		for _, m := range e.Metrics {
+			if m.Error != "" {
+				v.Sentence = fmt.Sprintf("would not scale: metric %s failed: %s", m.Short, m.Error)
+				break
+			}
 		}
-		return &Verdict{Constraint: ConstraintNone, Sentence: fmt.Sprintf("%s%s proposes the current count", move, why)}
+	case d.Limit != nil && d.Limit.Limited:
+		by := fmt.Sprintf("maxReplicas %d", d.MaxReplicas)
+		switch c {
+		case replicas.ConstraintMinReplicas:
+			by = fmt.Sprintf("minReplicas %d", d.MinReplicas)
+		case replicas.ConstraintScaleUpLimit, replicas.ConstraintScaleDownLimit:
+			by = e.Arithmetic.Limits.BindingPolicy
+		}
+		v.Sentence = fmt.Sprintf("%s%s, proposing %d, limited by %s", move, why, d.MetricReplicas, by)
+	case c == replicas.ConstraintScaleUpStabilization:
+		s := d.Stabilization
+		v.Sentence = fmt.Sprintf("%s%s, proposing %d, held at %d by the lowest recommendation of the last %s (scaleUp stabilization window)", move, why, s.Recommendation, s.Result, s.UpWindow)
+	case c == replicas.ConstraintScaleDownStabilization:
+		s := d.Stabilization
+		v.Sentence = fmt.Sprintf("%s%s, proposing %d, held at %d by the highest recommendation of the last %s (scaleDown stabilization window)", move, why, s.Recommendation, s.Result, s.DownWindow)
+	case c == replicas.ConstraintTolerance:
+		v.Sentence = fmt.Sprintf("%s: every metric is within tolerance (-%s/+%s)%s", move, pct(d.Tolerances.Down), pct(d.Tolerances.Up), strings.Replace(why, ":", ", e.g.", 1))
+	case !d.Rescale:
+		v.Sentence = fmt.Sprintf("%s%s proposes the current count", move, why)
+	default:
+		v.Sentence = fmt.Sprintf("%s%s, nothing limits it", move, why)
 	}
-	return &Verdict{Constraint: ConstraintNone, Sentence: fmt.Sprintf("%s%s, nothing limits it", move, why)}
+	return v
 }
 
 func errText(err error, fallback string) string {
