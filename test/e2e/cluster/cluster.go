@@ -223,7 +223,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err := step("bootstrap objects", func() error { return c.bootstrap(ctx) }); err != nil {
 		return nil, err
 	}
-	if err := step("kube-controller-manager", func() error { return c.startControllerManager(ctx, cfg.UpstreamHPA) }); err != nil {
+	if err := step("kube-controller-manager", func() error { return c.startControllerManager(ctx, cfg.UpstreamHPA, nil) }); err != nil {
 		return nil, err
 	}
 	standInCtx, cancel := context.WithCancel(context.Background())
@@ -581,7 +581,9 @@ func (c *Cluster) checkStopped(slot **process, name string) error {
 	return nil
 }
 
-func (c *Cluster) startControllerManager(ctx context.Context, upstreamHPA bool) error {
+// startControllerManager starts kube-controller-manager; extra flags come last, so that they
+// override the harness's own (the last occurrence of a flag wins).
+func (c *Cluster) startControllerManager(ctx context.Context, upstreamHPA bool, extra []string) error {
 	controllers := "deployment,replicaset,serviceaccount"
 	if upstreamHPA {
 		controllers += ",horizontalpodautoscaling"
@@ -594,6 +596,7 @@ func (c *Cluster) startControllerManager(ctx context.Context, upstreamHPA bool) 
 		"--kube-api-qps=" + strconv.FormatFloat(float64(c.cfg.ControllerManagerQPS), 'f', -1, 32),
 		"--kube-api-burst=" + strconv.Itoa(c.cfg.ControllerManagerBurst),
 	}, c.cfg.ControllerManagerArgs...)
+	args = append(args, extra...)
 	p, err := startProcess("kube-controller-manager", filepath.Join(c.cfg.BinDir, "kube-controller-manager"), args, c.logDir)
 	if err != nil {
 		return err
@@ -610,12 +613,19 @@ func (c *Cluster) startControllerManager(ctx context.Context, upstreamHPA bool) 
 }
 
 // RestartControllerManager restarts kube-controller-manager, with or without the upstream
-// horizontal-pod-autoscaler controller.
+// horizontal-pod-autoscaler controller, with the harness's flags.
 func (c *Cluster) RestartControllerManager(ctx context.Context, upstreamHPA bool) error {
+	return c.RestartControllerManagerWith(ctx, upstreamHPA)
+}
+
+// RestartControllerManagerWith restarts kube-controller-manager with extra flags after the
+// harness's, which they override: e.g. --horizontal-pod-autoscaler-sync-period=15s, upstream's
+// default, instead of the harness's 5s. The flags last until the next restart.
+func (c *Cluster) RestartControllerManagerWith(ctx context.Context, upstreamHPA bool, extra ...string) error {
 	if err := c.stopComponent(&c.kcm, "kube-controller-manager", stopGrace); err != nil {
 		return err
 	}
-	return c.startControllerManager(ctx, upstreamHPA)
+	return c.startControllerManager(ctx, upstreamHPA, extra)
 }
 
 func (c *Cluster) startNode(ctx context.Context) error {

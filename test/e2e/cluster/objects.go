@@ -222,14 +222,17 @@ func (c *Cluster) runMetricsServer() (*process, error) {
 	if err := checkPortFree("metrics-server", c.hostPort(c.cfg.MetricsServerPort)); err != nil {
 		return nil, err
 	}
-	timeout := c.cfg.MetricResolution / 2
+	c.mu.Lock()
+	resolution := c.cfg.MetricResolution
+	c.mu.Unlock()
+	timeout := resolution / 2
 	kubeconfig := c.kubeconfig("metrics-server")
 	p, err := startProcess("metrics-server", filepath.Join(c.cfg.BinDir, "metrics-server"), []string{
 		"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
 		"--secure-port=" + strconv.Itoa(c.cfg.MetricsServerPort), "--bind-address=" + c.ip.String(),
 		"--cert-dir=" + filepath.Join(c.dir, "metrics-server-certs"),
 		"--kubelet-insecure-tls", "--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port",
-		"--metric-resolution=" + c.cfg.MetricResolution.String(), "--kubelet-request-timeout=" + timeout.String(),
+		"--metric-resolution=" + resolution.String(), "--kubelet-request-timeout=" + timeout.String(),
 	}, c.logDir)
 	if err != nil {
 		return nil, err
@@ -275,6 +278,22 @@ func (c *Cluster) StopMetricsServer(ctx context.Context) error {
 		return fmt.Errorf("metrics-server: dynamic client: %w", err)
 	}
 	return c.waitFor(ctx, "APIService "+metricsAPIService+" not Available", time.Minute, c.availability(dyn, false))
+}
+
+// RestartMetricsServer restarts metrics-server scraping every resolution (at least 10s; the
+// harness's default is 10s, metrics-server's own manifest sets 15s) and returns once it serves
+// metrics again. The resolution lasts until the next restart.
+func (c *Cluster) RestartMetricsServer(ctx context.Context, resolution time.Duration) error {
+	if resolution < 10*time.Second {
+		return fmt.Errorf("cluster: metric resolution %s is below metrics-server's minimum of 10s", resolution)
+	}
+	if err := c.StopMetricsServer(ctx); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.cfg.MetricResolution = resolution
+	c.mu.Unlock()
+	return c.StartMetricsServer(ctx)
 }
 
 // StartMetricsServer starts metrics-server again after StopMetricsServer and returns once the
