@@ -53,7 +53,7 @@ $(BIN)/%/kubectl-hpa.exe: $(GO_SOURCES) $(BIN)/.ldflags
 # that on a cold machine make test's background build of it has the longest time to finish.
 verify:
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed (make update fixes it):"; echo "$$out"; exit 1; fi
-	$(GO) vet -race -tags "e2e soak" ./...
+	$(GO) vet -race -tags "e2e soak fidelity" ./...
 	hack/verify-tidy.sh
 	hack/verify-imports.sh
 	GO="$(GO)" hack/golangci-lint.sh run ./...
@@ -221,6 +221,24 @@ krew-index: krew-manifest
 test-krew: build-all
 	cd krew/tools && VERSION="$(VERSION)" $(GO) test -race -count=1 -timeout 45m ./...
 	cd deploy/image && $(GO) test -race -count=1 ./...
+
+# ---- fidelity: recordings of upstream's HPA controller (owner: fidelity) ----
+# `make record-fidelity` runs TestRecordFidelity alone on the real cluster (build tags e2e and
+# fidelity: `make test` never builds it): kube-controller-manager's own HPA controller under
+# three scripted loads side by side (about 11 minutes), written to
+# controller/sim/testdata/upstream/*.json, which controller/sim's fidelity test (in make test)
+# requires the simulation to reproduce. Built without -race, like the soak test: the node
+# stand-in and the load model run in the test process, and their timing is what is recorded.
+FIDELITY_OUT ?= $(CURDIR)/controller/sim/testdata/upstream
+
+.PHONY: record-fidelity
+
+record-fidelity: build
+	@testbin=$$(hack/build-testbin.sh | tail -n1) && mkdir -p $(FIDELITY_OUT) && \
+	$(GO) test -c -tags 'e2e fidelity' -o $(BIN)/e2e-fidelity.test ./test/e2e && \
+	cd test/e2e && KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_PLUGIN_DIR=$(BIN) KUBECTL_HPA_DEMO=$(BIN)/e2e-demo \
+		KUBECTL_HPA_FIDELITY_OUT=$(FIDELITY_OUT) \
+		$(BIN)/e2e-fidelity.test -test.v -test.parallel 3 -test.timeout 30m -test.run '^TestRecordFidelity$$'
 
 # ---- soak (owner: soak) ----
 # `make soak` runs TestSoak alone on the real cluster (build tags e2e and soak: `make test`

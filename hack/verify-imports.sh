@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The import rules golangci-lint's depguard cannot express (.golangci.yml has the direct ones),
-# from `go list` (with the e2e and soak tags, so that every package of the module is seen):
+# from `go list` (with the e2e, soak and fidelity tags, so that every package of the module is seen):
 #  - the decision core controller/replicas depends, transitively, on no client-go, cli-runtime,
 #    kubectl, metrics, cobra/pflag, nor any other package of this module;
 #  - product code depends, transitively, on nothing of k8s.io/kubernetes;
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=github.com/kubectl-hpa/kubectl-hpa
-tags='e2e soak'
+tags='e2e soak fidelity'
 status=0
 fail() { echo "import check: $*"; status=1; }
 
