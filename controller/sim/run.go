@@ -250,7 +250,7 @@ func (w *world) loop(ctx context.Context, out *VariantResult) error {
 	k := int64(math.Ceil(float64(begin.Sub(phase)) / float64(m.ScrapeInterval)))
 	nextScrape := phase.Add(time.Duration(k) * m.ScrapeInterval)
 	nextSync := w.start
-	nSyncs := int(s.Duration/m.SyncPeriod) + 1
+	nSyncs := int(s.Duration/(m.SyncPeriod+m.SyncDuration)) + 1
 	out.Steps = make([]Step, 0, nSyncs)
 	values := make([]float64, 0, nSyncs*len(w.hpa.Spec.Metrics))
 	sum := &out.Summary
@@ -302,7 +302,7 @@ func (w *world) loop(ctx context.Context, out *VariantResult) error {
 			if st.Replicas > sum.PeakReplicas {
 				sum.PeakReplicas, sum.PeakAt = st.Replicas, st.At
 			}
-			nextSync = nextSync.Add(m.SyncPeriod)
+			nextSync = nextSync.Add(m.SyncDuration + m.SyncPeriod)
 		}
 	}
 	return nil
