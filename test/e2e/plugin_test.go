@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -280,11 +281,14 @@ func TestRunScalesUpWhenLoadRisesAndDownAfterStabilization(t *testing.T) {
 		t.Fatal(err)
 	}
 	const user = "e2e:kubectl-hpa-run"
-	startRun(t, pluginAs(t, user), "-n", ns, "--sync-period=2s", "--downscale-stabilization=10s", "-o", "json")
+	// run also records every sync; once Ctrl-C stopped it, the recording replays exactly.
+	recorded := filepath.Join(t.TempDir(), "run.jsonl.gz")
+	r := startRun(t, pluginAs(t, user), "-n", ns, "--sync-period=2s", "--downscale-stabilization=10s", "-o", "json", "--record", recorded)
 
 	waitSpecReplicas(t, ns, 4)
 	shared.Load().Set(w, cluster.Load{CPUMilli: 40, MemoryBytes: 64 << 20})
 	waitSpecReplicas(t, ns, 1)
+	checkRecordingReplays(t, recorded, r.stop())
 
 	hpa, err := shared.Client().AutoscalingV2().HorizontalPodAutoscalers(ns).Get(context.Background(), "web", metav1.GetOptions{})
 	if err != nil {
