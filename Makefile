@@ -73,8 +73,9 @@ test-unit:
 	$(GO) test -race -count=1 -timeout 5m ./...
 
 ## test-fuzz: every fuzz target of the decision core and the metrics decoders for FUZZTIME each,
-## the recording decoder's for RECORDING_FUZZTIME and the simulator's load parser for LOAD_FUZZTIME
-test-fuzz: test-fuzz-core test-fuzz-metrics test-fuzz-recording test-fuzz-load
+## the recording decoder's for RECORDING_FUZZTIME, the simulator's load parser for LOAD_FUZZTIME
+## and the history record's for HISTORY_FUZZTIME
+test-fuzz: test-fuzz-core test-fuzz-history test-fuzz-metrics test-fuzz-recording test-fuzz-load
 
 test-fuzz-core:
 	@targets=$$(hack/fuzz-targets.sh controller/replicas); \
@@ -94,6 +95,18 @@ test-fuzz-load:
 	for target in $$targets; do \
 		echo "fuzz $$target for $(LOAD_FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(LOAD_FUZZTIME) ./controller/sim/load || exit 1; \
+	done
+
+# The persisted history record (controller/history) is a leaf too; a few seconds cover its
+# decoder.
+HISTORY_FUZZTIME ?= 5s
+.PHONY: test-fuzz-history
+test-fuzz-history:
+	@targets=$$(hack/fuzz-targets.sh controller/history); \
+	[ -n "$$targets" ] || { echo "no fuzz targets found in controller/history"; exit 1; }; \
+	for target in $$targets; do \
+		echo "fuzz $$target for $(HISTORY_FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(HISTORY_FUZZTIME) ./controller/history || exit 1; \
 	done
 
 bench:

@@ -76,6 +76,11 @@ type Options struct {
 	// ScaleFromCache reads the scale of Deployments, ReplicaSets, StatefulSets and
 	// ReplicationControllers from informers instead of one GET per HPA and sync.
 	ScaleFromCache bool
+	// PersistHistory keeps each HPA's decision history in its history.Annotation, written
+	// with the status writes (and alone only when the history changed while the status did
+	// not), and restores it before the first decision. Off, the history lives in memory only,
+	// as upstream's, and the annotation is removed with the next status write.
+	PersistHistory bool
 }
 
 // DefaultOptions returns upstream's defaults (sync period 15s, v1.37 decision config).
@@ -137,6 +142,14 @@ type Deps struct {
 	// synced, and again whenever that number changes, so that a run watching none (an empty
 	// namespace, a selector matching nothing) says so instead of staying silent.
 	Count func(n int)
+	// Note, when set, is told in one line each what history was restored and what was ignored.
+	Note func(msg string)
+	// Holder names this process in the history it persists (its Lease identity).
+	Holder string
+	// PreviousHolderSeen is when the previous Lease holder was last seen alive (its last
+	// renewal, or its release): the history it recorded had its newest recommendation still
+	// current until then. Zero when unknown.
+	PreviousHolderSeen time.Time
 }
 
 // Controller is the foreground HPA control loop.
@@ -152,6 +165,9 @@ type Controller struct {
 	// count, countMu, counting and counted implement Deps.Count: counting is set once the
 	// caches have synced; counted is the number last told (-1 before the first).
 	count    func(n int)
+	note     func(msg string)
+	holder   string
+	prevSeen time.Time
 	countMu  sync.Mutex
 	counting bool
 	counted  int
@@ -201,6 +217,9 @@ func New(opts Options, deps Deps) (*Controller, error) {
 		sink:     deps.Sink,
 		recorder: deps.Recorder,
 		count:    deps.Count,
+		note:     deps.Note,
+		holder:   deps.Holder,
+		prevSeen: deps.PreviousHolderSeen,
 		counted:  -1,
 		tracker:  NewSelectorTracker(),
 		history:  map[string]replicas.History{},
@@ -294,6 +313,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}
 		return errors.New("informer caches did not sync")
 	}
+	c.restoreHistory(ctx)
 	logger.Info("Caches synced; starting workers", "workers", workers)
 	c.startCounting()
 	c.running.Store(true)
@@ -541,13 +561,19 @@ func (c *Controller) reconcile(ctx context.Context, ev *Evaluation, start time.T
 	out, kept := Settle(in, d, scaleErr, reason == "")
 	rep.Outcome, rep.Kept = out, kept
 	c.record(hpa, out.Events, events)
-	if out.StatusChanged && write {
+
+	var annotate func(*autoscalingv2.HorizontalPodAutoscaler)
+	historyChanged := false
+	if reason == "" {
+		annotate, historyChanged = c.historyAnnotation(hpa, kept, start)
+	}
+	if (out.StatusChanged || historyChanged) && write {
 		startIfStopping := ctx
 		if rep.ScaleWritten {
 			startIfStopping = wctx
 		}
 		err := c.writeGuarded(startIfStopping, wctx, func(wctx context.Context) error {
-			rv, err := c.updateStatus(wctx, hpa, out.Status, dryRun)
+			rv, err := c.updateStatus(wctx, hpa, out.Status, annotate, dryRun)
 			if err == nil && dryRun == nil {
 				c.mu.Lock()
 				c.written[key] = rv
@@ -649,11 +675,15 @@ func (c *Controller) writeGuarded(startIfStopping, wctx context.Context, write f
 }
 
 // updateStatus writes status onto the HPA, re-reading it and retrying on conflicts so
-// concurrent spec and metadata changes are kept.
+// concurrent spec and metadata changes are kept; annotate, when set, edits the history
+// annotation (the status subresource keeps metadata changes, it resets only spec).
 // It returns the resource version written.
-func (c *Controller) updateStatus(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, status autoscalingv2.HorizontalPodAutoscalerStatus, dryRun []string) (string, error) {
+func (c *Controller) updateStatus(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, status autoscalingv2.HorizontalPodAutoscalerStatus, annotate func(*autoscalingv2.HorizontalPodAutoscaler), dryRun []string) (string, error) {
 	obj := hpa.DeepCopy()
 	obj.Status = status
+	if annotate != nil {
+		annotate(obj)
+	}
 	client := c.kube.AutoscalingV2().HorizontalPodAutoscalers(hpa.Namespace)
 	var rv string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -670,6 +700,9 @@ func (c *Controller) updateStatus(ctx context.Context, hpa *autoscalingv2.Horizo
 			return fmt.Errorf("re-reading the HPA after a conflict: %w", getErr)
 		}
 		fresh.Status = status
+		if annotate != nil {
+			annotate(fresh)
+		}
 		obj = fresh
 		return err
 	})

@@ -16,12 +16,13 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 )
 
-// LiveSource is the Source of one-shot commands: every input read from the API server,
-// the past reconstructed from the HPA's SuccessfulRescale events.
-func LiveSource(kube kubernetes.Interface, scales ScaleReader, pods PodReader, m metrics.Client) Readers {
+// LiveSource is the Source of one-shot commands: every input read from the API server, the
+// past the history a kubectl hpa run recorded on the HPA or, without one, reconstructed from
+// the HPA's SuccessfulRescale events; cfg is the controller configuration decided under.
+func LiveSource(kube kubernetes.Interface, scales ScaleReader, pods PodReader, m metrics.Client, cfg replicas.Config) Readers {
 	return Readers{
 		HPAReader:   LiveHPAs{Client: kube},
-		PastReader:  LiveRescales{Client: kube},
+		PastReader:  LiveRescales{Client: kube, Config: cfg},
 		ScaleReader: scales,
 		PodReader:   pods,
 		Client:      m,
@@ -42,6 +43,8 @@ func (l LiveHPAs) HPA(ctx context.Context, namespace, name string) (*autoscaling
 // the API keeps when the controller deciding it is another process.
 type LiveRescales struct {
 	Client kubernetes.Interface
+	// Config is the controller configuration a recorded history is restored under.
+	Config replicas.Config
 }
 
 // Past implements PastReader. The field selector narrows the list on the server; the filter
@@ -51,7 +54,7 @@ func (l LiveRescales) Past(ctx context.Context, namespace, name string) Past {
 		FieldSelector: "involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name=" + name + ",reason=SuccessfulRescale",
 	})
 	if err != nil {
-		return Rescales{Err: err}
+		return Rescales{Err: err, Config: l.Config}
 	}
 	var out []corev1.Event
 	for _, ev := range list.Items {
@@ -59,7 +62,7 @@ func (l LiveRescales) Past(ctx context.Context, namespace, name string) Past {
 			out = append(out, ev)
 		}
 	}
-	return Rescales{Events: out}
+	return Rescales{Events: out, Config: l.Config}
 }
 
 // Rescales is the past visible in an HPA's SuccessfulRescale events (Err when they could
@@ -67,12 +70,25 @@ func (l LiveRescales) Past(ctx context.Context, namespace, name string) Past {
 type Rescales struct {
 	Events []corev1.Event
 	Err    error
+	// Config is the controller configuration a recorded history is restored under.
+	Config replicas.Config
 }
 
-// History implements Past.
+// History implements Past: the history a kubectl hpa run recorded on hpa when there is a
+// usable one, else the reconstruction.
 func (r Rescales) History(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) replicas.History {
+	if rec, ok, err := r.Recorded(hpa, now); ok && err == nil {
+		return rec.Restored.History
+	}
 	h, _ := r.Reconstruct(hpa, now)
 	return h
+}
+
+// Recorded is the history a kubectl hpa run recorded on hpa, as that run would decide from it
+// at now: its newest recommendation counts as made at every sync until now. ok is false
+// without one; err says why one is not used.
+func (r Rescales) Recorded(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) (Recorded, bool, error) {
+	return RecordedHistory(hpa, r.Config, now, now)
 }
 
 // Reconstruct rebuilds what can be known of the cluster controller's in-memory history, and

@@ -61,8 +61,12 @@ func (p *Replayed) History(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.
 	return p.Rescales.History(hpa, now)
 }
 
-// HistoryFor implements InputPast: it reads the series and replays them.
+// HistoryFor implements InputPast: it reads the series and replays them, unless a kubectl
+// hpa run recorded the HPA's history (then that is the history, and nothing is replayed).
 func (p *Replayed) HistoryFor(ctx context.Context, in replicas.Input) replicas.History {
+	if rec, ok, err := p.Recorded(in.HPA, in.Now); ok && err == nil {
+		return rec.Restored.History
+	}
 	series, plan, err := readReplaySeries(ctx, p.reader, in, p.syncPeriod)
 	if err != nil {
 		p.Replay = &Replay{Source: p.reader.Address(), Err: err}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
@@ -67,9 +68,9 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 			return err
 		}
 	}
-	src := controller.LiveSource(c.Kube, c.Scales, c.Pods, c.Metrics)
+	src := controller.LiveSource(c.Kube, c.Scales, c.Pods, c.Metrics, o.Config)
 	if o.prom != nil {
-		src.PastReader = controller.ReplayReader{Rescales: controller.LiveRescales{Client: c.Kube}, Reader: o.prom, SyncPeriod: o.SyncPeriod}
+		src.PastReader = controller.ReplayReader{Rescales: controller.LiveRescales{Client: c.Kube, Config: o.Config}, Reader: o.prom, SyncPeriod: o.SyncPeriod}
 	}
 	ev, err := controller.Evaluate(ctx, src, o.Namespace, o.Name, opts)
 	switch {
@@ -97,13 +98,29 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 		Cluster:       hpa,
 		RescaleEvents: past.Events,
 		MetricsSource: metricsSource(c),
-		HistorySource: "reconstructed",
+		HistorySource: output.HistoryReconstructed,
 		HistoryNote:   historyNote,
 		FreshDesired:  freshDesired,
 		WhatIf:        whatIfs,
 		Warnings:      warnings(hpa, in, vpas, vpaErr, past.Err),
 	}
-	if replayed != nil {
+	rec, recorded, recErr := past.Recorded(hpa, in.Now)
+	switch {
+	case recorded && recErr != nil:
+		facts.Warnings = append(facts.Warnings, output.Warning{Reason: "HistoryIgnored", Message: controller.IgnoredHistoryMessage(hpa.Namespace, hpa.Name, recErr,
+			"this explanation reconstructs the history from the HPA's status and events instead")})
+	case recorded:
+		facts.HistorySource = output.HistoryRecorded
+		facts.HistoryHolder = rec.Record.Holder
+		facts.HistoryRecordedAt = rec.Record.At
+		facts.HistoryNote = fmt.Sprintf("kubectl hpa run keeps the recommendations and scale events its next decisions depend on in the HPA's annotation %s, and this decision uses them: it is the decision run makes at its next sync (every %s) if the metrics stay as they are. Its newest recommendation counts as made until now.",
+			history.Annotation, time.Duration(rec.Record.SyncMillis)*time.Millisecond)
+		for _, n := range rec.Restored.Notes {
+			facts.HistoryNote += " Note: " + n + "."
+		}
+	}
+	// A history kubectl hpa run recorded is its own: there is nothing to replay.
+	if replayed != nil && (!recorded || recErr != nil) {
 		applyReplay(&facts, replayed.Replay, o.prom.Address())
 		if r := facts.Replay; r.Error != "" {
 			// One line on stderr too, so that -o json readers and scripts see it.

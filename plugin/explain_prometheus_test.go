@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 // cadvisorProm is a Prometheus whose six pods used 400m cpu each until drop and 100m after,
@@ -158,5 +163,36 @@ func TestExplainPrometheusFlagsAreCheckedBeforeTheCluster(t *testing.T) {
 				t.Errorf("%d requests to the cluster, want none", n)
 			}
 		})
+	}
+}
+
+// A history kubectl hpa run recorded is that run's own: explain decides from it and asks
+// Prometheus nothing, even with --prometheus-url.
+func TestExplainPrefersTheRecordedHistoryToAReplay(t *testing.T) {
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		cadvisorProm{drop: now.Add(-45 * time.Second)}.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	f := heldFixture()
+	written := now.Add(-10 * time.Second)
+	rec := history.New(replicas.History{Recommendations: []replicas.Recommendation{
+		{Replicas: 6, Timestamp: now.Add(-50 * time.Second)}, {Replicas: 2, Timestamp: written}}},
+		string(f.hpa.UID), "node-a_5f1c", written, 5*time.Second, history.Horizon{Window: 60, UpPeriod: 15, DownPeriod: 15})
+	f.hpa.Annotations = map[string]string{history.Annotation: rec.Encode()}
+	r := f.run(t, "web", "-n", "shop", "--prometheus-url", srv.URL, "--sync-period", "5s", "-o", "json")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit code %d, stderr %q", r.code, r.stderr)
+	}
+	var e output.Explanation
+	if err := json.Unmarshal([]byte(r.stdout), &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.History.Source != output.HistoryRecorded || e.History.Replay != nil || e.Decision.DesiredReplicas != 6 {
+		t.Errorf("history %s with replay %v, desired %d; want the recorded history holding 6 and no replay", e.History.Source, e.History.Replay, e.Decision.DesiredReplicas)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("Prometheus was asked %d times, want none", n)
 	}
 }

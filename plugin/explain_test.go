@@ -36,6 +36,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
@@ -441,6 +442,31 @@ func scenarios() map[string]struct {
 			f.hpa.Status.LastScaleTime = ptrTo(metav1.NewTime(now.Add(-2 * time.Minute)))
 			return f
 		}},
+		// kubectl hpa run recorded 6 until 100s ago, then 3 (its latest, still current):
+		// the 5-minute window holds 6, and the 4 of the rescale events plays no part.
+		"scale-down-held-by-recorded-history": {fx: func() *fixture {
+			f := newFixture()
+			f.setPods(6, "500m", "150m")
+			f.scale.Spec.Replicas, f.scale.Status.Replicas = 6, 6
+			f.rescaleEvent(4, 4*time.Minute)
+			f.rescaleEvent(6, 2*time.Minute)
+			f.hpa.Status.CurrentReplicas, f.hpa.Status.DesiredReplicas = 6, 6
+			f.hpa.Status.LastScaleTime = ptrTo(metav1.NewTime(now.Add(-2 * time.Minute)))
+			written := now.Add(-20 * time.Second)
+			rec := history.New(replicas.History{Recommendations: []replicas.Recommendation{
+				{Replicas: 6, Timestamp: now.Add(-100 * time.Second)}, {Replicas: 3, Timestamp: written}}},
+				string(f.hpa.UID), "node-a_5f1c", written, 15*time.Second, history.Horizon{Window: 300, UpPeriod: 0, DownPeriod: 0})
+			f.hpa.Annotations = map[string]string{history.Annotation: rec.Encode()}
+			return f
+		}},
+		"recorded-history-ignored": {fx: func() *fixture {
+			f := newFixture()
+			f.setPods(6, "500m", "150m")
+			f.scale.Spec.Replicas, f.scale.Status.Replicas = 6, 6
+			f.hpa.Status.CurrentReplicas, f.hpa.Status.DesiredReplicas = 6, 6
+			f.hpa.Annotations = map[string]string{history.Annotation: `{"v":2,"by":"kubectl-hpa"}`}
+			return f
+		}},
 		"scale-down-without-visible-history": {fx: func() *fixture {
 			f := newFixture()
 			f.setPods(6, "500m", "150m")
@@ -691,7 +717,7 @@ func TestExplainParallelReadsGiveTheSequentialDecision(t *testing.T) {
 			f := s.fx()
 			ec, _ := f.build()
 			ctx := context.Background()
-			src := controller.LiveSource(ec.Kube, ec.Scales, ec.Pods, ec.Metrics)
+			src := controller.LiveSource(ec.Kube, ec.Scales, ec.Pods, ec.Metrics, replicas.DefaultConfig())
 			decide := func(overlaps controller.OverlapFinder) *output.Explanation {
 				ev, err := controller.Evaluate(ctx, src, f.hpa.Namespace, f.hpa.Name, controller.EvalOptions{Now: now, Config: replicas.DefaultConfig(), Overlaps: overlaps})
 				if err != nil {

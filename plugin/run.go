@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/lease"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/monitor"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
@@ -110,7 +111,7 @@ func NewRunOptions(configFlags *genericclioptions.ConfigFlags, streams genericio
 		DryRun:      string(controller.DryRunNone),
 		LeaderElect: true,
 		LeaseName:   "kubectl-hpa",
-		Controller:  controller.DefaultOptions(),
+		Controller:  runControllerDefaults(),
 		// kube-controller-manager's defaults.
 		LeaseDuration: 15 * time.Second,
 		RenewDeadline: 10 * time.Second,
@@ -167,6 +168,7 @@ func newCmdRun(o *RunOptions) *cobra.Command {
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `"none" writes; "client" writes nothing; "server" sends every write with dryRun=All (validated, not persisted)`)
 	fs.BoolVar(&o.Controller.ForceOwnership, "force-ownership", o.Controller.ForceOwnership, "Write even for HPAs whose status another controller wrote recently")
 	fs.DurationVar(&o.Controller.OwnershipWindow, "ownership-window", o.Controller.OwnershipWindow, "How recent another manager's status write must be for an HPA to count as reconciled by someone else")
+	fs.BoolVar(&o.Controller.PersistHistory, "persist-history", o.Controller.PersistHistory, "Keep each HPA's decision history (the recommendations and scale events its next decisions depend on) in its annotation "+history.Annotation+", written with the status, and restore it when starting or taking the Lease over; false keeps it in memory only, as kube-controller-manager does")
 	fs.BoolVar(&o.Controller.ScaleFromCache, "scale-from-cache", o.Controller.ScaleFromCache, "Read the scale of Deployments, ReplicaSets, StatefulSets and ReplicationControllers from watch caches instead of one GET per HPA and sync; other kinds, and kinds that may not be listed, are read live")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Hold a Lease while writing so two kubectl hpa run never both write (off with --dry-run=client)")
 	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "Name of the Lease")
@@ -301,10 +303,12 @@ func (o *RunOptions) Run(ctx context.Context) (err error) {
 	}
 	leased := o.writes() && o.LeaderElect
 	counts := o.hpaCountNotes(r)
-	newController := func(kube kubernetes.Interface, scales controller.ScaleTarget) (*controller.Controller, error) {
+	host, _ := os.Hostname()
+	note := func(msg string) { r.note(time.Now(), msg) }
+	newController := func(kube kubernetes.Interface, scales controller.ScaleTarget, holder string, prevSeen time.Time) (*controller.Controller, error) {
 		sink := r.report
 		if rec != nil {
-			// A new controller holds no history: the recording says where each one starts.
+			// A new controller starts from what it restores: the recording says where each one starts.
 			record := rec.sink(time.Now())
 			sink = func(rep controller.Report) {
 				r.report(rep)
@@ -312,7 +316,8 @@ func (o *RunOptions) Run(ctx context.Context) (err error) {
 			}
 		}
 		// A fresh monitor per controller: a new term's informers count every HPA again.
-		return controller.New(o.Controller, controller.Deps{Kube: kube, Scales: scales, Metrics: mc, Monitor: monitor.New(), Sink: sink, Count: counts})
+		return controller.New(o.Controller, controller.Deps{Kube: kube, Scales: scales, Metrics: mc, Monitor: monitor.New(), Sink: sink, Count: counts,
+			Note: note, Holder: holder, PreviousHolderSeen: prevSeen})
 	}
 	if o.Controller.DryRun != controller.DryRunNone {
 		o.noteOtherWriter(ctx, kube, r)
@@ -326,7 +331,7 @@ func (o *RunOptions) Run(ctx context.Context) (err error) {
 	)
 	mon.Store(monitor.New())
 	if !leased {
-		if c, err = newController(kube, scales); err != nil {
+		if c, err = newController(kube, scales, host, time.Time{}); err != nil {
 			return usageErrorf("%w", err)
 		}
 		mon.Store(c.Monitor())
@@ -355,7 +360,6 @@ func (o *RunOptions) Run(ctx context.Context) (err error) {
 	if !leased {
 		return c.Run(ctx, o.Workers)
 	}
-	host, _ := os.Hostname()
 	leaseCfg := o.leaseConfig()
 	leaseCfg.Identity = host + "_" + string(uuid.NewUUID())
 	leaseCfg.OnWaiting = func(holder string, since time.Time) {
@@ -381,7 +385,7 @@ func (o *RunOptions) Run(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
-		c, err := newController(kube, scales)
+		c, err := newController(kube, scales, leaseCfg.Identity, term.PreviousHolderSeen)
 		if err != nil {
 			return usageErrorf("%w", err)
 		}
@@ -537,4 +541,11 @@ func runServeMetrics(ctx context.Context, addr string, h http.Handler) (stop fun
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}, nil
+}
+
+// runControllerDefaults are the controller's defaults with the history persisted.
+func runControllerDefaults() controller.Options {
+	o := controller.DefaultOptions()
+	o.PersistHistory = true
+	return o
 }

@@ -215,7 +215,7 @@ func runExplanationOf(rep controller.Report, metricsSource string) *output.Expla
 		Input:         rep.Input,
 		Decision:      rep.Decision,
 		MetricsSource: metricsSource,
-		HistorySource: "controller",
+		HistorySource: output.HistoryController,
 		HistoryNote:   "the history kept in memory by this kubectl hpa run since it started",
 	})
 	if e.Decision != nil && rep.Err != nil {

@@ -86,6 +86,10 @@ type Term struct {
 	// in flight at a stop may finish (their grace), while at the end of leadership none
 	// may, since a successor can take over once the lease duration has passed.
 	Leading context.Context
+	// PreviousHolderSeen is when the Lease, as last read before this term, says its previous
+	// holder last renewed it (or released it): until then that holder was deciding. Zero
+	// when unknown (no Lease yet, or this process held it last).
+	PreviousHolderSeen time.Time
 }
 
 // RunTerms runs run only while holding the Lease, until ctx is cancelled or run fails.
@@ -161,7 +165,7 @@ func runTerm(ctx context.Context, lock *watchedLock, cfg Config, run func(contex
 				if cfg.OnAcquired != nil {
 					cfg.OnAcquired()
 				}
-				runErr = run(runCtx, Term{Leading: leadCtx})
+				runErr = run(runCtx, Term{Leading: leadCtx, PreviousHolderSeen: lock.previousSeen()})
 			},
 			OnStoppedLeading: func() {},
 			OnNewLeader: func(id string) {
@@ -259,6 +263,16 @@ type watchedLock struct {
 	holder  string // the holder last read or written
 	// acquired is when holder acquired the Lease, as the Lease last read says.
 	acquired time.Time
+	// otherRenewed is the renew time of the last Lease read that another holder (or
+	// nobody, after a release) held.
+	otherRenewed time.Time
+}
+
+// previousSeen is when another holder last renewed (or released) the Lease, as last read.
+func (l *watchedLock) previousSeen() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.otherRenewed
 }
 
 // acquiredBy is when holder acquired the Lease, as last read; zero if unknown.
@@ -279,6 +293,9 @@ func (l *watchedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 	if err == nil {
 		l.holder = rec.HolderIdentity
 		l.acquired = rec.AcquireTime.Time
+		if rec.HolderIdentity != l.Identity() {
+			l.otherRenewed = rec.RenewTime.Time
+		}
 	}
 	return rec, raw, err
 }

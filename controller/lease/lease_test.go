@@ -297,7 +297,8 @@ func TestFenceConfigEndsRequestsWithTheTerm(t *testing.T) {
 }
 
 // TestRunTermsTellsAStandbyWhoHoldsTheLeaseAndSinceWhen: a standby is told the holder and
-// its acquire time, then that it acquired the Lease once the holder released it.
+// its acquire time, then that it acquired the Lease once the holder released it, and its term
+// when the previous holder was last seen (the release), which bounds the history it recorded.
 func TestRunTermsTellsAStandbyWhoHoldsTheLeaseAndSinceWhen(t *testing.T) {
 	since := metav1.NewMicroTime(time.Now().Add(-5 * time.Minute).Truncate(time.Second))
 	duration := int32(60)
@@ -317,8 +318,9 @@ func TestRunTermsTellsAStandbyWhoHoldsTheLeaseAndSinceWhen(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
+	terms := make(chan Term, 1)
 	go func() {
-		done <- RunTerms(ctx, kube, cfg, func(ctx context.Context, _ Term) error { <-ctx.Done(); return nil })
+		done <- RunTerms(ctx, kube, cfg, func(ctx context.Context, term Term) error { terms <- term; <-ctx.Done(); return nil })
 	}()
 	select {
 	case w := <-waits:
@@ -332,6 +334,8 @@ func TestRunTermsTellsAStandbyWhoHoldsTheLeaseAndSinceWhen(t *testing.T) {
 	released := lease.DeepCopy()
 	released.Spec.HolderIdentity = ptr.To("")
 	released.Spec.LeaseDurationSeconds = ptr.To(int32(1))
+	releasedAt := metav1.NewMicroTime(time.Now().Truncate(time.Microsecond))
+	released.Spec.RenewTime = &releasedAt
 	if _, err := kube.CoordinationV1().Leases(ns).Update(ctx, released, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -339,6 +343,9 @@ func TestRunTermsTellsAStandbyWhoHoldsTheLeaseAndSinceWhen(t *testing.T) {
 	case <-acquired:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the standby was never told it acquired the Lease")
+	}
+	if term := <-terms; !term.PreviousHolderSeen.Equal(releasedAt.Time) {
+		t.Errorf("term says the previous holder was last seen at %v, want its release at %v", term.PreviousHolderSeen, releasedAt.Time)
 	}
 	cancel()
 	if err := <-done; err != nil {

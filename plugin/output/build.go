@@ -31,10 +31,14 @@ type Facts struct {
 	RescaleEvents []corev1.Event
 	// MetricsSource is metrics.Client.Source().
 	MetricsSource string
-	// HistorySource and HistoryNote describe where Input.History came from.
+	// HistorySource (HistoryReconstructed, HistoryRecorded, HistoryController) and
+	// HistoryNote describe where Input.History came from.
 	HistorySource, HistoryNote string
 	// Replay is the replay from Prometheus, when one was asked for.
 	Replay *Replay
+	// HistoryHolder and HistoryRecordedAt say who recorded a HistoryRecorded history, and when.
+	HistoryHolder     string
+	HistoryRecordedAt time.Time
 	// FreshDesired is the desired count with an empty (freshly seeded) history, when computed.
 	FreshDesired *int32
 	WhatIf       []WhatIf
@@ -497,7 +501,11 @@ func pct(f float64) string {
 }
 
 func historyOf(f Facts) *History {
-	h := &History{Source: f.HistorySource, Note: f.HistoryNote, FreshControllerDesired: f.FreshDesired, Replay: f.Replay}
+	h := &History{Source: f.HistorySource, Note: f.HistoryNote, FreshControllerDesired: f.FreshDesired, Replay: f.Replay, Holder: f.HistoryHolder}
+	if !f.HistoryRecordedAt.IsZero() {
+		at := metav1.NewTime(f.HistoryRecordedAt)
+		h.RecordedAt = &at
+	}
 	now := f.Input.Now
 	for _, r := range f.Input.History.Recommendations {
 		h.Recommendations = append(h.Recommendations, Recommendation{Replicas: r.Replicas, Time: metav1.NewTime(r.Timestamp), Age: age(now, r.Timestamp)})

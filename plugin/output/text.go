@@ -427,13 +427,29 @@ func (r *textRenderer) renderHistory(e *Explanation) {
 		return
 	}
 	r.line(0, "")
-	r.kv(0, "History", "%s", historySourceText(h.Source))
+	if h.Source == HistoryRecorded {
+		holder := h.Holder
+		if holder == "" {
+			holder = "without a Lease"
+		}
+		when := "time unknown"
+		if h.RecordedAt != nil {
+			when = r.ago(h.RecordedAt.Time)
+		}
+		r.kv(0, "History", "recorded by kubectl hpa run (%s, %s)", holder, when)
+	} else {
+		r.kv(0, "History", "%s", historySourceText(h.Source))
+	}
 	r.line(1, "%s", h.Note)
 	var rs []string
 	if h.Replay != nil && h.Replay.Error == "" {
 		rs = recommendationRuns(h.Recommendations)
 	} else {
-		for _, rec := range h.Recommendations {
+		for i, rec := range h.Recommendations {
+			if h.Source == HistoryRecorded && i == len(h.Recommendations)-1 && !rec.Time.Time.Before(r.now) {
+				rs = append(rs, fmt.Sprintf("%d (still current)", rec.Replicas))
+				continue
+			}
 			rs = append(rs, fmt.Sprintf("%d (%s ago)", rec.Replicas, rec.Age))
 		}
 	}

@@ -297,11 +297,16 @@ type Cluster struct {
 
 // History says which recommendation history the decision used.
 type History struct {
-	// Source is "reconstructed" (from status.lastScaleTime and rescale events), "controller"
-	// (the history kept by a kubectl hpa run loop) or "prometheus" (replayed from the
-	// metric history in Prometheus, see Replay).
+	// Source is "reconstructed" (from status.lastScaleTime and rescale events), "recorded" (the
+	// history a kubectl hpa run persisted on the HPA), "controller" (the history kept by the
+	// kubectl hpa run loop deciding) or "prometheus" (replayed from the metric history in
+	// Prometheus, see Replay).
 	Source string `json:"source"`
 	Note   string `json:"note"`
+	// Holder is the Lease identity of the kubectl hpa run that recorded a "recorded" history
+	// (empty when it ran without a Lease), RecordedAt when it last wrote it.
+	Holder     string       `json:"holder,omitempty"`
+	RecordedAt *metav1.Time `json:"recordedAt,omitempty"`
 	// Recommendations and scale events given to the core (before this decision's own sample).
 	Recommendations []Recommendation `json:"recommendations,omitempty"`
 	ScaleUpEvents   []ScaleEvent     `json:"scaleUpEvents,omitempty"`
@@ -359,6 +364,13 @@ type TimeRange struct {
 	From metav1.Time `json:"from"`
 	To   metav1.Time `json:"to"`
 }
+
+// History sources.
+const (
+	HistoryReconstructed = "reconstructed"
+	HistoryRecorded      = "recorded"
+	HistoryController    = "controller"
+)
 
 // ScaleEvent is one reconstructed rescale.
 type ScaleEvent struct {

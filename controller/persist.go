@@ -1,0 +1,152 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/klog/v2"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+)
+
+// historyAnnotation says how a status write edits hpa's history annotation for the history
+// kept after a decision at now, and whether the history changed from what the annotation
+// says (then it is worth a write of its own). A repeated recommendation, or entries that only
+// aged out, change nothing: a steady HPA's history costs no write.
+func (c *Controller) historyAnnotation(hpa *autoscalingv2.HorizontalPodAutoscaler, kept replicas.History, now time.Time) (func(*autoscalingv2.HorizontalPodAutoscaler), bool) {
+	old, has := hpa.Annotations[history.Annotation]
+	if !c.opts.PersistHistory {
+		if !has {
+			return nil, false
+		}
+		return func(obj *autoscalingv2.HorizontalPodAutoscaler) { delete(obj.Annotations, history.Annotation) }, false
+	}
+	hz := history.HorizonOf(hpa, c.opts.Config)
+	rec := history.New(history.Compact(kept, hz, now), string(hpa.UID), c.holder, now, c.opts.SyncPeriod, hz)
+	value := rec.Encode()
+	changed := true
+	if has {
+		if prev, err := history.Decode(old); err == nil {
+			changed = !prev.Same(rec)
+		}
+	}
+	return func(obj *autoscalingv2.HorizontalPodAutoscaler) {
+		if obj.Annotations == nil {
+			obj.Annotations = map[string]string{}
+		}
+		obj.Annotations[history.Annotation] = value
+	}, changed
+}
+
+// Recorded is the history a kubectl hpa run persisted on an HPA, restored for a decision.
+type Recorded struct {
+	Record   history.Record
+	Restored history.Restored
+}
+
+// RecordedHistory reads the history persisted on hpa for a decision at now under cfg; the
+// newest recommendation counts as current until openUntil (clamped to [written, now]). ok is
+// false without an annotation; err (a *history.Error) says why one is not used.
+func RecordedHistory(hpa *autoscalingv2.HorizontalPodAutoscaler, cfg replicas.Config, now, openUntil time.Time) (rec Recorded, ok bool, err error) {
+	value, has := hpa.Annotations[history.Annotation]
+	if !has {
+		return rec, false, nil
+	}
+	r, err := history.Decode(value)
+	if err != nil {
+		return rec, true, err
+	}
+	restored, err := history.Restore(r, hpa, cfg, DefaultFieldManager, now, openUntil)
+	if err != nil {
+		return rec, true, err
+	}
+	return Recorded{Record: r, Restored: restored}, true, nil
+}
+
+// IgnoredHistoryMessage is the one line saying a persisted history is not used, and instead
+// what is done.
+func IgnoredHistoryMessage(namespace, name string, err error, instead string) string {
+	return fmt.Sprintf("ignoring the decision history recorded on HPA %s/%s (annotation %s): %v; %s",
+		namespace, name, history.Annotation, err, instead)
+}
+
+// restoreHistory fills the memory from the histories persisted on the HPAs in the cache,
+// before the first decision, and says in one line each what it restored and what it ignored.
+// It never blocks a decision: an unusable record is one line and upstream's fresh start.
+func (c *Controller) restoreHistory(ctx context.Context) {
+	if !c.opts.PersistHistory {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	now := c.clock.Now()
+	var (
+		restored, entries, dropped int
+		holders                    = map[string]bool{}
+		newest, oldest             time.Time
+		lines                      []string
+	)
+	for _, obj := range c.hpaStore.List() {
+		hpa, ok := obj.(*autoscalingv2.HorizontalPodAutoscaler)
+		if !ok {
+			continue
+		}
+		rec, has, err := RecordedHistory(hpa, c.opts.Config, now, c.prevSeen)
+		switch {
+		case !has:
+			continue
+		case err != nil:
+			lines = append(lines, IgnoredHistoryMessage(hpa.Namespace, hpa.Name, err,
+				"deciding as upstream does after a restart (the current size as its only recommendation, no scale events)"))
+			continue
+		}
+		for _, n := range rec.Restored.Notes {
+			lines = append(lines, fmt.Sprintf("decision history of HPA %s/%s: %s", hpa.Namespace, hpa.Name, n))
+		}
+		restored++
+		entries += rec.Restored.Entries()
+		dropped += rec.Restored.Dropped
+		holders[holderName(rec.Record.Holder)] = true
+		if newest.IsZero() || rec.Record.At.After(newest) {
+			newest = rec.Record.At
+		}
+		if oldest.IsZero() || rec.Record.At.Before(oldest) {
+			oldest = rec.Record.At
+		}
+		c.mu.Lock()
+		c.history[hpa.Namespace+"/"+hpa.Name] = rec.Restored.History
+		c.mu.Unlock()
+	}
+	sort.Strings(lines)
+	if restored > 0 {
+		names := make([]string, 0, len(holders))
+		for h := range holders {
+			names = append(names, h)
+		}
+		sort.Strings(names)
+		written := fmt.Sprintf("%s ago", now.Sub(newest).Round(time.Second))
+		if !oldest.Equal(newest) {
+			written = fmt.Sprintf("%s to %s ago", now.Sub(newest).Round(time.Second), now.Sub(oldest).Round(time.Second))
+		}
+		lines = append([]string{fmt.Sprintf("restored the decision history of %d HPA(s) recorded by %s (written %s): %d recommendations and scale events, %d too old for their windows dropped",
+			restored, strings.Join(names, ", "), written, entries, dropped)}, lines...)
+	}
+	for _, l := range lines {
+		logger.Info("Decision history", "note", l)
+		if c.note != nil {
+			c.note(l)
+		}
+	}
+}
+
+// holderName is how a record's holder is shown.
+func holderName(h string) string {
+	if h == "" {
+		return "a kubectl hpa run without a Lease"
+	}
+	return h
+}
