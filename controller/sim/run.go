@@ -305,7 +305,24 @@ func (w *world) loop(ctx context.Context, out *VariantResult) error {
 			nextSync = nextSync.Add(m.SyncDuration + m.SyncPeriod)
 		}
 	}
+	// The pods after the last sync cost until the end too (the load changes nothing there that
+	// the accounting misses: it only steps at points, and the step is accounted from it on).
+	w.accountTail(t, end, sum)
 	return nil
+}
+
+// accountTail accounts from t to end, stopping at the load's points so that the risk sees
+// each step.
+func (w *world) accountTail(t, end time.Time, sum *Summary) {
+	for t.Before(end) {
+		next := end
+		if lc, ok := w.nextLoadChange(t); ok && lc.Before(next) {
+			next = lc
+		}
+		w.account(t, next, end, sum)
+		t, w.now = next, next
+		w.setDemand()
+	}
 }
 
 func minTime(a, b time.Time) time.Time {

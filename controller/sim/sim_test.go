@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
 )
 
@@ -108,5 +110,104 @@ func TestRunStepSeries(t *testing.T) {
 				t.Errorf("scale changes %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestRunRefusesASpecItCannotPlay(t *testing.T) {
+	good := func() Spec {
+		return Spec{Model: DefaultModel(), Load: curve(t, "time,cpu\n0,100\n60,200\n"), Workload: Workload{Replicas: 2, Pod: podSpec("200m")},
+			Variants: []Variant{{Name: "v", HPA: cpuHPA(50, 1, 10, nil)}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*Spec)
+		want   string
+	}{
+		{"a load without the metric an HPA reads", func(s *Spec) { s.Load = curve(t, "time,qps\n0,1\n60,2\n") },
+			`simulation: variant "v": metric 0 reads "cpu" but the load gives no demand for it`},
+		{"no variant", func(s *Spec) { s.Variants = nil }, "simulation: no variant to play"},
+		{"a zero sync period", func(s *Spec) { s.Model.SyncPeriod = 0 }, "model: sync period 0s is not positive"},
+		{"a one-point load without a duration", func(s *Spec) { s.Load = curve(t, "time,cpu\n0,1\n") },
+			"simulation: the duration is zero: give one, or a load longer than one point"},
+		{"a pod without containers", func(s *Spec) { s.Workload.Pod = corev1.PodSpec{} }, "simulation: the workload's pod has no container"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := good()
+			tc.change(&s)
+			_, err := Run(context.Background(), s)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("error %v, want %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRunPlaysEveryVariantAsIfAlone(t *testing.T) {
+	two := int32(2)
+	policy := &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{
+		Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: two, PeriodSeconds: 60}}}}
+	variants := []Variant{
+		{Name: "as is", HPA: cpuHPA(50, 1, 10, nil)},
+		{Name: "two pods a minute", HPA: cpuHPA(50, 1, 10, policy)},
+		{Name: "target 80%", HPA: cpuHPA(80, 1, 10, nil)},
+	}
+	spec := func(v ...Variant) Spec {
+		return Spec{Model: DefaultModel(), Load: curve(t, "time,cpu\n0,150\n60,900\n300,100\n"), Workload: Workload{Replicas: 2, Pod: podSpec("200m")},
+			Variants: v, Duration: 12 * time.Minute}
+	}
+	all, err := Run(context.Background(), spec(variants...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"1m15s: 2->4; 1m30s: 4->8; 1m45s: 8->9; 10m0s: 9->1; ",
+		"1m15s: 2->4; 2m15s: 4->6; 3m15s: 6->8; 4m15s: 8->9; 10m0s: 9->1; ",
+		"1m15s: 2->4; 1m30s: 4->6; 10m0s: 6->1; ",
+	}
+	for i, v := range variants {
+		alone, err := Run(context.Background(), spec(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, gotAlone := changes(all.Variants[i]), changes(alone.Variants[0]); got != gotAlone || got != want[i] {
+			t.Errorf("%s: beside the others %q, alone %q, want %q", v.Name, got, gotAlone, want[i])
+		}
+		if all.Variants[i].Name != v.Name {
+			t.Errorf("variant %d is named %q, want %q", i, all.Variants[i].Name, v.Name)
+		}
+	}
+}
+
+func TestSummaryFigures(t *testing.T) {
+	// 2 pods until the first scale-up's pods exist (write at 75.075 s plus 1 s), 4 until the
+	// second's (90.09 s plus 1 s), then 8 until the end; above target from the step at 60 s
+	// until the 8th pod is Ready (created at 91.09 s, started 2 s and Ready 5 s later), when
+	// each Ready pod's share is exactly the target.
+	s := Spec{Model: DefaultModel(), Load: curve(t, "time,cpu\n0,200\n60,800\n"), Workload: Workload{Replicas: 2, Pod: podSpec("200m")},
+		Variants: []Variant{{Name: "v", HPA: cpuHPA(50, 1, 10, nil)}}, Duration: 3 * time.Minute}
+	res, err := Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := res.Variants[0].Summary
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+	if want := 2*76.075 + 4*15.015 + 8*(180-91.09); !near(sum.PodSeconds, want) {
+		t.Errorf("pod-seconds %v, want %v", sum.PodSeconds, want)
+	}
+	if want := 98.09 - 60; !near(sum.SecondsAboveTarget, want) {
+		t.Errorf("seconds above target %v, want %v", sum.SecondsAboveTarget, want)
+	}
+	if sum.PeakReplicas != 8 || sum.PeakAt != 90*time.Second+90*time.Millisecond {
+		t.Errorf("peak %d at %s, want 8 at 1m30.09s", sum.PeakReplicas, sum.PeakAt)
+	}
+	if sum.ScaleUps != 2 || sum.ScaleDowns != 0 {
+		t.Errorf("%d scale-ups and %d scale-downs, want 2 and 0", sum.ScaleUps, sum.ScaleDowns)
+	}
+	want := map[replicas.Constraint]int{replicas.ConstraintTolerance: 9, replicas.ConstraintScaleUpLimit: 1, replicas.ConstraintScaleDownStabilization: 1}
+	if fmt.Sprint(sum.HeldBackBy) != fmt.Sprint(want) {
+		t.Errorf("held back by %v, want %v", sum.HeldBackBy, want)
+	}
+	if n := len(res.Variants[0].Steps); n != 12 {
+		t.Errorf("%d steps, want 12 (a sync every 15.015 s from 0 to 2m45.165s)", n)
 	}
 }
