@@ -154,8 +154,9 @@ func newCmdSimulate(o *SimulateOptions) *cobra.Command {
 	fs.StringVar(&o.Plot, "plot", "", "Also draw the result into FILE.svg or FILE.png")
 	fs.IntVar(&o.Width, "width", 0, "Width of the text chart in columns (default: the terminal's, else 80)")
 	AddSyncPeriodFlag(fs, &o.Model.SyncPeriod)
+	fs.DurationVar(&o.Model.SyncDuration, "sync-duration", o.Model.SyncDuration, "Model: how long one sync takes (the controller syncs again a sync period after a sync ends)")
 	fs.DurationVar(&o.Model.PodCreateDelay, "pod-create-delay", o.Model.PodCreateDelay, "Model: from a scale write to the new pods' creation (and a removed pod's deletion)")
-	fs.DurationVar(&o.Model.PodStartDelay, "pod-start-delay", o.Model.PodStartDelay, "Model: from a pod's creation to its container's start")
+	fs.DurationVar(&o.Model.PodStartDelay, "pod-start-delay", o.Model.PodStartDelay, "Model: from a pod's creationTimestamp (whole seconds) to its container's start")
 	fs.DurationVar(&o.Model.PodReadyDelay, "pod-ready-delay", o.Model.PodReadyDelay, "Model: from a container's start to the pod's Ready condition")
 	fs.DurationVar(&o.Model.ScrapeInterval, "scrape-interval", o.Model.ScrapeInterval, "Model: metrics-server's --metric-resolution (its usage is over one interval)")
 	fs.DurationVar(&o.Model.ScrapeOffset, "scrape-offset", o.Model.ScrapeOffset, "Model: when metrics-server scrapes, relative to the HPA's first sync")
@@ -174,7 +175,7 @@ func newCmdSimulate(o *SimulateOptions) *cobra.Command {
 
 // modelFlagNames are the flags that set a model parameter, by the parameter's printed name.
 var modelFlagNames = map[string]string{
-	"sync period": "sync-period", "tolerance": "tolerance", "downscale stabilization": "downscale-stabilization",
+	"sync period": "sync-period", "sync duration": "sync-duration", "tolerance": "tolerance", "downscale stabilization": "downscale-stabilization",
 	"cpu initialization period": "cpu-initialization-period", "initial readiness delay": "initial-readiness-delay",
 	"scrape interval (metrics window)": "scrape-interval", "scrape offset": "scrape-offset",
 	"scale write to pod created": "pod-create-delay", "pod created to started": "pod-start-delay",

@@ -26,8 +26,10 @@ type Model struct {
 	// PodCreateDelay is from a scale write to the new pods' creation (the Deployment and
 	// ReplicaSet controllers), and to a removed pod's deletion.
 	PodCreateDelay time.Duration
-	// PodStartDelay is from a pod's creation to its container's start (scheduling, image,
-	// start): its status.startTime, when it begins to report metrics.
+	// PodStartDelay is from a pod's creationTimestamp as stored (whole seconds) to its
+	// container's start (scheduling, image, start): its status.startTime, when it begins to
+	// report metrics. Counted from the stored second, as the node stand-in starts a pod; for
+	// a real kubelet the delay is an assumption either way.
 	PodStartDelay time.Duration
 	// PodReadyDelay is from the container's start to the pod's Ready condition (readiness
 	// probe); only Ready pods take a share of the demand.

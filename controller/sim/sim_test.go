@@ -181,8 +181,8 @@ func TestRunPlaysEveryVariantAsIfAlone(t *testing.T) {
 func TestSummaryFigures(t *testing.T) {
 	// 2 pods until the first scale-up's pods exist (write at 75.075 s plus 1 s), 4 until the
 	// second's (90.09 s plus 1 s), then 8 until the end; above target from the step at 60 s
-	// until the 8th pod is Ready (created at 91.09 s, started 2 s and Ready 5 s later), when
-	// each Ready pod's share is exactly the target.
+	// until the 8th pod is Ready (created at 91.09 s, started 2 s after its creation second,
+	// at 93 s, and Ready 5 s later), when each Ready pod's share is exactly the target.
 	s := Spec{Model: DefaultModel(), Load: curve(t, "time,cpu\n0,200\n60,800\n"), Workload: Workload{Replicas: 2, Pod: podSpec("200m")},
 		Variants: []Variant{{Name: "v", HPA: cpuHPA(50, 1, 10, nil)}}, Duration: 3 * time.Minute}
 	res, err := Run(context.Background(), s)
@@ -194,7 +194,7 @@ func TestSummaryFigures(t *testing.T) {
 	if want := 2*76.075 + 4*15.015 + 8*(180-91.09); !near(sum.PodSeconds, want) {
 		t.Errorf("pod-seconds %v, want %v", sum.PodSeconds, want)
 	}
-	if want := 98.09 - 60; !near(sum.SecondsAboveTarget, want) {
+	if want := 98.0 - 60; !near(sum.SecondsAboveTarget, want) {
 		t.Errorf("seconds above target %v, want %v", sum.SecondsAboveTarget, want)
 	}
 	if sum.PeakReplicas != 8 || sum.PeakAt != 90*time.Second+90*time.Millisecond {

@@ -107,7 +107,10 @@ func (w *world) newPod(t time.Time) *pod {
 	}
 	n := len(wl.Pod.Containers)
 	p := &pod{obj: obj, created: t, last: make([]msPoint, n), prev: make([]msPoint, n)}
-	p.started = t.Add(w.m.PodStartDelay)
+	p.started = obj.CreationTimestamp.Add(w.m.PodStartDelay)
+	if p.started.Before(t) {
+		p.started = t
+	}
 	p.ready = p.started.Add(w.m.PodReadyDelay)
 	w.pods = append(w.pods, p)
 	w.objs = append(w.objs, obj)
