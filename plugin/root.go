@@ -29,7 +29,7 @@ func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "kubectl-hpa",
 		Short:         "See, trust and control Horizontal Pod Autoscalers",
-		Long:          "kubectl hpa computes Horizontal Pod Autoscaler decisions exactly as the Kubernetes v1.37 controller does,\nexplains them step by step, and can run the control loop in the foreground.",
+		Long:          "kubectl hpa computes Horizontal Pod Autoscaler decisions exactly as the Kubernetes v1.37 controller does,\nexplains them step by step, simulates them over time under a load you give, and can run the control loop in the foreground.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{

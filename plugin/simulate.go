@@ -47,7 +47,7 @@ value comes from; each is a flag.
 
 Variants: --variant NAME=KEY=VALUE[,KEY=VALUE...] changes the HPA: a metric's target
 (cpu=60%, requests_per_second=100), min, max, tolerance, or a behavior field
-(scaleUp.policies=Pods:8/15s;Percent:200/15s, scaleDown.stabilizationWindowSeconds=60,
+(scaleUp.policies='Pods:8/15s;Percent:200/15s', quoted for the shell, scaleDown.stabilizationWindowSeconds=60,
 scaleUp.selectPolicy=Min, scaleDown.tolerance=0.05). --variant-file [NAME=]FILE takes the
 whole spec from an HPA manifest. Every variant is validated as kube-apiserver would validate it.
 
