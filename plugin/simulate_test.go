@@ -118,7 +118,7 @@ func TestSimulateRefusesBadInputWithOneLine(t *testing.T) {
 		{"a workload of the wrong kind", append(base[:2:2], "--workload", td("hpa.yaml"), "--load", td("load.csv")), `kind "HorizontalPodAutoscaler": want a Deployment`},
 		{"an invalid HPA file names its line", []string{"-f", td("bad-period.yaml"), "--requests", "cpu=200m", "--load", td("load.csv")},
 			"bad-period.yaml:16: the API server would refuse it: spec.behavior.scaleUp.policies[0].periodSeconds"},
-		{"a misspelt field names its line", append(base, "--variant-file", td("misspelt.yaml")), `misspelt.yaml:11: unknown field "behaviour"`},
+		{"a misspelt field names its line", append(base, "--variant-file", td("misspelt.yaml")), `misspelt.yaml:11: unknown field "spec.behaviour"`},
 		{"a variant with an unknown key lists the known ones", append(base, "--variant", "x=scaleup.policies=Pods:4/15s"),
 			`--variant x: unknown key "scaleup.policies": known keys are min, max, tolerance, scaleUp.stabilizationWindowSeconds`},
 		{"a variant the API server would refuse", append(base, "--variant", "x=scaleUp.policies=Pods:4/31m"),

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -239,7 +240,7 @@ func decodeHPA(path string, data []byte, ns string, opts validation.Options) (*a
 	}
 	var hpa autoscalingv2.HorizontalPodAutoscaler
 	if err := sigsyaml.UnmarshalStrict(data, &hpa); err != nil {
-		line, msg := locateDecodeError(&root, err)
+		line, msg := locateDecodeError(&root, &hpa, err)
 		return nil, usageErrorf("%s:%d: %s", path, line, msg)
 	}
 	if hpa.APIVersion != "autoscaling/v2" || hpa.Kind != "HorizontalPodAutoscaler" {
@@ -285,13 +286,17 @@ var (
 
 // locateDecodeError finds the line a strict decode failed at (the JSON decoder under
 // sigs.k8s.io/yaml does not know lines) and words the error.
-func locateDecodeError(root *yaml.Node, err error) (int, string) {
+func locateDecodeError(root *yaml.Node, into any, err error) (int, string) {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "error unmarshaling JSON: ")
 	msg = strings.TrimPrefix(msg, "while decoding JSON: ")
 	msg = strings.TrimPrefix(msg, "json: ")
 	if m := unknownFieldRE.FindStringSubmatch(msg); m != nil {
-		// The decoder names the field without its path: the first key so spelt is the one.
+		// The decoder names the field without its path: find it by walking the document
+		// along the type it decodes into.
+		if line, path, ok := unknownKey(root, reflect.TypeOf(into), ""); ok {
+			return line, fmt.Sprintf("unknown field %q (field names are case-sensitive)", path)
+		}
 		return lineOfKey(root, m[1]), fmt.Sprintf("unknown field %q (field names are case-sensitive)", m[1])
 	}
 	if m := structFieldRE.FindStringSubmatch(msg); m != nil {
@@ -388,4 +393,75 @@ func lineOfKey(root *yaml.Node, key string) int {
 		return l
 	}
 	return max(root.Line, 1)
+}
+
+// unknownKey finds the first mapping key in n (in document order) that type t has no JSON field
+// for, with its line and path. Types that decode from a scalar (quantities, times) end the walk.
+func unknownKey(n *yaml.Node, t reflect.Type, path string) (int, string, bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.DocumentNode {
+		for _, c := range n.Content {
+			if line, p, ok := unknownKey(c, t, path); ok {
+				return line, p, true
+			}
+		}
+		return 0, "", false
+	}
+	switch {
+	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		fields := map[string]reflect.Type{}
+		jsonFields(t, fields)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			p := key
+			if path != "" {
+				p = path + "." + key
+			}
+			ft, known := fields[key]
+			if !known {
+				return n.Content[i].Line, p, true
+			}
+			if line, up, ok := unknownKey(n.Content[i+1], ft, p); ok {
+				return line, up, true
+			}
+		}
+	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+		for i, c := range n.Content {
+			if line, p, ok := unknownKey(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); ok {
+				return line, p, true
+			}
+		}
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if line, p, ok := unknownKey(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value); ok {
+				return line, p, true
+			}
+		}
+	}
+	return 0, "", false
+}
+
+// jsonFields collects a struct's JSON field names and types, inlined structs' included.
+func jsonFields(t reflect.Type, out map[string]reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+		case name == "" && (f.Anonymous || strings.Contains(opts, "inline")):
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				jsonFields(ft, out)
+			}
+		case name == "":
+			out[f.Name] = f.Type
+		default:
+			out[name] = f.Type
+		}
+	}
 }
