@@ -332,6 +332,10 @@ func (o *SimulateOptions) readHPAAndWorkload(ctx context.Context, vopts validati
 		if err != nil {
 			return nil, sim.Workload{}, "", err
 		}
+		// As kubectl apply -f: a namespace given with -n must not contradict the file's.
+		if ns := o.ConfigFlags.Namespace; ns != nil && *ns != "" && *ns != hpa.Namespace {
+			return nil, sim.Workload{}, "", usageErrorf("%s: the HPA's namespace %q does not match -n %s", o.File, hpa.Namespace, *ns)
+		}
 		w, err := o.workloadFromFlags(hpa)
 		return hpa, w, "file " + o.File, err
 	}

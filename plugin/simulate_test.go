@@ -133,6 +133,7 @@ func TestSimulateRefusesBadInputWithOneLine(t *testing.T) {
 		{"a variant named as the HPA as it is", append(base, "--variant", "current=max=5"), `variant name "current" is taken by the HPA as it is`},
 		{"a plot of an unknown format", append(base, "--plot", "web.pdf"), "--plot web.pdf: the chart is drawn as SVG or PNG"},
 		{"a model that cannot run", append(base, "--sync-period", "0s"), "sync period 0s is not positive"},
+		{"-n against the file's namespace", append(base, "-n", "other"), `the HPA's namespace "shop" does not match -n other`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
