@@ -74,6 +74,12 @@ type Source interface {
 	metrics.Client
 }
 
+// SelectorParser is implemented by a Source that parses its targets' selectors itself, e.g.
+// once for the thousands of syncs of a simulation; Evaluate uses labels.Parse otherwise.
+type SelectorParser interface {
+	ParseSelector(selector string) (labels.Selector, error)
+}
+
 // Readers is a Source assembled from one reader per input.
 type Readers struct {
 	HPAReader
@@ -204,7 +210,12 @@ func gather(ctx context.Context, src Source, hpa *autoscalingv2.HorizontalPodAut
 		in.Metrics = failAll(hpa, errors.New("selector is required"))
 		return in, gatherResult{}
 	}
-	selector, err := labels.Parse(scale.Selector)
+	var selector labels.Selector
+	if p, ok := src.(SelectorParser); ok {
+		selector, err = p.ParseSelector(scale.Selector)
+	} else {
+		selector, err = labels.Parse(scale.Selector)
+	}
 	if err != nil {
 		in.Metrics = failAll(hpa, fmt.Errorf("parsing the target's selector %q: %w", scale.Selector, err))
 		return in, gatherResult{}

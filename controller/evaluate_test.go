@@ -144,4 +144,27 @@ func TestEvaluate(t *testing.T) {
 			t.Errorf("as read %d, decided %d, fresh %v; want 4, 2, 2", asRead, ev.Decision.DesiredReplicas, ev.Fresh)
 		}
 	})
+
+	t.Run("a source that parses its selector itself is asked instead of labels.Parse", func(t *testing.T) {
+		m := newMetrics()
+		src := &parsingSource{Readers: source(m, staticPods(webPods()))}
+		ev, err := Evaluate(t.Context(), src, ns, "web", EvalOptions{Now: t0, Config: replicas.DefaultConfig()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src.parsed != "app=web" || ev.Decision.DesiredReplicas != 4 {
+			t.Errorf("parsed %q, desired %d; want app=web and 4", src.parsed, ev.Decision.DesiredReplicas)
+		}
+	})
+}
+
+// parsingSource records the selector it was asked to parse.
+type parsingSource struct {
+	Readers
+	parsed string
+}
+
+func (p *parsingSource) ParseSelector(s string) (labels.Selector, error) {
+	p.parsed = s
+	return labels.Parse(s)
 }

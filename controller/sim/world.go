@@ -77,6 +77,7 @@ type world struct {
 	readyCount           int64
 
 	selector string
+	parsed   labels.Selector
 	// resourceOut is reused by every resource metric read: Evaluate copies what it reads.
 	resourceOut metrics.PodSamples
 }
@@ -353,6 +354,22 @@ func (w *world) ExternalMetric(_ context.Context, _ string, name string, _ label
 }
 
 func (w *world) Source() string { return "simulation" }
+
+// ParseSelector implements controller.SelectorParser: the workload's one selector is parsed
+// once, not at every sync.
+func (w *world) ParseSelector(s string) (labels.Selector, error) {
+	if s != w.selector {
+		return labels.Parse(s)
+	}
+	if w.parsed == nil {
+		sel, err := labels.Parse(s)
+		if err != nil {
+			return nil, err
+		}
+		w.parsed = sel
+	}
+	return w.parsed, nil
+}
 
 // total is a custom metric's demand now in milli-units.
 func (w *world) total(name string) (int64, error) {
