@@ -80,3 +80,35 @@ func TestRunEveryMetricType(t *testing.T) {
 		})
 	}
 }
+
+func TestASidecarUsesTheIdleFloorAndContainerResourceReadsOneContainer(t *testing.T) {
+	pod := corev1.PodSpec{Containers: []corev1.Container{
+		{Name: "app", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}},
+		{Name: "sidecar", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m")}}},
+	}}
+	fifty := int32(50)
+	target := autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: &fifty}
+	for _, tc := range []struct {
+		name   string
+		metric autoscalingv2.MetricSpec
+		want   float64
+	}{
+		// (100m + the sidecar's 1m) of 250m requested.
+		{"the pod's cpu: both containers over both requests", autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType,
+			Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU, Target: target}}, 40},
+		{"the app container's cpu over its request", autoscalingv2.MetricSpec{Type: autoscalingv2.ContainerResourceMetricSourceType,
+			ContainerResource: &autoscalingv2.ContainerResourceMetricSource{Name: corev1.ResourceCPU, Container: "app", Target: target}}, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Spec{Model: DefaultModel(), Load: curve(t, "time,cpu\n0,200\n60,200\n"), Workload: Workload{Replicas: 2, Pod: pod},
+				Variants: []Variant{{Name: "v", HPA: withMetric(cpuHPA(50, 1, 10, nil), tc.metric)}}}
+			res, err := Run(context.Background(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Variants[0].Steps[0].Metrics[0]; got != tc.want {
+				t.Errorf("utilization %v%%, want %v%%", got, tc.want)
+			}
+		})
+	}
+}
