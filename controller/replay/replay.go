@@ -70,14 +70,16 @@ type Options struct {
 
 // Run re-decides every sync of rec through controller.Evaluate and controller.Settle with
 // the recorded controller configuration, carrying each HPA's history forward from its
-// previous sync as run does (a new Term starts every HPA afresh, as run's new controller
-// did), and compares every sync, inputs held and results, with the recording. Only a
+// previous sync as run does (a new Term starts every HPA from what run's new controller held
+// at its first sync: nothing, or the history it restored from the HPA's persisted record),
+// and compares every sync, inputs held and results, with the recording. Only a
 // cancelled ctx or a sync whose HPA cannot be evaluated is an error; differences are the
 // report's.
 func Run(ctx context.Context, rec *recording.Recording, opts Options) (*Report, error) {
 	cfg := rec.Header.Config()
 	keys := sets.New(opts.Keys...)
 	held := map[string]replicas.History{}
+	started := sets.New[string]()
 	term := 0
 	rep := &Report{Syncs: make([]Sync, 0, len(rec.Syncs))}
 	for i := range rec.Syncs {
@@ -91,6 +93,14 @@ func Run(ctx context.Context, rec *recording.Recording, opts Options) (*Report, 
 		if s.Term != term {
 			term = s.Term
 			clear(held)
+			started.Clear()
+		}
+		if !started.Has(s.Key) {
+			started.Insert(s.Key)
+			if s.History != nil {
+				// Restored by run (--persist-history) before its first decision.
+				held[s.Key] = s.History.Core()
+			}
 		}
 		src := NewSource(s, held[s.Key], rec.Header.MetricsSource)
 		ev, err := controller.Evaluate(ctx, src, s.HPA.Namespace, s.HPA.Name, controller.EvalOptions{Now: s.Now, Config: cfg, Overlaps: src})

@@ -275,14 +275,18 @@ func TestANewTermStartsEveryHistoryAfresh(t *testing.T) {
 	for _, tt := range []struct {
 		name        string
 		newTerm     bool
+		restored    bool
 		wantHistory bool
 	}{
-		{"a sync of a new controller held nothing, as the replay does", true, false},
-		{"a sync of the same controller holding nothing is a difference", false, true},
+		{"a sync of a new controller held nothing, as the replay does", true, false, false},
+		{"a new controller that restored the persisted history starts from it", true, true, false},
+		{"a sync of the same controller holding nothing is a difference", false, false, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := recordRun(t, controller.DryRunNone, loads[:3])
-			rec.Syncs[2].History = nil
+			if !tt.restored {
+				rec.Syncs[2].History = nil
+			}
 			if tt.newTerm {
 				rec.Terms = append(rec.Terms, recording.Term{Term: 2, Start: rec.Syncs[2].Now})
 				rec.Syncs[2].Term = 2
