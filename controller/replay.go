@@ -160,21 +160,14 @@ func readReplaySeries(ctx context.Context, r *prometheus.Reader, in replicas.Inp
 			}
 		}
 	}
-	step := plan.sampleWindow.Truncate(time.Second)
+	step := plan.sampleWindow.Round(time.Second)
 	if anchor.IsZero() || step <= 0 {
 		anchor, step = in.Now.Truncate(time.Second), time.Second
 	}
 	n := (plan.horizon + 2*syncPeriod + step - 1) / step
 	plan.grid = prometheus.Grid{Start: anchor.Add(-n * step), End: anchor, Step: step}
 	pods := replayPods(in)
-	plan.rateWindow = r.RateWindow(plan.sampleWindow, 0)
-	if r.Config().RateWindow == 0 {
-		if scrape, err := r.ScrapeInterval(ctx, pods, in.Now); err == nil {
-			plan.rateWindow = r.RateWindow(plan.sampleWindow, scrape)
-		} else {
-			return nil, plan, err
-		}
-	}
+	plan.rateWindow = r.Window(plan.sampleWindow)
 	out := make([]MetricSeries, len(in.HPA.Spec.Metrics))
 	for i, spec := range in.HPA.Spec.Metrics {
 		name := replicas.MetricName(spec)
@@ -184,11 +177,19 @@ func readReplaySeries(ctx context.Context, r *prometheus.Reader, in replicas.Inp
 			err error
 		)
 		switch spec.Type {
-		case autoscalingv2.ResourceMetricSourceType:
-			s, q, err = r.Resource(ctx, pods, spec.Resource.Name, "", plan.rateWindow, plan.grid)
-			out[i].Pods = s
-		case autoscalingv2.ContainerResourceMetricSourceType:
-			s, q, err = r.Resource(ctx, pods, spec.ContainerResource.Name, spec.ContainerResource.Container, plan.rateWindow, plan.grid)
+		case autoscalingv2.ResourceMetricSourceType, autoscalingv2.ContainerResourceMetricSourceType:
+			res, container := corev1.ResourceName(""), ""
+			if spec.Resource != nil {
+				res = spec.Resource.Name
+			} else if spec.ContainerResource != nil {
+				res, container = spec.ContainerResource.Name, spec.ContainerResource.Container
+			}
+			if res == corev1.ResourceCPU {
+				// The counter's increase over the window, as metrics-server computes it.
+				s, q, err = r.CPUAverages(ctx, pods, container, plan.rateWindow, plan.grid)
+			} else {
+				s, q, err = r.Resource(ctx, pods, res, container, plan.rateWindow, plan.grid)
+			}
 			out[i].Pods = s
 		default:
 			metric, object, key := "", "", ""
@@ -253,7 +254,12 @@ func ReplaySeries(in replicas.Input, rescales Rescales, series []MetricSeries, p
 		rp.Err = fmt.Errorf("replay: %d series for %d metrics", len(series), len(in.HPA.Spec.Metrics))
 		return rp
 	}
-	rp.PhaseFrom, rp.PhaseTo, rp.PhaseAnchor = syncPhaseRange(in.HPA, p)
+	var anchoredAt time.Time
+	rp.PhaseFrom, rp.PhaseTo, rp.PhaseAnchor, anchoredAt = syncPhaseRange(in.HPA, p)
+	if !anchoredAt.IsZero() {
+		rp.Notes = append(rp.Notes, fmt.Sprintf("the sync phase comes from a sync %d periods ago; kube-controller-manager queues each sync one period after the previous one ended, so its syncs drift later by the time each takes (milliseconds, more on a loaded controller) and a restart of it moves them",
+			int(in.Now.Sub(anchoredAt)/p)))
+	}
 	base, _ := rescales.Reconstruct(in.HPA, in.Now)
 	sizes := sizesOf(rescales, in.Now)
 	maxAge := 2 * plan.grid.Step
@@ -346,8 +352,7 @@ func ReplaySeries(in replicas.Input, rescales Rescales, series []MetricSeries, p
 // lastTransitionTime and status.lastScaleTime is the time of one of its syncs, written to
 // the second (truncated), so the latest of them puts the phase within one second. Without
 // one, any phase is possible.
-func syncPhaseRange(hpa *autoscalingv2.HorizontalPodAutoscaler, p time.Duration) (from, to time.Duration, anchor string) {
-	var at time.Time
+func syncPhaseRange(hpa *autoscalingv2.HorizontalPodAutoscaler, p time.Duration) (from, to time.Duration, anchor string, at time.Time) {
 	if lst := hpa.Status.LastScaleTime; lst != nil {
 		at, anchor = lst.Time, "status.lastScaleTime "+lst.UTC().Format(time.RFC3339)
 	}
@@ -357,10 +362,10 @@ func syncPhaseRange(hpa *autoscalingv2.HorizontalPodAutoscaler, p time.Duration)
 		}
 	}
 	if at.IsZero() || p <= time.Second {
-		return 0, p, ""
+		return 0, p, "", time.Time{}
 	}
 	from = time.Duration(at.UnixNano() % int64(p))
-	return from, from + time.Second, anchor
+	return from, from + time.Second, anchor, at
 }
 
 // phaseCandidates spreads phases over [from, to) (the second a truncated timestamp leaves
@@ -443,8 +448,8 @@ func scaleAt(now *replicas.Scale, sizes []sizeAt, t time.Time, series []MetricSe
 	return &s
 }
 
-// metricsAt is what the metrics APIs would have served at t, from the series; samples of
-// pods that no longer exist are noted in gone.
+// metricsAt is what the metrics APIs would have served at t: the live sample from its time
+// on, the series before; samples of pods that no longer exist are noted in gone.
 func metricsAt(in replicas.Input, series []MetricSeries, t time.Time, maxAge, window time.Duration, gone map[string]bool) []replicas.MetricData {
 	exists := map[string]bool{}
 	for _, p := range in.Pods {
@@ -452,6 +457,12 @@ func metricsAt(in replicas.Input, series []MetricSeries, t time.Time, maxAge, wi
 	}
 	out := make([]replicas.MetricData, len(series))
 	for i, m := range series {
+		if i < len(in.Metrics) && in.Metrics[i].Err == nil && !in.Metrics[i].Timestamp.IsZero() && !t.Before(in.Metrics[i].Timestamp) {
+			// Since the live sample the metrics API has served it: it is exact, where
+			// Prometheus may not have scraped since.
+			out[i] = in.Metrics[i]
+			continue
+		}
 		d := replicas.MetricData{Source: "prometheus"}
 		switch {
 		case m.Pods != nil:

@@ -38,11 +38,36 @@ func (p *replayProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.queries = append(p.queries, r.Form.Get("query"))
 	p.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	if strings.HasSuffix(r.URL.Path, "/query") { // the scrape interval: 12 samples a minute
-		_, _ = fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[%d,"12"]}]}}`, time.Now().Unix())
+	f := func(k string) float64 { v, _ := strconv.ParseFloat(r.Form.Get(k), 64); return v }
+	if strings.HasSuffix(r.URL.Path, "/query") { // the raw counters over a range, scraped every 5s
+		q := r.Form.Get("query")
+		span, err := time.ParseDuration(q[strings.LastIndex(q, "[")+1 : len(q)-1])
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		at := time.Unix(0, int64(f("time")*1e9))
+		base := at.Add(-time.Hour)
+		counter := func(t time.Time) float64 { // 50m until drop, 10m after
+			if t.Before(p.drop) {
+				return 0.05 * t.Sub(base).Seconds()
+			}
+			return 0.05*p.drop.Sub(base).Seconds() + 0.01*t.Sub(p.drop).Seconds()
+		}
+		var result []any
+		for _, pod := range append([]string{p.gone}, p.pods...) {
+			var values []any
+			for ts := at.Add(-span).Truncate(5 * time.Second).Add(5 * time.Second); !ts.After(at); ts = ts.Add(5 * time.Second) {
+				if pod == p.gone && !ts.Before(p.drop) {
+					break
+				}
+				values = append(values, []any{float64(ts.Unix()), strconv.FormatFloat(counter(ts), 'f', -1, 64)})
+			}
+			result = append(result, map[string]any{"metric": map[string]string{"pod": pod, "container": "app"}, "values": values})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "matrix", "result": result}})
 		return
 	}
-	f := func(k string) float64 { v, _ := strconv.ParseFloat(r.Form.Get(k), 64); return v }
 	start, end, step := f("start"), f("end"), f("step")
 	var result []any
 	for _, pod := range append([]string{p.gone}, p.pods...) {
@@ -65,9 +90,10 @@ func (p *replayProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // replayFixture: 6 pods at 100m requested, a 50% cpu target and a 60s scale-down window,
 // kube-controller-manager syncing every 5s. The live samples (metrics-server's, stamped
-// t0-10s over 30s) say 10m each: 2 replicas. Prometheus says 50m each (6 replicas) up to
-// its sample at t0-40s and 10m from t0-10s, so the controller's last recommendation of 6 was
-// at its last sync before t0-10s, and holds 6 for 60s after it.
+// t0-10s over 30s) say 10m each: 2 replicas. The counters in Prometheus say 50m each (6
+// replicas) until t0-25s and 10m after, so metrics-server's sample at t0-40s said 50m and
+// the one at t0-10s 30m: the controller's last recommendation of 6 was at its last sync
+// before t0-10s, and holds 6 for 60s after it.
 func replayFixture(t *testing.T, promURL string, status autoscalingv2.HorizontalPodAutoscalerStatus) (Readers, *autoscalingv2.HorizontalPodAutoscaler) {
 	t.Helper()
 	hpa := newHPA("web", func(h *autoscalingv2.HorizontalPodAutoscaler) {
@@ -144,6 +170,9 @@ func TestReplayFromPrometheusPredictsTheHoldAndItsEnd(t *testing.T) {
 			if d := ev.Decision; d.DesiredReplicas != 6 || d.Stabilization == nil || d.Stabilization.Reason != "ScaleDownStabilized" {
 				t.Errorf("decision %d (%v), want a hold at 6 (ScaleDownStabilized)", d.DesiredReplicas, d.Stabilization)
 			}
+			// Prometheus' counters average 30m over the window of t0-10s (4 replicas), but the
+			// controller read metrics-server's sample of then, the live one (10m: 2 replicas),
+			// from its first sync after it: when the 6 leaves the window, it writes 2.
 			if !rp.HoldEndsFrom.Equal(tc.wantFrom) || !rp.HoldEndsTo.Equal(tc.wantTo) || rp.EndsAt != 2 {
 				t.Errorf("hold ends %s..%s at %d, want %s..%s at 2", rp.HoldEndsFrom.Sub(t0), rp.HoldEndsTo.Sub(t0), rp.EndsAt, tc.wantFrom.Sub(t0), tc.wantTo.Sub(t0))
 			}
@@ -151,11 +180,14 @@ func TestReplayFromPrometheusPredictsTheHoldAndItsEnd(t *testing.T) {
 				t.Errorf("phase %s..%s anchored by %q, want %q", rp.PhaseFrom, rp.PhaseTo, rp.PhaseAnchor, tc.wantPhase)
 			}
 			// metrics-server's 30s window, aligned to its last scrape (t0-10s).
-			if rp.Step != 30*time.Second || rp.RateWindow != 30*time.Second || !strings.Contains(rp.Queries[0], "[30s]") {
+			if rp.Step != 30*time.Second || rp.RateWindow != 30*time.Second || !strings.HasPrefix(rp.Queries[0], "container_cpu_usage_seconds_total{") {
 				t.Errorf("step %s, rate window %s, queries %v; want 30s, 30s", rp.Step, rp.RateWindow, rp.Queries)
 			}
-			if len(rp.Notes) != 1 || !strings.Contains(rp.Notes[0], "web-abc12-xyz34") {
+			if !strings.Contains(strings.Join(rp.Notes, "\n"), "web-abc12-xyz34") {
 				t.Errorf("notes %v, want one naming the pod gone since", rp.Notes)
+			}
+			if drift := strings.Contains(strings.Join(rp.Notes, "\n"), "drift later"); drift != (tc.wantPhase != "") {
+				t.Errorf("notes %v: a note on the drift since the anchor is %v, want %v", rp.Notes, drift, tc.wantPhase != "")
 			}
 		})
 	}

@@ -39,11 +39,33 @@ func (p cadvisorProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = r.ParseForm()
 	w.Header().Set("Content-Type", "application/json")
-	if strings.HasSuffix(r.URL.Path, "/query") {
-		_, _ = fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[%d,"12"]}]}}`, now.Unix())
+	f := func(k string) float64 { v, _ := strconv.ParseFloat(r.Form.Get(k), 64); return v }
+	if strings.HasSuffix(r.URL.Path, "/query") { // the raw counters over a range, scraped every 5s
+		q := r.Form.Get("query")
+		span, err := time.ParseDuration(q[strings.LastIndex(q, "[")+1 : len(q)-1])
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		at := time.Unix(int64(f("time")), 0)
+		base := now.Add(-time.Hour)
+		counter := func(t time.Time) float64 {
+			if t.Before(p.drop) {
+				return 0.4 * t.Sub(base).Seconds()
+			}
+			return 0.4*p.drop.Sub(base).Seconds() + 0.1*t.Sub(p.drop).Seconds()
+		}
+		var result []any
+		for i := range 6 {
+			var values []any
+			for ts := at.Add(-span).Truncate(5 * time.Second).Add(5 * time.Second); !ts.After(at); ts = ts.Add(5 * time.Second) {
+				values = append(values, []any{float64(ts.Unix()), strconv.FormatFloat(counter(ts), 'f', -1, 64)})
+			}
+			result = append(result, map[string]any{"metric": map[string]string{"pod": fmt.Sprintf("web-%d", i), "container": "app"}, "values": values})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "matrix", "result": result}})
 		return
 	}
-	f := func(k string) float64 { v, _ := strconv.ParseFloat(r.Form.Get(k), 64); return v }
 	var result []any
 	for i := range 6 {
 		var values []any
@@ -94,7 +116,7 @@ func TestExplainReplaysFromPrometheusMatchesGoldenFiles(t *testing.T) {
 				// A Prometheus that fails costs one warning line, not the explanation.
 				wantStderr := ""
 				if url == down.URL {
-					wantStderr = "warning: replay from Prometheus unavailable, history reconstructed from status and events only: prometheus at " + url
+					wantStderr = "warning: replay from Prometheus unavailable, history reconstructed from status and events only: metric 0 (cpu resource utilization (percentage of request)): prometheus at " + url
 				}
 				if (wantStderr == "") != (r.stderr == "") || !strings.HasPrefix(r.stderr, wantStderr) || strings.Count(r.stderr, "\n") > 1 {
 					t.Errorf("stderr %q, want one line starting %q", r.stderr, wantStderr)

@@ -45,8 +45,8 @@ type Config struct {
 	// Selector holds extra label matchers added to every cAdvisor series selector, for a
 	// Prometheus that holds several clusters or jobs: `cluster="prod",job="kubelet"`.
 	Selector string
-	// RateWindow is the range of rate() over the CPU counter; 0 chooses it from the live
-	// sample window and the scrape interval (see Reader.RateWindow).
+	// RateWindow is the window CPU usage is averaged over (the counter's increase over it, or
+	// rate() over it); 0 takes the live samples' window (see Reader.Window).
 	RateWindow time.Duration
 	// Queries are PromQL templates by metric name for Pods, Object and External metrics,
 	// whose series cAdvisor does not have (see Vars for what a template can use).

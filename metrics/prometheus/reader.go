@@ -232,32 +232,16 @@ func (r *Reader) Range(ctx context.Context, query string, g Grid, key string) (S
 	return out, nil
 }
 
-// ScrapeInterval estimates how often the pods' memory series were scraped in the minute
-// before at (the CPU rate needs two scrapes in its window): 60s over the most samples any
-// of them has.
-func (r *Reader) ScrapeInterval(ctx context.Context, pods Pods, at time.Time) (time.Duration, error) {
-	q := fmt.Sprintf("max(count_over_time(%s{%s}[1m]))", MemorySeries, r.matchers(pods, ""))
-	v, _, err := r.api.Query(ctx, q, at)
-	if err != nil {
-		return 0, r.fail(q, err)
-	}
-	vec, ok := v.(model.Vector)
-	if !ok || len(vec) == 0 || vec[0].Value < 1 {
-		return 0, fmt.Errorf("prometheus at %s: query %s: %w", r.address, q, ErrNoSeries)
-	}
-	n := float64(vec[0].Value)
-	return time.Duration(float64(time.Minute) / n).Round(time.Second), nil
-}
-
-// RateWindow is the window for the CPU rate: Config.RateWindow when set, else the live
-// sample window (what metrics-server's rate spans) but at least two scrape intervals, so
-// that every window holds two samples.
-func (r *Reader) RateWindow(sampleWindow, scrape time.Duration) time.Duration {
-	if r.cfg.RateWindow > 0 {
+// Window is the window CPU usage is averaged over: Config.RateWindow when set, else the
+// live samples' window (metrics-server's), else a minute.
+func (r *Reader) Window(sampleWindow time.Duration) time.Duration {
+	switch {
+	case r.cfg.RateWindow > 0:
 		return r.cfg.RateWindow
+	case sampleWindow >= time.Second:
+		return sampleWindow.Round(time.Second)
 	}
-	w := max(sampleWindow, 2*scrape, 2*time.Second)
-	return w.Round(time.Second)
+	return time.Minute
 }
 
 func (r *Reader) fail(query string, err error) error {
@@ -288,4 +272,107 @@ func (e *redactedError) Unwrap() error { return e.err }
 // milli is v in milli-units rounded up, as resource.Quantity's MilliValue rounds.
 func milli(v float64) int64 {
 	return int64(math.Ceil(v*1000 - 1e-9))
+}
+
+// CPUAverages reads the pods' CPU usage as the metrics API serves it: at each grid instant,
+// the usage counter's increase over the window before it, divided by the window (what
+// metrics-server computes from two scrapes of the kubelet's counter). The counter's raw
+// samples are read once (a range selector) and interpolated linearly between scrapes, which
+// is exact wherever the usage was constant between two scrapes; a counter that went down
+// (a restarted container) counts from zero again, as rate() does. A pod's containers are
+// summed (only container's when given); a pod none of whose series spans the window at an
+// instant has no point there.
+func (r *Reader) CPUAverages(ctx context.Context, pods Pods, container string, window time.Duration, g Grid) (Series, string, error) {
+	if window <= 0 || g.Step <= 0 || g.End.Before(g.Start) {
+		return nil, "", fmt.Errorf("prometheus: bad window %s or grid %s..%s every %s", window, g.Start, g.End, g.Step)
+	}
+	span := g.End.Sub(g.Start) + window + time.Minute
+	q := fmt.Sprintf("%s{%s}[%s]", CPUSeries, r.matchers(pods, container), model.Duration(span.Round(time.Second)))
+	v, _, err := r.api.Query(ctx, q, g.End.Add(time.Minute))
+	if err != nil {
+		return nil, q, r.fail(q, err)
+	}
+	m, ok := v.(model.Matrix)
+	if !ok {
+		return nil, q, fmt.Errorf("prometheus at %s: query %s answered a %s, not a matrix", r.address, q, v.Type())
+	}
+	byPod := map[string][]counter{}
+	for _, s := range m {
+		pod := string(s.Metric["pod"])
+		if pod == "" || len(s.Values) < 2 {
+			continue
+		}
+		byPod[pod] = append(byPod[pod], newCounter(s.Values))
+	}
+	out := Series{}
+	for pod, counters := range byPod {
+		var pts []Point
+		for t := g.Start; !t.After(g.End); t = t.Add(g.Step) {
+			var sum float64
+			covered := false
+			for _, c := range counters {
+				a, okA := c.at(t.Add(-window))
+				b, okB := c.at(t)
+				if okA && okB {
+					sum += b - a
+					covered = true
+				}
+			}
+			if covered {
+				pts = append(pts, Point{Time: t, MilliValue: milli(sum / window.Seconds())})
+			}
+		}
+		if len(pts) > 0 {
+			out[pod] = pts
+		}
+	}
+	if len(out) == 0 {
+		return nil, q, fmt.Errorf("prometheus at %s: query %s at %s: %w", r.address, q, g.End.Add(time.Minute).UTC().Format(time.RFC3339), ErrNoSeries)
+	}
+	return out, q, nil
+}
+
+// counter is one series of a counter's raw samples, corrected for resets.
+type counter struct {
+	ts []time.Time
+	vs []float64
+}
+
+func newCounter(samples []model.SamplePair) counter {
+	c := counter{}
+	var offset, prev float64
+	for i, s := range samples {
+		v := float64(s.Value)
+		if i > 0 && v < prev {
+			offset += prev
+		}
+		prev = v
+		c.ts = append(c.ts, s.Timestamp.Time())
+		c.vs = append(c.vs, v+offset)
+	}
+	return c
+}
+
+// at is the counter at t, interpolated between the samples around it; false outside them.
+func (c counter) at(t time.Time) (float64, bool) {
+	i := sort.Search(len(c.ts), func(i int) bool { return !c.ts[i].Before(t) })
+	switch {
+	case i == len(c.ts):
+		// After the last scrape: extrapolated for up to two scrape intervals, as the
+		// usage most likely stayed what it was (the next scrape is not in yet).
+		n := len(c.ts)
+		if n < 2 || t.Sub(c.ts[n-1]) > 2*c.ts[n-1].Sub(c.ts[n-2]) {
+			return 0, false
+		}
+		t0, t1 := c.ts[n-2], c.ts[n-1]
+		f := float64(t.Sub(t0)) / float64(t1.Sub(t0))
+		return c.vs[n-2] + f*(c.vs[n-1]-c.vs[n-2]), true
+	case c.ts[i].Equal(t):
+		return c.vs[i], true
+	case i == 0:
+		return 0, false
+	}
+	t0, t1 := c.ts[i-1], c.ts[i]
+	f := float64(t.Sub(t0)) / float64(t1.Sub(t0))
+	return c.vs[i-1] + f*(c.vs[i]-c.vs[i-1]), true
 }

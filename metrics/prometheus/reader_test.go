@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -189,9 +190,9 @@ func TestFailuresSayWhatFailedAndNeverShowTheToken(t *testing.T) {
 		{"slower than the timeout", func(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-r.Context().Done():
-			case <-time.After(5 * time.Second):
+			case <-time.After(time.Second):
 			}
-		}, 200 * time.Millisecond, "Client.Timeout"},
+		}, 200 * time.Millisecond, "deadline exceeded"},
 		{"unlabelled series", func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"job":"x"},"values":[[1,"1"]]}]}}`)
 		}, 0, `without the label "pod"`},
@@ -223,7 +224,7 @@ func TestFailuresSayWhatFailedAndNeverShowTheToken(t *testing.T) {
 
 func TestTheTokenFileIsReadAtEachRequest(t *testing.T) {
 	f := &fakeProm{t: t, token: "first", handle: func(string, map[string][]string) (string, any, int) {
-		return "vector", []any{map[string]any{"metric": map[string]string{}, "value": matrixPoint(0, "12")}}, http.StatusOK
+		return "matrix", []any{map[string]any{"metric": map[string]string{"pod": "web-1"}, "values": []any{matrixPoint(0, "12")}}}, http.StatusOK
 	}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
@@ -232,19 +233,97 @@ func TestTheTokenFileIsReadAtEachRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := Pods{Namespace: "shop", Names: []string{"web-1"}}
-	if d, err := r.ScrapeInterval(context.Background(), pods, t0); err != nil || d != 5*time.Second {
-		t.Fatalf("ScrapeInterval = %s, %v; want 5s (12 samples a minute)", d, err)
+	read := func() error {
+		_, _, err := r.Resource(context.Background(), Pods{Namespace: "shop", Names: []string{"web-1"}}, corev1.ResourceMemory, "", 0, Grid{Start: t0, End: t0, Step: time.Second})
+		return err
+	}
+	if err := read(); err != nil {
+		t.Fatal(err)
 	}
 	f.token = "rotated"
 	if err := os.WriteFile(file, []byte("rotated"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.ScrapeInterval(context.Background(), pods, t0); err != nil {
+	if err := read(); err != nil {
 		t.Fatalf("after the token file changed: %v", err)
 	}
 	if _, err := New(Config{URL: srv.URL, TokenFile: filepath.Join(t.TempDir(), "missing")}); err == nil || !strings.Contains(err.Error(), "reading --prometheus-token-file") {
 		t.Errorf("a missing token file: %v, want an error naming the flag", err)
+	}
+}
+
+// TestCPUAveragesIsTheCountersIncreaseOverTheWindow: a container at 100m until +12s and 300m
+// after, scraped every 5s, restarted (its counter back to 0) at +32s; a second container at
+// 50m. The average over 10s at each instant is the interpolated counter's increase.
+func TestCPUAveragesIsTheCountersIncreaseOverTheWindow(t *testing.T) {
+	usage := func(sec float64) float64 { // the first container's cumulative cpu seconds
+		if sec <= 12 {
+			return 0.1 * sec
+		}
+		return 1.2 + 0.3*(sec-12)
+	}
+	var app, side []any
+	for sec := 0; sec <= 45; sec += 5 {
+		v := usage(float64(sec))
+		if sec >= 35 { // restarted at +32s
+			v = 0.3 * float64(sec-32)
+		}
+		app = append(app, matrixPoint(sec, strconv.FormatFloat(v, 'f', -1, 64)))
+		side = append(side, matrixPoint(sec, strconv.FormatFloat(0.05*float64(sec), 'f', -1, 64)))
+	}
+	f := &fakeProm{t: t, handle: func(q string, form map[string][]string) (string, any, int) {
+		if !strings.HasPrefix(q, `container_cpu_usage_seconds_total{namespace="shop",pod=~"web-1"`) {
+			t.Errorf("query %s", q)
+		}
+		return "matrix", []any{
+			map[string]any{"metric": map[string]string{"pod": "web-1", "container": "app"}, "values": app},
+			map[string]any{"metric": map[string]string{"pod": "web-1", "container": "side"}, "values": side},
+		}, http.StatusOK
+	}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	r, err := New(Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := r.CPUAverages(context.Background(), Pods{Namespace: "shop", Names: []string{"web-1"}}, "", 10*time.Second,
+		Grid{Start: t0.Add(5 * time.Second), End: t0.Add(50 * time.Second), Step: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]int64{}
+	for _, p := range s["web-1"] {
+		got[int(p.Time.Sub(t0).Seconds())] = p.MilliValue
+	}
+	want := map[int]int64{
+		// +5s: the window starts before the first scrape: no point. Every other instant is a
+		// scrape, so the increase is exact (the 12s step included) but for the reset.
+		10: 100 + 50,
+		15: 160 + 50, // [5,15]: 0.7s at 100m, 0.9s at 300m
+		20: 260 + 50,
+		25: 300 + 50, 30: 300 + 50,
+		// The restart at +32s: the counter from zero again, so [30,32] is lost, as rate() loses it.
+		35: 240 + 50, 40: 240 + 50,
+		45: 300 + 50,
+		50: 300 + 50, // extrapolated 5s past the last scrape
+	}
+	for sec, w := range want {
+		if got[sec] != w {
+			t.Errorf("+%ds: %dm, want %dm (all: %v)", sec, got[sec], w, got)
+		}
+	}
+	// Between scrapes the counter is interpolated: exact where the usage did not change
+	// between the two scrapes around each end of the window, not where it did.
+	s, _, err = r.CPUAverages(context.Background(), Pods{Namespace: "shop", Names: []string{"web-1"}}, "", 10*time.Second,
+		Grid{Start: t0.Add(12 * time.Second), End: t0.Add(17 * time.Second), Step: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(s["web-1"]); got != fmt.Sprint([]Point{{t0.Add(12 * time.Second), 124 + 50}, {t0.Add(17 * time.Second), 200 + 50}}) {
+		t.Errorf("at +12s and +17s: %s, want 174m (100m exact, the step at +12s is inside [10,15]) and 250m (exact)", got)
+	}
+	if _, ok := got[5]; ok {
+		t.Errorf("+5s has a point, want none (the window starts before the first scrape)")
 	}
 }
 
@@ -269,16 +348,16 @@ func TestNamedQueryRendersTheTemplate(t *testing.T) {
 	}
 }
 
-func TestRateWindowCoversTwoScrapes(t *testing.T) {
+func TestWindowIsTheFlagsOrTheLiveSamples(t *testing.T) {
 	r := &Reader{}
-	if got := r.RateWindow(10*time.Second, 5*time.Second); got != 10*time.Second {
-		t.Errorf("window 10s, scrape 5s: %s, want 10s", got)
+	if got := r.Window(15 * time.Second); got != 15*time.Second {
+		t.Errorf("live window 15s: %s", got)
 	}
-	if got := r.RateWindow(10*time.Second, 15*time.Second); got != 30*time.Second {
-		t.Errorf("window 10s, scrape 15s: %s, want 30s", got)
+	if got := r.Window(0); got != time.Minute {
+		t.Errorf("no live window: %s, want 1m", got)
 	}
-	r.cfg.RateWindow = time.Minute
-	if got := r.RateWindow(10*time.Second, 15*time.Second); got != time.Minute {
-		t.Errorf("--prometheus-rate-window 1m: %s", got)
+	r.cfg.RateWindow = 30 * time.Second
+	if got := r.Window(15 * time.Second); got != 30*time.Second {
+		t.Errorf("--prometheus-rate-window 30s: %s", got)
 	}
 }

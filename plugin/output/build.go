@@ -714,16 +714,37 @@ func windowRelease(d replicas.Decision, now time.Time) string {
 	if s.Reason == "ScaleUpStabilized" {
 		window, dir, beyond, holds = s.UpWindow, "scaleUp", "below", func(r int32) bool { return r < s.Recommendation }
 	}
-	var last *replicas.Recommendation
+	// The count is held by the latest recommendation equal to it; when that leaves the
+	// window, the next one beyond the proposal (if any) holds a count of its own.
+	var last, next *replicas.Recommendation
 	for i, r := range s.Considered {
-		if holds(r.Replicas) && (last == nil || r.Timestamp.After(last.Timestamp)) {
+		if r.Replicas == s.Result && (last == nil || r.Timestamp.After(last.Timestamp)) {
 			last = &s.Considered[i]
 		}
 	}
 	if last == nil {
 		return ""
 	}
+	for i, r := range s.Considered {
+		// Only newer recommendations are still in the window when it leaves.
+		if holds(r.Replicas) && r.Replicas != s.Result && r.Timestamp.After(last.Timestamp) && (next == nil || beyondOf(r.Replicas, next.Replicas, dir) || r.Replicas == next.Replicas && r.Timestamp.After(next.Timestamp)) {
+			next = &s.Considered[i]
+		}
+	}
 	left := max(last.Timestamp.Add(window).Sub(now), 0).Round(time.Second)
-	return fmt.Sprintf("stabilization window: the recommendation of %d made %s ago holds the count until it leaves the %s %s window, in %s (if no recommendation %s %d comes meanwhile); the window counts recommendations, not the time since the last scale",
-		last.Replicas, now.Sub(last.Timestamp).Round(time.Second), window, dir, left, beyond, s.Recommendation)
+	then := fmt.Sprintf("if no recommendation %s %d comes meanwhile", beyond, s.Recommendation)
+	if next != nil {
+		then = fmt.Sprintf("then the recommendation of %d made %s ago holds until it leaves too", next.Replicas, now.Sub(next.Timestamp).Round(time.Second))
+	}
+	return fmt.Sprintf("stabilization window: the recommendation of %d made %s ago holds the count until it leaves the %s %s window, in %s (%s); the window counts recommendations, not the time since the last scale",
+		last.Replicas, now.Sub(last.Timestamp).Round(time.Second), window, dir, left, then)
+}
+
+// beyondOf reports whether recommendation a holds a count further from the proposal than
+// b does in direction dir (higher for scaleDown, lower for scaleUp).
+func beyondOf(a, b int32, dir string) bool {
+	if dir == "scaleUp" {
+		return a < b
+	}
+	return a > b
 }

@@ -391,3 +391,19 @@ func TestDefaultedBehaviorFieldsAreTheCoresReport(t *testing.T) {
 		t.Errorf("scaleUp policies = %v, want the empty list the HPA sets", b.ScaleUp.Policies)
 	}
 }
+
+func TestWindowReleaseNamesTheRecommendationHoldingTheCountAndTheNextOne(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	rec := func(n int32, ago time.Duration) replicas.Recommendation {
+		return replicas.Recommendation{Replicas: n, Timestamp: now.Add(-ago)}
+	}
+	d := replicas.Decision{Stabilization: &replicas.Stabilization{
+		DownWindow: time.Minute, Recommendation: 2, Result: 6, Reason: "ScaleDownStabilized",
+		// 6 holds the count; when it leaves, the latest 5 (newer than it) holds 5.
+		Considered: []replicas.Recommendation{rec(6, 50*time.Second), rec(6, 30*time.Second), rec(4, 25*time.Second), rec(5, 20*time.Second), rec(5, 10*time.Second), rec(2, 5*time.Second)},
+	}}
+	want := "stabilization window: the recommendation of 6 made 30s ago holds the count until it leaves the 1m0s scaleDown window, in 30s (then the recommendation of 5 made 10s ago holds until it leaves too)"
+	if got := windowRelease(d, now); !strings.HasPrefix(got, want) {
+		t.Errorf("windowRelease:\n got %s\nwant %s...", got, want)
+	}
+}

@@ -507,7 +507,7 @@ func (r *textRenderer) renderReplay(e *Explanation) {
 		r.kv(1, "prometheus", "%s: replay unavailable (see the warning above), history reconstructed", rp.Prometheus)
 		return
 	}
-	r.kv(1, "prometheus", "%s: %d syncs replayed per sync phase, samples every %s aligned to the live samples, cpu as rate over %s",
+	r.kv(1, "prometheus", "%s: %d syncs replayed per sync phase, samples every %s aligned to the live samples, cpu averaged over %s",
 		rp.Prometheus, rp.Syncs, seconds(rp.StepSeconds), seconds(rp.RateWindowSeconds))
 	if ph := rp.SyncPhase; ph != nil {
 		anchor := "unknown: every phase"

@@ -387,7 +387,8 @@ func TestSecondRunDoesNotWriteWhileTheFirstHoldsTheLease(t *testing.T) {
 }
 
 // TestRunLeavesHPAsOfTheUpstreamControllerAlone is not parallel: while kube-controller-manager
-// runs its HPA controller, every HPA in the cluster is its.
+// runs its HPA controller, every HPA in the cluster is its. It goes on with the same HPA and
+// controller to explainPredictsUpstreamHoldFromPrometheus.
 func TestRunLeavesHPAsOfTheUpstreamControllerAlone(t *testing.T) {
 	ctx := context.Background()
 	if err := shared.RestartControllerManager(ctx, true); err != nil {
@@ -399,6 +400,17 @@ func TestRunLeavesHPAsOfTheUpstreamControllerAlone(t *testing.T) {
 		}
 	})
 	ns := namespace(t, "upstream")
+	// Prometheus starts beside the scale-up, for explainPredictsUpstreamHoldFromPrometheus.
+	type promStart struct {
+		p   *cluster.Prometheus
+		up  time.Time
+		err error
+	}
+	promCh := make(chan promStart, 1)
+	go func() {
+		p, err := shared.Prometheus(ctx)
+		promCh <- promStart{p, time.Now(), err}
+	}()
 	loadedWorkload(t, ns, 2, 280)
 	createHPA(t, ns, hpaSpec{})
 	waitSpecReplicas(t, ns, 6) // upstream's own decision
@@ -428,4 +440,9 @@ func TestRunLeavesHPAsOfTheUpstreamControllerAlone(t *testing.T) {
 	if len(fights) != 0 {
 		t.Errorf("run wrote to an HPA or scale the upstream controller owns:\n%s\noutput:\n%s", cluster.SummarizeAudit(fights), out)
 	}
+	ps := <-promCh
+	if ps.err != nil {
+		t.Fatal(ps.err)
+	}
+	explainPredictsUpstreamHoldFromPrometheus(t, ns, ps.p, ps.up)
 }

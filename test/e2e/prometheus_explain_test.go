@@ -1,0 +1,133 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
+
+	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
+)
+
+// explainPredictsUpstreamHoldFromPrometheus continues TestRunLeavesHPAsOfTheUpstreamControllerAlone
+// on its HPA, which kube-controller-manager (syncing every 5s) has scaled to 6 pods at 280m in
+// total: with a 20s scale-down window, the load drops to 60m. As soon as metrics-server shows the
+// drop, explain --prometheus-url replays the window from the real Prometheus and predicts the
+// hold and when it ends, as a range; kube-controller-manager's own scale write (audit log) must
+// fall within that range, give or take one sync, with the count predicted (SuccessfulRescale).
+// Plain explain, at the same moment, says its history is reconstructed.
+func explainPredictsUpstreamHoldFromPrometheus(t *testing.T, ns string, prom *cluster.Prometheus, promUp time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	const sync = 5 * time.Second
+	window := int32(20)
+	hpas := shared.Client().AutoscalingV2().HorizontalPodAutoscalers(ns)
+	hpa, err := hpas.Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: &window}}
+	if _, err := hpas.Update(ctx, hpa, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// kube-controller-manager keeps its recommendations (6 since it scaled up) across the spec
+	// change; Prometheus must hold the window before the drop, and the syncs before it.
+	time.Sleep(time.Until(promUp.Add(time.Duration(window)*time.Second + 2*sync)))
+	mark, err := shared.AuditMark()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := map[string]string{"app": "web"}
+	shared.Load().Set(cluster.Workload{Namespace: ns, Selector: sel}, cluster.Load{CPUMilli: 60, MemoryBytes: 6 * 64 << 20})
+	dropped := time.Now()
+
+	// The first metrics-server sample that shows the drop (6 pods at 46m before, 10m after).
+	mc, err := metricsclient.NewForConfig(shared.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "metrics-server shows the drop", func(ctx context.Context) error {
+		list, err := mc.MetricsV1beta1().PodMetricses(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel).String()})
+		if err != nil {
+			return err
+		}
+		for _, pm := range list.Items {
+			if pm.Timestamp.Time.Before(dropped) || pm.Containers[0].Usage.Cpu().MilliValue() > 40 {
+				return fmt.Errorf("pod %s at %dm (%s)", pm.Name, pm.Containers[0].Usage.Cpu().MilliValue(), pm.Timestamp.Format(time.RFC3339))
+			}
+		}
+		return nil
+	})
+	k := plugin()
+	replayed := explainJSON(t, k, ns, "--prometheus-url", prom.URL(), "--prometheus-insecure-http", "--sync-period", sync.String())
+	plain := explainJSON(t, k, ns)
+	explainedAt := time.Now()
+	// The text, for the record (the README shows it).
+	if text, err := k.Run(ctx, "hpa", "explain", "web", "-n", ns, "--prometheus-url", prom.URL(), "--prometheus-insecure-http", "--sync-period", sync.String()); err == nil {
+		t.Logf("explain --prometheus-url:\n%s", text)
+	}
+	if h := plain.History; h == nil || h.Source != "reconstructed" || h.Replay != nil {
+		t.Errorf("plain explain: history %+v, want reconstructed", h)
+	}
+	h := replayed.History
+	if h == nil || h.Source != "prometheus" || h.Replay == nil || h.Replay.Error != "" {
+		t.Fatalf("explain --prometheus-url: history %+v, want replayed from Prometheus", h)
+	}
+	rp := h.Replay
+	if rp.HoldEnds == nil || rp.HoldEndsAt == nil {
+		t.Fatalf("explain --prometheus-url predicts no end of the hold: %+v (decision %+v)", rp, replayed.Decision)
+	}
+	if replayed.Decision.DesiredReplicas != 6 {
+		t.Errorf("explain --prometheus-url decides %d, want the hold at 6", replayed.Decision.DesiredReplicas)
+	}
+	t.Logf("dropped %s; explained %s (%.1fs later): hold at 6 ends in [%s, %s) with %d; sync phase %+v; notes %q",
+		dropped.Format(time.StampMilli), explainedAt.Format(time.StampMilli), explainedAt.Sub(dropped).Seconds(),
+		rp.HoldEnds.From.Format(time.TimeOnly), rp.HoldEnds.To.Format(time.TimeOnly), *rp.HoldEndsAt, rp.SyncPhase, rp.Notes)
+
+	// kube-controller-manager's own write, from the audit log.
+	var write cluster.AuditRequest
+	eventually(t, 90*time.Second, "kube-controller-manager scales web down", func(context.Context) error {
+		reqs, err := shared.AuditSince(mark, cluster.AuditFilter{UserAgentPrefix: "kube-controller-manager", Namespace: ns, WritesOnly: true})
+		if err != nil {
+			return err
+		}
+		for _, r := range reqs {
+			if r.Resource == "deployments" && r.Subresource == "scale" {
+				write = r
+				return nil
+			}
+		}
+		return fmt.Errorf("%d writes, no scale write yet", len(reqs))
+	})
+	from, to := rp.HoldEnds.From.Add(-sync), rp.HoldEnds.To.Add(sync)
+	t.Logf("kube-controller-manager's scale write at %s: %+.1fs from the predicted range's start",
+		write.Received.Format(time.StampMilli), write.Received.Sub(rp.HoldEnds.From.Time).Seconds())
+	if write.Received.Before(from) || !write.Received.Before(to) {
+		t.Errorf("kube-controller-manager wrote the scale at %s, outside the predicted [%s, %s) give or take one sync (%s)",
+			write.Received.Format(time.StampMilli), rp.HoldEnds.From.Format(time.TimeOnly), rp.HoldEnds.To.Format(time.TimeOnly), sync)
+	}
+	events, err := shared.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=SuccessfulRescale"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	var firstAt time.Time
+	for _, ev := range events.Items {
+		if at := ev.LastTimestamp.Time; !at.Before(dropped.Truncate(time.Second)) && (first == "" || at.Before(firstAt)) {
+			first, firstAt = ev.Message, at
+		}
+	}
+	if want := fmt.Sprintf("New size: %d;", *rp.HoldEndsAt); !strings.HasPrefix(first, want) {
+		t.Errorf("kube-controller-manager's first rescale after the drop: %q, want %q", first, want)
+	}
+	t.Logf("the Prometheus part took %s", time.Since(start).Round(time.Second))
+}
