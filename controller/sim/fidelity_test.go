@@ -42,7 +42,7 @@ func TestSimulationReproducesUpstreamControllerRecordings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Run(rec.Scenario, func(t *testing.T) {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".json"), func(t *testing.T) {
 			t.Parallel()
 			spec := specOf(t, rec)
 			res, err := sim.Run(context.Background(), spec)
@@ -156,6 +156,9 @@ func specOf(t *testing.T, rec *fidelity.Recording) sim.Spec {
 	m.Controller.CPUInitializationPeriod = ms(c.CPUInitializationPeriodMs)
 	m.Controller.InitialReadinessDelay = ms(c.InitialReadinessDelayMs)
 	m.ScrapeOffset = scrapeOffset(rec)
+	for _, at := range rec.ScrapesMs {
+		m.Scrapes = append(m.Scrapes, ms(at))
+	}
 	m.PodCreateDelay, m.PodStartDelay, m.PodReadyDelay = podDelays(t, rec)
 
 	curve := load.Curve{Metrics: []string{load.CPU}}

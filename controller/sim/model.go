@@ -41,6 +41,10 @@ type Model struct {
 	// ScrapeOffset is when metrics-server scrapes relative to the HPA's syncs: it scrapes at
 	// Start+ScrapeOffset and every ScrapeInterval before and after.
 	ScrapeOffset time.Duration
+	// Scrapes, when set, are metrics-server's scrape instants since the start, ascending (a
+	// recording's, jitter included), in place of the grid ScrapeOffset sets; the grid goes on
+	// ScrapeInterval apart before the first and after the last.
+	Scrapes []time.Duration
 	// IdleCPUMilli and IdleMemoryBytes are what a running pod uses with no demand (and what
 	// a pod that is not Ready uses): the node stand-in's floors.
 	IdleCPUMilli    int64
@@ -92,7 +96,7 @@ func (m Model) Params() []Param {
 		return SourceSet
 	}
 	c, dc := m.Controller, d.Controller
-	return []Param{
+	ps := []Param{
 		{"sync period", m.SyncPeriod.String(), src(m.SyncPeriod == d.SyncPeriod, SourceUpstream)},
 		{"sync duration", m.SyncDuration.String(), src(m.SyncDuration == d.SyncDuration, SourceAssumed+" (6 to 89 ms, median 17 ms, on the test cluster)")},
 		{"tolerance", fmt.Sprintf("%g", c.Tolerance), src(c.Tolerance == dc.Tolerance, SourceUpstream)},
@@ -108,6 +112,10 @@ func (m Model) Params() []Param {
 		{"idle cpu per pod", fmt.Sprintf("%dm", m.IdleCPUMilli), src(m.IdleCPUMilli == d.IdleCPUMilli, SourceStandIn)},
 		{"idle memory per pod", fmt.Sprintf("%dMi", m.IdleMemoryBytes>>20), src(m.IdleMemoryBytes == d.IdleMemoryBytes, SourceStandIn)},
 	}
+	if len(m.Scrapes) > 0 {
+		ps = append(ps, Param{"scrape instants", fmt.Sprintf("%d given, %s to %s (the offset applies before and after)", len(m.Scrapes), m.Scrapes[0], m.Scrapes[len(m.Scrapes)-1]), SourceSet})
+	}
+	return ps
 }
 
 // Validate refuses a model the loop cannot run.
@@ -117,6 +125,8 @@ func (m Model) Validate() error {
 		return fmt.Errorf("model: sync period %s is not positive", m.SyncPeriod)
 	case m.ScrapeInterval <= 0:
 		return fmt.Errorf("model: scrape interval %s is not positive", m.ScrapeInterval)
+	case !strictlyAscending(m.Scrapes):
+		return fmt.Errorf("model: the scrape instants are not strictly ascending")
 	case m.SyncDuration < 0:
 		return fmt.Errorf("model: sync duration %s is negative", m.SyncDuration)
 	case m.PodCreateDelay < 0, m.PodStartDelay < 0, m.PodReadyDelay < 0:
@@ -125,4 +135,13 @@ func (m Model) Validate() error {
 		return fmt.Errorf("model: an idle floor is negative")
 	}
 	return nil
+}
+
+func strictlyAscending(ds []time.Duration) bool {
+	for i := 1; i < len(ds); i++ {
+		if ds[i] <= ds[i-1] {
+			return false
+		}
+	}
+	return true
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -245,10 +246,7 @@ func (w *world) loop(ctx context.Context, out *VariantResult) error {
 	w.now = begin
 	w.setDemand()
 	w.rerate()
-	// Scrapes fall on Start+ScrapeOffset+k*ScrapeInterval; the first is the first at or after begin.
-	phase := w.start.Add(m.ScrapeOffset)
-	k := int64(math.Ceil(float64(begin.Sub(phase)) / float64(m.ScrapeInterval)))
-	nextScrape := phase.Add(time.Duration(k) * m.ScrapeInterval)
+	nextScrape := m.scrapeAtOrAfter(w.start, begin)
 	nextSync := w.start
 	nSyncs := int(s.Duration/(m.SyncPeriod+m.SyncDuration)) + 1
 	out.Steps = make([]Step, 0, nSyncs)
@@ -277,7 +275,7 @@ func (w *world) loop(ctx context.Context, out *VariantResult) error {
 		}
 		if t.Equal(nextScrape) {
 			w.scrape(t)
-			nextScrape = nextScrape.Add(m.ScrapeInterval)
+			nextScrape = m.scrapeAtOrAfter(w.start, t.Add(1))
 		}
 		if t.Equal(nextSync) {
 			step, err := w.sync(ctx, t)
@@ -323,6 +321,28 @@ func (w *world) accountTail(t, end time.Time, sum *Summary) {
 		t, w.now = next, next
 		w.setDemand()
 	}
+}
+
+// scrapeAtOrAfter is metrics-server's first scrape at or after t: on the grid
+// start+ScrapeOffset+k*ScrapeInterval, or, with Scrapes, at those instants, the grid going on
+// ScrapeInterval apart before the first and after the last.
+func (m Model) scrapeAtOrAfter(start, t time.Time) time.Time {
+	grid := func(phase time.Time) time.Time {
+		k := int64(math.Ceil(float64(t.Sub(phase)) / float64(m.ScrapeInterval)))
+		return phase.Add(time.Duration(k) * m.ScrapeInterval)
+	}
+	if len(m.Scrapes) == 0 {
+		return grid(start.Add(m.ScrapeOffset))
+	}
+	first, last := start.Add(m.Scrapes[0]), start.Add(m.Scrapes[len(m.Scrapes)-1])
+	switch {
+	case t.Before(first):
+		return grid(first)
+	case t.After(last):
+		return grid(last)
+	}
+	i, _ := slices.BinarySearch(m.Scrapes, t.Sub(start))
+	return start.Add(m.Scrapes[i])
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -211,3 +211,33 @@ func TestSummaryFigures(t *testing.T) {
 		t.Errorf("%d steps, want 12 (a sync every 15.015 s from 0 to 2m45.165s)", n)
 	}
 }
+
+func TestScrapesFollowTheGivenInstantsAndTheGridAroundThem(t *testing.T) {
+	start := DefaultStart
+	m := DefaultModel()
+	m.ScrapeInterval, m.ScrapeOffset = 15*time.Second, 5*time.Second
+	grid := m
+	m.Scrapes = []time.Duration{14 * time.Second, 29050 * time.Millisecond, 44 * time.Second}
+	for _, tc := range []struct {
+		name    string
+		model   Model
+		t, want time.Duration
+	}{
+		{"the grid without instants", grid, 6 * time.Second, 20 * time.Second},
+		{"the grid before the first instant", m, -20 * time.Second, -16 * time.Second},
+		{"the first instant", m, 0, 14 * time.Second},
+		{"an instant off the grid (a late scrape)", m, 14*time.Second + 1, 29050 * time.Millisecond},
+		{"an instant itself", m, 44 * time.Second, 44 * time.Second},
+		{"the grid after the last instant", m, 44*time.Second + 1, 59 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.model.scrapeAtOrAfter(start, start.Add(tc.t)).Sub(start); got != tc.want {
+				t.Errorf("first scrape at or after %s = %s, want %s", tc.t, got, tc.want)
+			}
+		})
+	}
+	m.Scrapes = []time.Duration{2 * time.Second, 2 * time.Second}
+	if err := m.Validate(); err == nil {
+		t.Error("Validate accepted scrape instants that are not strictly ascending")
+	}
+}
