@@ -131,7 +131,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	var wg sync.WaitGroup
 	for i, v := range s.Variants {
 		wg.Go(func() {
-			res.Variants[i], errs[i] = RunVariant(ctx, &s, v)
+			res.Variants[i], errs[i] = runVariant(ctx, &s, v)
 		})
 	}
 	wg.Wait()
@@ -221,8 +221,8 @@ func resourceMetric(r corev1.ResourceName) (string, bool) {
 	return "", false
 }
 
-// RunVariant plays one variant of a normalized spec (Run's goroutine body).
-func RunVariant(ctx context.Context, s *Spec, v Variant) (VariantResult, error) {
+// runVariant plays one variant of a normalized spec (Run's goroutine body).
+func runVariant(ctx context.Context, s *Spec, v Variant) (VariantResult, error) {
 	w := newWorld(s, v)
 	out := VariantResult{Name: v.Name, Metrics: w.metricInfo()}
 	if err := w.loop(ctx, &out); err != nil {
