@@ -143,7 +143,8 @@ func times(cs []change) string {
 }
 
 // specOf is the simulation of a recording: its load, workload, HPA and cluster parameters,
-// and what the recording measured of the cluster's timing (scrape phase, pod delays).
+// and what the recording measured of the cluster's timing (scrape instants, sync duration,
+// pod delays).
 func specOf(t *testing.T, rec *fidelity.Recording) sim.Spec {
 	t.Helper()
 	c := rec.Cluster
@@ -155,7 +156,6 @@ func specOf(t *testing.T, rec *fidelity.Recording) sim.Spec {
 	m.Controller.DownscaleStabilizationWindow = ms(c.DownscaleStabilizationMs)
 	m.Controller.CPUInitializationPeriod = ms(c.CPUInitializationPeriodMs)
 	m.Controller.InitialReadinessDelay = ms(c.InitialReadinessDelayMs)
-	m.ScrapeOffset = scrapeOffset(rec)
 	for _, at := range rec.ScrapesMs {
 		m.Scrapes = append(m.Scrapes, ms(at))
 	}
@@ -189,17 +189,6 @@ func specOf(t *testing.T, rec *fidelity.Recording) sim.Spec {
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "fidelity"}, Spec: *rec.HPA.DeepCopy(),
 		}}},
 	}
-}
-
-// scrapeOffset is metrics-server's phase against the HPA's creation: the median of the
-// recorded scrapes' offsets modulo the resolution.
-func scrapeOffset(rec *fidelity.Recording) time.Duration {
-	res := rec.Cluster.MetricResolutionMs
-	var phases []int64
-	for _, s := range rec.ScrapesMs {
-		phases = append(phases, ((s%res)+res)%res)
-	}
-	return ms(median(phases))
 }
 
 // syncDuration is how much longer than the sync period upstream's syncs were apart (the

@@ -113,7 +113,7 @@ func (m Model) Params() []Param {
 		{"idle memory per pod", fmt.Sprintf("%dMi", m.IdleMemoryBytes>>20), src(m.IdleMemoryBytes == d.IdleMemoryBytes, SourceStandIn)},
 	}
 	if len(m.Scrapes) > 0 {
-		ps = append(ps, Param{"scrape instants", fmt.Sprintf("%d given, %s to %s (the offset applies before and after)", len(m.Scrapes), m.Scrapes[0], m.Scrapes[len(m.Scrapes)-1]), SourceSet})
+		ps = append(ps, Param{"scrape instants", fmt.Sprintf("%d given, %s to %s (the interval before and after)", len(m.Scrapes), m.Scrapes[0], m.Scrapes[len(m.Scrapes)-1]), SourceSet})
 	}
 	return ps
 }
