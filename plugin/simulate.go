@@ -72,8 +72,11 @@ type SimulateOptions struct {
 	Name      string
 	Namespace string
 
-	File         string
-	LoadFile     string
+	File     string
+	LoadFile string
+	// Recording is --from-recording: a run --record file, replayed exactly, or its demand
+	// played through the model for variants.
+	Recording    string
 	WorkloadFile string
 	Replicas     int32
 	Requests     string
@@ -144,7 +147,8 @@ func newCmdSimulate(o *SimulateOptions) *cobra.Command {
 	o.PrintFlags.AddFlags(cmd)
 	fs := cmd.Flags()
 	fs.StringVarP(&o.File, "filename", "f", "", "Simulate the HorizontalPodAutoscaler in this file (YAML or JSON) instead of one read from the cluster")
-	fs.StringVar(&o.LoadFile, "load", "", "Demand curve: CSV (time,cpu,... per row) or YAML (kind Load); required")
+	fs.StringVar(&o.LoadFile, "load", "", "Demand curve: CSV (time,cpu,... per row) or YAML (kind Load); required unless --from-recording")
+	fs.StringVar(&o.Recording, "from-recording", "", "A kubectl hpa run --record file: alone, replays run's decisions exactly and says whether every one is reproduced; with variants, plays its demand through the model for the HPA as recorded and each variant")
 	fs.StringVar(&o.WorkloadFile, "workload", "", "With -f: the scale target's manifest (Deployment, StatefulSet or ReplicaSet), for its replicas and pod requests")
 	fs.Int32Var(&o.Replicas, "replicas", 0, "With -f: the workload's replicas at the start (default: the --workload manifest's, else the HPA's minReplicas)")
 	fs.StringVar(&o.Requests, "requests", "", "With -f and no --workload: each pod's requests, e.g. cpu=200m,memory=256Mi")
@@ -165,7 +169,7 @@ func newCmdSimulate(o *SimulateOptions) *cobra.Command {
 	AddControllerConfigFlags(fs, &o.Model.Controller)
 	for flag, exts := range map[string][]string{
 		"filename": {"yaml", "yml", "json"}, "workload": {"yaml", "yml", "json"}, "variant-file": {"yaml", "yml", "json"},
-		"load": {"csv", "yaml", "yml"}, "plot": {"svg", "png"},
+		"load": {"csv", "yaml", "yml"}, "plot": {"svg", "png"}, "from-recording": {"jsonl", "gz"},
 	} {
 		_ = cmd.MarkFlagFilename(flag, exts...)
 	}
@@ -184,6 +188,12 @@ var modelFlagNames = map[string]string{
 
 // Complete checks the arguments and flags that need no file and no cluster.
 func (o *SimulateOptions) Complete(cmd *cobra.Command, args []string) error {
+	if o.Recording != "" {
+		if err := o.completeRecording(cmd, args); err != nil {
+			return err
+		}
+		return o.completeCommon(cmd)
+	}
 	switch {
 	case o.File != "" && len(args) > 0:
 		return usageErrorf("give an HPA NAME or -f FILE, not both")
@@ -204,6 +214,11 @@ func (o *SimulateOptions) Complete(cmd *cobra.Command, args []string) error {
 	if o.File == "" && (o.WorkloadFile != "" || o.Replicas != 0 || o.Requests != "") {
 		return usageErrorf("--workload, --replicas and --requests apply with -f: with an HPA NAME the workload is read from the cluster")
 	}
+	return o.completeCommon(cmd)
+}
+
+// completeCommon checks the flags every source of the HPA shares.
+func (o *SimulateOptions) completeCommon(cmd *cobra.Command) error {
 	if o.Replicas < 0 {
 		return usageErrorf("--replicas must not be negative, got %d", o.Replicas)
 	}
@@ -247,6 +262,9 @@ func (o *SimulateOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Run reads every input, simulates every variant, writes the plot, and only then prints.
 func (o *SimulateOptions) Run(ctx context.Context) error {
+	if o.Recording != "" {
+		return o.runFromRecording(ctx)
+	}
 	data, err := os.ReadFile(o.LoadFile)
 	if err != nil {
 		return usageErrorf("--load: %v", err)
@@ -260,6 +278,26 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	variants, err := o.variants(base, vopts)
+	if err != nil {
+		return err
+	}
+	spec := sim.Spec{Model: o.Model, Load: curve, Workload: workload, Duration: o.Duration}
+	for _, v := range variants {
+		spec.Variants = append(spec.Variants, sim.Variant{Name: v.name, HPA: v.hpa})
+	}
+	res, err := sim.Run(ctx, spec)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return usageErrorf("%s: %v", o.LoadFile, err)
+	}
+	return o.present(buildSimulation(base, source, o.LoadFile, curve, workload, variants, res, o.modelFlags))
+}
+
+// variants are the HPA as it is (base) and every --variant and --variant-file of it.
+func (o *SimulateOptions) variants(base *autoscalingv2.HorizontalPodAutoscaler, vopts validation.Options) ([]variant, error) {
 	variants := []variant{{name: baselineName, hpa: base}}
 	seen := map[string]string{baselineName: "the HPA as it is"}
 	add := func(v variant, flag string) error {
@@ -273,33 +311,26 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	for _, s := range o.Variants {
 		v, err := parseVariant(base, s, vopts)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := add(v, "--variant "+s); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, f := range o.VariantFiles {
 		v, err := variantFromFile(f, base.Namespace, vopts)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := add(v, "--variant-file "+f); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	spec := sim.Spec{Model: o.Model, Load: curve, Workload: workload, Duration: o.Duration}
-	for _, v := range variants {
-		spec.Variants = append(spec.Variants, sim.Variant{Name: v.name, HPA: v.hpa})
-	}
-	res, err := sim.Run(ctx, spec)
-	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		return usageErrorf("%s: %v", o.LoadFile, err)
-	}
-	s := buildSimulation(base, source, o.LoadFile, curve, workload, variants, res, o.modelFlags)
+	return variants, nil
+}
+
+// present writes the plot, then prints the simulation.
+func (o *SimulateOptions) present(s *output.Simulation) error {
 	if o.Plot != "" {
 		if err := plot.Write(o.Plot, s); err != nil {
 			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("--plot: %w", err)}

@@ -34,9 +34,13 @@ type Sync struct {
 	Now   time.Time
 	// Recorded is what run decided; Replayed what the replay decided from the same inputs.
 	Recorded, Replayed recording.Result
-	// Decision is the replayed decision in full (its trace, metrics and pods), for callers
-	// that render it.
-	Decision replicas.Decision
+	// Input, Decision and Outcome are the replayed decision in full (its inputs, trace,
+	// metrics and pods, the status it settles to), for callers that render it as run did;
+	// DryRunReason is the recorded one.
+	Input        replicas.Input
+	Decision     replicas.Decision
+	Outcome      replicas.Outcome
+	DryRunReason string
 }
 
 // Divergence is one field where a replayed sync differs from the recorded one.
@@ -117,7 +121,8 @@ func Run(ctx context.Context, rec *recording.Recording, opts Options) (*Report, 
 		held[s.Key] = kept
 		replayed := recording.SyncOf(recording.Reconcile{Term: s.Term, Key: s.Key, Input: ev.Input, PodsErr: ev.PodsErr,
 			Decision: ev.Decision, ScaleWriteErr: scaleErr, Outcome: out, Kept: kept, DryRunReason: s.DryRunReason})
-		rep.Syncs = append(rep.Syncs, Sync{Index: i, Line: s.Line, Key: s.Key, Now: s.Now, Recorded: s.Result, Replayed: replayed.Result, Decision: ev.Decision})
+		rep.Syncs = append(rep.Syncs, Sync{Index: i, Line: s.Line, Key: s.Key, Now: s.Now, Recorded: s.Result, Replayed: replayed.Result,
+			Input: ev.Input, Decision: ev.Decision, Outcome: out, DryRunReason: s.DryRunReason})
 		diffs, err := diff(s, &replayed)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: comparing the sync of %s: %w", rec.Name, s.Line, s.Key, err)

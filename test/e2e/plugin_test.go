@@ -283,12 +283,13 @@ func TestRunScalesUpWhenLoadRisesAndDownAfterStabilization(t *testing.T) {
 	const user = "e2e:kubectl-hpa-run"
 	// run also records every sync; once Ctrl-C stopped it, the recording replays exactly.
 	recorded := filepath.Join(t.TempDir(), "run.jsonl.gz")
-	r := startRun(t, pluginAs(t, user), "-n", ns, "--sync-period=2s", "--downscale-stabilization=10s", "-o", "json", "--record", recorded)
+	k := pluginAs(t, user)
+	r := startRun(t, k, "-n", ns, "--sync-period=2s", "--downscale-stabilization=10s", "-o", "json", "--record", recorded)
 
 	waitSpecReplicas(t, ns, 4)
 	shared.Load().Set(w, cluster.Load{CPUMilli: 40, MemoryBytes: 64 << 20})
 	waitSpecReplicas(t, ns, 1)
-	checkRecordingReplays(t, recorded, r.stop())
+	checkRecordingReplays(t, k, recorded, r.stop())
 
 	hpa, err := shared.Client().AutoscalingV2().HorizontalPodAutoscalers(ns).Get(context.Background(), "web", metav1.GetOptions{})
 	if err != nil {

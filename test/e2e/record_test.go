@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,17 +12,22 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replay"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 
-// printedDecisions are the Explanations run -o json printed, in order (its notes and logs
-// share the stream and are skipped).
-func printedDecisions(t *testing.T, out string) []output.Explanation {
+// printedDecisions are the Explanations run -o json printed, in order, and their lines (its
+// notes and logs share the stream and are skipped).
+func printedDecisions(t *testing.T, out string) ([]output.Explanation, []string) {
 	t.Helper()
-	var got []output.Explanation
+	var (
+		got   []output.Explanation
+		lines []string
+	)
 	for line := range strings.Lines(out) {
 		if !strings.HasPrefix(line, "{") {
 			continue
 		}
+		lines = append(lines, line)
 		var e output.Explanation
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("a line of run -o json is not an Explanation: %v\n%s", err, line)
@@ -30,15 +36,31 @@ func printedDecisions(t *testing.T, out string) []output.Explanation {
 			got = append(got, e)
 		}
 	}
-	return got
+	return got, lines
 }
 
 // checkRecordingReplays requires the recording run wrote (and closed when Ctrl-C stopped it)
 // to hold every decision run printed, and a replay of it to reproduce every one exactly:
-// every field of every sync's decision, outcome and kept history, and what run printed.
-func checkRecordingReplays(t *testing.T, path, out string) {
+// kubectl hpa simulate --from-recording -o json prints what run -o json printed, line for
+// line, and every field of every sync's decision, outcome and kept history is equal.
+func checkRecordingReplays(t *testing.T, k cluster.Kubectl, path, out string) {
 	t.Helper()
-	printed := printedDecisions(t, out)
+	printed, lines := printedDecisions(t, out)
+	simStart := time.Now()
+	replayed, err := k.Run(t.Context(), "hpa", "simulate", "--from-recording", path, "-o", "json")
+	simTook := time.Since(simStart)
+	if err != nil {
+		t.Fatalf("kubectl hpa simulate --from-recording: %v", err)
+	}
+	again := slices.Collect(strings.Lines(replayed))
+	if len(again) != len(lines) {
+		t.Errorf("run printed %d decisions, simulate --from-recording %d", len(lines), len(again))
+	}
+	for i := range min(len(lines), len(again)) {
+		if lines[i] != again[i] {
+			t.Errorf("decision %d: run printed\n%s\nsimulate --from-recording printed\n%s", i, lines[i], again[i])
+		}
+	}
 	rec, err := recording.Open(path)
 	if err != nil {
 		t.Fatalf("reading the recording: %v", err)
@@ -72,7 +94,8 @@ func checkRecordingReplays(t *testing.T, path, out string) {
 			downs++
 		}
 	}
-	t.Logf("replayed %d syncs of %s (%d terms) in %v: %d scale-ups, %d scale-downs, %d divergences", len(rep.Syncs), path, len(rec.Terms), took.Round(time.Millisecond), ups, downs, len(rep.Divergences))
+	t.Logf("replayed %d syncs of %s (%d terms): kubectl hpa simulate --from-recording took %v, the replay in the test %v; %d scale-ups, %d scale-downs, %d divergences",
+		len(rep.Syncs), path, len(rec.Terms), simTook.Round(time.Millisecond), took.Round(time.Millisecond), ups, downs, len(rep.Divergences))
 	if ups == 0 || downs == 0 {
 		t.Errorf("the recording holds %d scale-ups and %d scale-downs, want both", ups, downs)
 	}
