@@ -68,7 +68,7 @@ func (r *runRecorder) start(h recording.Header, note func(time.Time, string)) er
 }
 
 // sink returns the controller sink of a new controller: a Term entry first, since a new
-// controller holds no history, then every sync it reports.
+// controller starts from no history (or one it restores), then every sync it reports.
 func (r *runRecorder) sink(start time.Time) func(controller.Report) {
 	r.mu.Lock()
 	r.term++
@@ -135,6 +135,7 @@ func (o *RunOptions) recordingHeader(metricsSource string, now time.Time) record
 	ctl, gates := recording.ControllerOf(recording.Controller{
 		Namespace: c.Namespace, Selector: c.HPASelector, SyncPeriod: recording.Duration(c.SyncPeriod), Workers: o.Workers,
 		ForceOwnership: c.ForceOwnership, OwnershipWindow: recording.Duration(c.OwnershipWindow), ScaleFromCache: c.ScaleFromCache,
+		PersistHistory: c.PersistHistory,
 	}, c.Config)
 	return recording.Header{Recorder: "kubectl-hpa " + Version().Version, Started: now, Controller: ctl, FeatureGates: gates,
 		MetricsSource: metricsSource, DryRun: string(c.DryRun)}

@@ -67,6 +67,8 @@ type Controller struct {
 	ForceOwnership       bool     `json:"forceOwnership,omitempty"`
 	OwnershipWindow      Duration `json:"ownershipWindow,omitempty"`
 	ScaleFromCache       bool     `json:"scaleFromCache,omitempty"`
+	// PersistHistory: a new controller restores each HPA's history from its annotation.
+	PersistHistory bool `json:"persistHistory,omitempty"`
 }
 
 // FeatureGates are the feature gates that change decisions.
@@ -78,7 +80,8 @@ type FeatureGates struct {
 }
 
 // Term is written when a new controller starts (run's start, and each time it takes the
-// Lease again): the new controller holds no history, so none is carried across it.
+// Lease again): the new controller holds no history but what it restores from the HPAs'
+// annotations, so none is carried across it.
 type Term struct {
 	Kind  string    `json:"kind"`
 	Term  int       `json:"term"`
