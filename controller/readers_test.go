@@ -197,3 +197,37 @@ func TestPodStripperKeepsTheRequestTheCoreReads(t *testing.T) {
 		})
 	}
 }
+
+// TestPodStripperSharesEqualContainerLists: pods whose stripped containers are equal get one
+// shared array (the core computes their request once); any difference the core reads (a name,
+// a request, a restart policy) gives a pod its own.
+func TestPodStripperSharesEqualContainerLists(t *testing.T) {
+	s := NewPodStripper()
+	strip := func(mod func(*corev1.Pod)) *corev1.Pod {
+		full := realisticPod(1)
+		mod(full)
+		obj, err := s.Transform(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*corev1.Pod)
+	}
+	base := strip(func(*corev1.Pod) {})
+	same := strip(func(p *corev1.Pod) { p.Name, p.Spec.Containers[0].Image = "web-other", "other:2" })
+	if &same.Spec.Containers[0] != &base.Spec.Containers[0] {
+		t.Error("two pods with equal stripped containers got two arrays, want one shared")
+	}
+	for name, mod := range map[string]func(*corev1.Pod){
+		"container name": func(p *corev1.Pod) { p.Spec.Containers[0].Name = "api" },
+		"request": func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
+		},
+		"restart policy": func(p *corev1.Pod) {
+			p.Spec.Containers[0].RestartPolicy = ptrTo(corev1.ContainerRestartPolicyAlways)
+		},
+	} {
+		if got := strip(mod); &got.Spec.Containers[0] == &base.Spec.Containers[0] {
+			t.Errorf("a pod with another %s shares the first pod's container array", name)
+		}
+	}
+}

@@ -19,18 +19,21 @@ const internLimit = 4096
 // requests and restart policy (plus pod-level requests and the pod overhead). Everything else
 // (managed fields, annotations, images, env, volumes, container statuses, ...) is dropped.
 //
-// Pods of one ReplicaSet carry equal label and request maps; the stripper shares one
-// read-only copy of each, which is a large part of what a stripped pod still weighs.
+// Pods of one ReplicaSet carry equal label and request maps and equal stripped container
+// lists; the stripper shares one read-only copy of each, which is a large part of what a
+// stripped pod still weighs, and lets the core compute a request once for the pods sharing
+// one container array.
 // Cached objects are never mutated (listers hand out shared pointers), so sharing is safe.
 type PodStripper struct {
-	mu       sync.Mutex
-	labels   map[string]map[string]string
-	requests map[string]corev1.ResourceList
+	mu         sync.Mutex
+	labels     map[string]map[string]string
+	requests   map[string]corev1.ResourceList
+	containers map[string][]corev1.Container
 }
 
 // NewPodStripper returns a stripper with empty intern tables.
 func NewPodStripper() *PodStripper {
-	return &PodStripper{labels: map[string]map[string]string{}, requests: map[string]corev1.ResourceList{}}
+	return &PodStripper{labels: map[string]map[string]string{}, requests: map[string]corev1.ResourceList{}, containers: map[string][]corev1.Container{}}
 }
 
 // Transform implements cache.TransformFunc. Objects that are not pods (tombstones) pass
@@ -60,11 +63,12 @@ func (s *PodStripper) Transform(obj any) (any, error) {
 		},
 	}
 	if pod.Spec.Resources != nil && len(pod.Spec.Resources.Requests) > 0 {
-		out.Spec.Resources = &corev1.ResourceRequirements{Requests: s.internRequests(pod.Spec.Resources.Requests)}
+		requests, _ := s.internRequests(pod.Spec.Resources.Requests)
+		out.Spec.Resources = &corev1.ResourceRequirements{Requests: requests}
 	}
 	// The overhead (RuntimeClass) is added to pod-level requests.
 	if len(pod.Spec.Overhead) > 0 {
-		out.Spec.Overhead = s.internRequests(pod.Spec.Overhead)
+		out.Spec.Overhead, _ = s.internRequests(pod.Spec.Overhead)
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -80,12 +84,30 @@ func (s *PodStripper) stripContainers(in []corev1.Container) []corev1.Container 
 		return nil
 	}
 	out := make([]corev1.Container, len(in))
+	var b strings.Builder
 	for i, c := range in {
 		out[i] = corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy}
-		if len(c.Resources.Requests) > 0 {
-			out[i].Resources.Requests = s.internRequests(c.Resources.Requests)
+		b.WriteString(c.Name)
+		b.WriteByte(0)
+		if c.RestartPolicy != nil {
+			b.WriteString(string(*c.RestartPolicy))
 		}
+		b.WriteByte(0)
+		if len(c.Resources.Requests) > 0 {
+			var key string
+			out[i].Resources.Requests, key = s.internRequests(c.Resources.Requests)
+			b.WriteString(key)
+		}
+		b.WriteByte(1)
 	}
+	key := b.String()
+	if shared, ok := s.containers[key]; ok {
+		return shared
+	}
+	if len(s.containers) >= internLimit {
+		clear(s.containers)
+	}
+	s.containers[key] = out
 	return out
 }
 
@@ -116,7 +138,8 @@ func (s *PodStripper) internLabels(in map[string]string) map[string]string {
 	return in
 }
 
-func (s *PodStripper) internRequests(in corev1.ResourceList) corev1.ResourceList {
+// internRequests returns the shared copy of in and the key it is interned under.
+func (s *PodStripper) internRequests(in corev1.ResourceList) (corev1.ResourceList, string) {
 	keys := make([]corev1.ResourceName, 0, len(in))
 	for k := range in {
 		keys = append(keys, k)
@@ -132,11 +155,11 @@ func (s *PodStripper) internRequests(in corev1.ResourceList) corev1.ResourceList
 	}
 	key := b.String()
 	if m, ok := s.requests[key]; ok {
-		return m
+		return m, key
 	}
 	if len(s.requests) >= internLimit {
 		clear(s.requests)
 	}
 	s.requests[key] = in
-	return in
+	return in, key
 }

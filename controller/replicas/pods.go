@@ -59,6 +59,7 @@ type requestSpec struct {
 func (c *calc) group(samples map[string]Sample, res corev1.ResourceName, pts []PodTreatment, rs requestSpec) grouping {
 	var g grouping
 	cpu := res == corev1.ResourceCPU
+	var memo requestMemo
 	for k, pod := range c.pods {
 		pt := &pts[k]
 		pt.AssumedUsage = -1
@@ -69,7 +70,7 @@ func (c *calc) group(samples map[string]Sample, res corev1.ResourceName, pts []P
 		}
 		pt.Name = pod.Name
 		if rs.enabled && g.requestErr == nil {
-			pt.Request, g.requestErr = PodRequest(pod, rs.container, res, rs.podLevel)
+			pt.Request, g.requestErr = memo.request(pod, rs.container, res, rs.podLevel)
 		}
 		s, found := samples[pod.Name]
 		if found {

@@ -275,3 +275,59 @@ func TestBuildQuantityMatchesUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupRequestOfPodsSharingContainerArrays: pods that share container arrays (as the pod
+// cache and the simulator hand them out) get the request PodRequest computes for each pod,
+// whether the neighbour shares its arrays, has its own, adds a pod-level request or a sidecar,
+// or lacks the request.
+func TestGroupRequestOfPodsSharingContainerArrays(t *testing.T) {
+	req := func(v string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
+	}
+	shared := []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: req("250m")}}, {Name: "log", Resources: corev1.ResourceRequirements{Requests: req("50m")}}}
+	other := []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: req("400m")}}}
+	always := corev1.ContainerRestartPolicyAlways
+	sidecar := []corev1.Container{{Name: "proxy", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: req("100m")}}}
+	missing := []corev1.Container{{Name: "app"}}
+	mk := func(name string, containers, init []corev1.Container, podLevel corev1.ResourceList) *corev1.Pod {
+		p := pod(name, withReady(corev1.ConditionTrue))
+		p.Spec.Containers, p.Spec.InitContainers = containers, init
+		if podLevel != nil {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: podLevel}
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		pods []*corev1.Pod
+	}{
+		{"shared, own, shared again", []*corev1.Pod{mk("a", shared, nil, nil), mk("b", shared, nil, nil), mk("c", other, nil, nil), mk("d", shared, nil, nil)}},
+		{"a prefix of the shared array", []*corev1.Pod{mk("a", shared, nil, nil), mk("b", shared[:1], nil, nil)}},
+		{"shared containers, one pod with a sidecar", []*corev1.Pod{mk("a", shared, nil, nil), mk("b", shared, sidecar, nil), mk("c", shared, nil, nil)}},
+		{"shared containers, one pod with a pod-level request", []*corev1.Pod{mk("a", shared, nil, nil), mk("b", shared, nil, req("900m")), mk("c", shared, nil, nil)}},
+		{"shared containers lacking the request", []*corev1.Pod{mk("a", missing, nil, nil), mk("b", missing, nil, nil)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			samples := map[string]Sample{}
+			for _, p := range tc.pods {
+				samples[p.Name] = Sample{MilliValue: 100, Timestamp: testNow.Add(-time.Minute), Window: 30 * time.Second}
+			}
+			c := &calc{pods: tc.pods, now: testNow, cpuInit: testCPUInit, delay: testReadinessDelay, podLevel: true}
+			pts := make([]PodTreatment, len(tc.pods))
+			g := c.group(samples, corev1.ResourceCPU, pts, requestSpec{enabled: true, podLevel: true})
+			for i, p := range tc.pods {
+				want, err := PodRequest(p, "", corev1.ResourceCPU, true)
+				if err != nil {
+					if g.requestErr == nil || g.requestErr.Error() != err.Error() {
+						t.Errorf("pod %s: request error %v, want %v", p.Name, g.requestErr, err)
+					}
+					break
+				}
+				if pts[i].Request != want {
+					t.Errorf("pod %s: request %dm, want %dm", p.Name, pts[i].Request, want)
+				}
+			}
+		})
+	}
+}

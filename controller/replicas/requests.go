@@ -71,6 +71,43 @@ func PodRequest(pod *corev1.Pod, container string, res corev1.ResourceName, podL
 	return total, nil
 }
 
+// requestMemo keeps the last request computed in one pass over the pods (one resource, one
+// container name), keyed by the pod's container arrays. Pods whose Containers and
+// InitContainers are the same arrays have the same request: the run command's pod cache hands
+// out one array per distinct stripped container list (PodStripper), and the simulator's pods
+// copy one template spec, so a pass over the pods of one ReplicaSet (sorted by name, hence
+// adjacent) reads the containers of the first pod only. Pods with a pod-level resources field
+// are computed each time.
+type requestMemo struct {
+	containers, init   *corev1.Container
+	nContainers, nInit int
+	value              int64
+	ok                 bool
+}
+
+// request is PodRequest(pod, container, res, podLevel), from the memo when the pod shares the
+// previous pod's container arrays.
+func (m *requestMemo) request(pod *corev1.Pod, container string, res corev1.ResourceName, podLevel bool) (int64, error) {
+	if pod.Spec.Resources != nil || len(pod.Spec.Containers) == 0 {
+		return PodRequest(pod, container, res, podLevel)
+	}
+	c := &pod.Spec.Containers[0]
+	var ic *corev1.Container
+	if len(pod.Spec.InitContainers) > 0 {
+		ic = &pod.Spec.InitContainers[0]
+	}
+	if m.ok && c == m.containers && ic == m.init && len(pod.Spec.Containers) == m.nContainers && len(pod.Spec.InitContainers) == m.nInit {
+		return m.value, nil
+	}
+	v, err := PodRequest(pod, container, res, podLevel)
+	if err != nil {
+		m.ok = false
+		return v, err
+	}
+	*m = requestMemo{containers: c, init: ic, nContainers: len(pod.Spec.Containers), nInit: len(pod.Spec.InitContainers), value: v, ok: true}
+	return v, nil
+}
+
 func addContainerRequest(total *int64, c *corev1.Container, container string, res corev1.ResourceName, podName string) (done bool, err error) {
 	if container == "" || container == c.Name {
 		q, ok := c.Resources.Requests[res]

@@ -43,10 +43,18 @@ type Workload struct {
 // New builds n pods with two containers requesting 250m cpu each, started an hour before now;
 // every tenth pod never became ready, the pods whose index is 3, 17 or 31 mod 50 (6 %) have no
 // sample, the others use UsageMilli, sampled 15 s before now over a 30 s window.
+//
+// The pods share one container array, as run's pod cache hands them out (its PodStripper
+// interns equal stripped container lists) and as the simulator's pods do (they copy one
+// template spec).
 func New(n int, now time.Time) Workload {
 	w := Workload{Pods: make([]corev1.Pod, n)}
 	start := metav1.NewTime(now.Add(-time.Hour))
 	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}
+	containers := []corev1.Container{
+		{Name: "app", Resources: corev1.ResourceRequirements{Requests: req}},
+		{Name: "sidecar", Resources: corev1.ResourceRequirements{Requests: req}},
+	}
 	for i := range w.Pods {
 		ready := corev1.ConditionTrue
 		if i%10 == 9 {
@@ -55,10 +63,7 @@ func New(n int, now time.Time) Workload {
 		name := fmt.Sprintf("web-%d", i)
 		w.Pods[i] = corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: map[string]string{LabelKey: LabelValue}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{
-				{Name: "app", Resources: corev1.ResourceRequirements{Requests: req}},
-				{Name: "sidecar", Resources: corev1.ResourceRequirements{Requests: req}},
-			}},
+			Spec:       corev1.PodSpec{Containers: containers},
 			Status: corev1.PodStatus{
 				Phase:      corev1.PodRunning,
 				StartTime:  &start,
