@@ -107,24 +107,40 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 		if err != nil {
 			return nil, time.Time{}, a.apiError(ctx, what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
 		}
-		for _, m := range list.Items {
-			it := samples.PodUsage{Name: m.Name, Timestamp: m.Timestamp.Time, Window: m.Window.Duration}
+		items = make([]samples.PodUsage, len(list.Items))
+		n := 0
+		for i := range list.Items {
+			n += len(list.Items[i].Containers)
+		}
+		// One array holds every pod's containers, instead of one per pod.
+		containers := make([]samples.ContainerUsage, 0, n)
+		for i := range list.Items {
+			m := &list.Items[i]
+			start := len(containers)
 			for _, c := range m.Containers {
-				it.Containers = append(it.Containers, samples.ContainerUsage{Name: c.Name, Usage: c.Usage})
+				containers = append(containers, samples.ContainerUsage{Name: c.Name, Usage: c.Usage})
 			}
-			items = append(items, it)
+			items[i] = samples.PodUsage{Name: m.Name, Timestamp: m.Timestamp.Time, Window: m.Window.Duration, Containers: containers[start:len(containers):len(containers)]}
 		}
 	default:
 		list, err := a.resource.MetricsV1beta1().PodMetricses(namespace).List(ctx, opts)
 		if err != nil {
 			return nil, time.Time{}, a.apiError(ctx, what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
 		}
-		for _, m := range list.Items {
-			it := samples.PodUsage{Name: m.Name, Timestamp: m.Timestamp.Time, Window: m.Window.Duration}
+		items = make([]samples.PodUsage, len(list.Items))
+		n := 0
+		for i := range list.Items {
+			n += len(list.Items[i].Containers)
+		}
+		// One array holds every pod's containers, instead of one per pod.
+		containers := make([]samples.ContainerUsage, 0, n)
+		for i := range list.Items {
+			m := &list.Items[i]
+			start := len(containers)
 			for _, c := range m.Containers {
-				it.Containers = append(it.Containers, samples.ContainerUsage{Name: c.Name, Usage: c.Usage})
+				containers = append(containers, samples.ContainerUsage{Name: c.Name, Usage: c.Usage})
 			}
-			items = append(items, it)
+			items[i] = samples.PodUsage{Name: m.Name, Timestamp: m.Timestamp.Time, Window: m.Window.Duration, Containers: containers[start:len(containers):len(containers)]}
 		}
 	}
 	if len(items) == 0 {

@@ -35,20 +35,25 @@ type ContainerUsage struct {
 // unnamed pods, negative, huge and stale values instead of passing them on.
 func PodResourceSamples(items []PodUsage, res corev1.ResourceName, container string, now time.Time, maxAge time.Duration) (PodSamples, time.Time, error) {
 	out := make(PodSamples, len(items))
-	seen := make(map[string]bool, len(items))
+	// A repeated pod is found in out, or among the pods left out (rare: kept apart so that a
+	// sync builds one map per metric, not two).
+	var leftOut map[string]bool
 	for _, it := range items {
 		if it.Name == "" {
 			return nil, time.Time{}, fmt.Errorf("an item has no pod name")
 		}
-		if seen[it.Name] {
+		if _, dup := out[it.Name]; dup || leftOut[it.Name] {
 			return nil, time.Time{}, fmt.Errorf("pod %s is listed twice", it.Name)
 		}
-		seen[it.Name] = true
 		sum, ok, err := podResourceValue(it, res, container)
 		if err != nil {
 			return nil, time.Time{}, fmt.Errorf("pod %s: %w", it.Name, err)
 		}
 		if !ok {
+			if leftOut == nil {
+				leftOut = map[string]bool{}
+			}
+			leftOut[it.Name] = true
 			continue
 		}
 		if err := CheckFresh(it.Timestamp, now, maxAge, "the sample of pod "+it.Name); err != nil {

@@ -123,6 +123,18 @@ func TestPodResourceSamplesRefusesBadItems(t *testing.T) {
 	_, _, err = PodResourceSamples(items, "cpu", "", fixedTimestamp, 0)
 	checkErr(t, err, "negative window")
 
+	for _, order := range []string{
+		`{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","containers":[{"name":"c","usage":{"memory":"1Mi"}}]},{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","containers":[{"name":"c","usage":{"cpu":"1"}}]}`,
+		`{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","containers":[{"name":"c","usage":{"cpu":"1"}}]},{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","containers":[{"name":"c","usage":{"memory":"1Mi"}}]}`,
+		`{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","containers":[]},{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","containers":[]}`,
+	} {
+		if items, err = DecodeHeapsterPodMetrics([]byte(`{"items":[` + order + `]}`)); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = PodResourceSamples(items, "cpu", "", fixedTimestamp, 0)
+		checkErr(t, err, "pod a is listed twice")
+	}
+
 	huge := `{"name":"c","usage":{"cpu":"6000000000000"}}`
 	body = `{"items":[{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","containers":[` + strings.Repeat(huge+",", 3) + huge + `]}]}`
 	if items, err = DecodeHeapsterPodMetrics([]byte(body)); err != nil {
