@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -226,21 +225,12 @@ func readReplaySeries(ctx context.Context, r *prometheus.Reader, in replicas.Inp
 // replayPods names the pods whose series count: the current ones, and those a controller
 // of the target's kind would have named (gone since, as after a scale-down).
 func replayPods(in replicas.Input) prometheus.Pods {
-	p := prometheus.Pods{Namespace: in.HPA.Namespace}
+	names := make([]string, 0, len(in.Pods))
 	for _, pod := range in.Pods {
-		p.Names = append(p.Names, pod.Name)
+		names = append(names, pod.Name)
 	}
 	ref := in.HPA.Spec.ScaleTargetRef
-	name := regexp.QuoteMeta(ref.Name)
-	switch ref.Kind {
-	case "Deployment":
-		p.Pattern = name + "-[a-z0-9]+-[a-z0-9]+"
-	case "StatefulSet":
-		p.Pattern = name + "-[0-9]+"
-	case "ReplicaSet", "ReplicationController":
-		p.Pattern = name + "-[a-z0-9]+"
-	}
-	return p
+	return prometheus.TargetPods(in.HPA.Namespace, ref.Kind, ref.Name, names)
 }
 
 // ReplaySeries replays series (one per spec metric) through the core at every sync the

@@ -32,6 +32,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/plot"
 )
@@ -88,6 +89,15 @@ type SimulateOptions struct {
 
 	Model sim.Model
 
+	// FromPrometheus takes the load from the HPA's metric history in Prometheus over the
+	// last Since instead of a file (--from-prometheus, --since, --prometheus-*).
+	FromPrometheus bool
+	Since          time.Duration
+	Prometheus     prometheus.Config
+	prom           *prometheus.Reader
+	// now is the end of the load read from Prometheus; tests replace it.
+	now func() time.Time
+
 	// newClients builds the cluster clients; tests replace it with fakes.
 	newClients func(ctx context.Context) (*explainClients, string, error)
 	// newKube builds the client shell completion lists HPAs with.
@@ -110,6 +120,8 @@ func NewSimulateOptions(configFlags *genericclioptions.ConfigFlags, streams gene
 		Model:       sim.DefaultModel(),
 		termWidth:   terminalWidth,
 		newKube:     kubeFromFlags(configFlags),
+		Since:       6 * time.Hour,
+		now:         time.Now,
 	}
 	o.newClients = func(ctx context.Context) (*explainClients, string, error) {
 		eo := NewExplainOptions(configFlags, streams)
@@ -147,7 +159,10 @@ func newCmdSimulate(o *SimulateOptions) *cobra.Command {
 	o.PrintFlags.AddFlags(cmd)
 	fs := cmd.Flags()
 	fs.StringVarP(&o.File, "filename", "f", "", "Simulate the HorizontalPodAutoscaler in this file (YAML or JSON) instead of one read from the cluster")
-	fs.StringVar(&o.LoadFile, "load", "", "Demand curve: CSV (time,cpu,... per row) or YAML (kind Load); required unless --from-recording")
+	fs.StringVar(&o.LoadFile, "load", "", "Demand curve: CSV (time,cpu,... per row) or YAML (kind Load); required unless --from-recording or --from-prometheus")
+	fs.BoolVar(&o.FromPrometheus, "from-prometheus", false, "Take the load from the HPA's metric history in Prometheus (--prometheus-url) over the last --since: per metric the total over the target's pods")
+	fs.DurationVar(&o.Since, "since", o.Since, "With --from-prometheus: how far back the load goes")
+	AddPrometheusFlags(fs, &o.Prometheus)
 	fs.StringVar(&o.Recording, "from-recording", "", "A kubectl hpa run --record file: alone, replays run's decisions exactly and says whether every one is reproduced; with variants, plays its demand through the model for the HPA as recorded and each variant")
 	fs.StringVar(&o.WorkloadFile, "workload", "", "With -f: the scale target's manifest (Deployment, StatefulSet or ReplicaSet), for its replicas and pod requests")
 	fs.Int32Var(&o.Replicas, "replicas", 0, "With -f: the workload's replicas at the start (default: the --workload manifest's, else the HPA's minReplicas)")
@@ -188,6 +203,9 @@ var modelFlagNames = map[string]string{
 
 // Complete checks the arguments and flags that need no file and no cluster.
 func (o *SimulateOptions) Complete(cmd *cobra.Command, args []string) error {
+	if err := o.completePrometheus(); err != nil {
+		return err
+	}
 	if o.Recording != "" {
 		if err := o.completeRecording(cmd, args); err != nil {
 			return err
@@ -208,7 +226,7 @@ func (o *SimulateOptions) Complete(cmd *cobra.Command, args []string) error {
 		}
 		o.Name = hpaNameOf(args[0])
 	}
-	if o.LoadFile == "" {
+	if o.LoadFile == "" && !o.FromPrometheus {
 		return usageErrorf("--load FILE is required: a demand curve (CSV or YAML) to play")
 	}
 	if o.File == "" && (o.WorkloadFile != "" || o.Replicas != 0 || o.Requests != "") {
@@ -265,18 +283,29 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 	if o.Recording != "" {
 		return o.runFromRecording(ctx)
 	}
-	data, err := os.ReadFile(o.LoadFile)
-	if err != nil {
-		return usageErrorf("--load: %v", err)
-	}
-	curve, err := load.Parse(o.LoadFile, data)
-	if err != nil {
-		return usageErrorf("%v", err)
+	var (
+		curve    load.Curve
+		loadName = o.LoadFile
+	)
+	if o.prom == nil {
+		data, err := os.ReadFile(o.LoadFile)
+		if err != nil {
+			return usageErrorf("--load: %v", err)
+		}
+		if curve, err = load.Parse(o.LoadFile, data); err != nil {
+			return usageErrorf("%v", err)
+		}
 	}
 	vopts := validation.Options{ScaleToZero: o.Model.Controller.ScaleToZero}
 	base, workload, source, err := o.readHPAAndWorkload(ctx, vopts)
 	if err != nil {
 		return err
+	}
+	if o.prom != nil {
+		if curve, err = loadFromPrometheus(ctx, o.prom, base, o.Since, o.now()); err != nil {
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("--from-prometheus: %w", err)}
+		}
+		loadName = fmt.Sprintf("prometheus %s, the last %s", o.prom.Address(), o.Since)
 	}
 	variants, err := o.variants(base, vopts)
 	if err != nil {
@@ -291,9 +320,9 @@ func (o *SimulateOptions) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return err
 		}
-		return usageErrorf("%s: %v", o.LoadFile, err)
+		return usageErrorf("%s: %v", loadName, err)
 	}
-	return o.present(buildSimulation(base, source, o.LoadFile, curve, workload, variants, res, o.modelFlags))
+	return o.present(buildSimulation(base, source, loadName, curve, workload, variants, res, o.modelFlags))
 }
 
 // variants are the HPA as it is (base) and every --variant and --variant-file of it.
@@ -575,4 +604,36 @@ func podRequests(spec corev1.PodSpec) map[string]string {
 		out[string(name)] = q.String()
 	}
 	return out
+}
+
+// completePrometheus checks --from-prometheus and the --prometheus-* flags and builds the
+// reader.
+func (o *SimulateOptions) completePrometheus() error {
+	if !o.FromPrometheus {
+		if o.Prometheus.Enabled() {
+			return usageErrorf("--prometheus-url is read with --from-prometheus: give both, or neither")
+		}
+		if err := o.Prometheus.Validate(); err != nil {
+			return &ExitError{Code: ExitUsage, Err: err}
+		}
+		return nil
+	}
+	switch {
+	case o.LoadFile != "":
+		return usageErrorf("--load and --from-prometheus both give the load: give one")
+	case o.Recording != "":
+		return usageErrorf("--from-recording and --from-prometheus both give the load: give one")
+	case o.File != "":
+		return usageErrorf("--from-prometheus reads the series of the HPA's pods in the cluster: give an HPA NAME, not -f")
+	case !o.Prometheus.Enabled():
+		return usageErrorf("--from-prometheus needs --prometheus-url")
+	case o.Since <= 0:
+		return usageErrorf("--since must be positive, got %s", o.Since)
+	}
+	r, err := prometheus.New(o.Prometheus)
+	if err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	o.prom = r
+	return nil
 }

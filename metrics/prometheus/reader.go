@@ -104,6 +104,23 @@ type Pods struct {
 	Pattern   string
 }
 
+// TargetPods names the pods of a scale target: the current ones (names), and those a
+// controller of its kind would have named, gone since (after a scale-down) or not yet
+// listed; a kind whose pods' names follow no pattern has only names.
+func TargetPods(namespace, kind, name string, names []string) Pods {
+	p := Pods{Namespace: namespace, Names: names}
+	n := regexp.QuoteMeta(name)
+	switch kind {
+	case "Deployment":
+		p.Pattern = n + "-[a-z0-9]+-[a-z0-9]+"
+	case "StatefulSet":
+		p.Pattern = n + "-[0-9]+"
+	case "ReplicaSet", "ReplicationController":
+		p.Pattern = n + "-[a-z0-9]+"
+	}
+	return p
+}
+
 func (p Pods) regexp() string {
 	var alts []string
 	names := slices.Clone(p.Names)

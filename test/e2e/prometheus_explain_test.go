@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -129,5 +130,27 @@ func explainPredictsUpstreamHoldFromPrometheus(t *testing.T, ns string, prom *cl
 	if want := fmt.Sprintf("New size: %d;", *rp.HoldEndsAt); !strings.HasPrefix(first, want) {
 		t.Errorf("kube-controller-manager's first rescale after the drop: %q, want %q", first, want)
 	}
+	// simulate takes its load from the same Prometheus: the last two minutes every 15s, cpu
+	// as rate() over 15s; Prometheus has run for about a minute of them, so the curve has its
+	// last three or four instants (at least two asserted: the start of the test moves it).
+	simOut, err := k.Run(ctx, "hpa", "simulate", "web", "-n", ns, "--from-prometheus", "--prometheus-url", prom.URL(), "--prometheus-insecure-http",
+		"--since", "2m", "--prometheus-rate-window", "15s", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sim struct {
+		Load struct {
+			File    string   `json:"file"`
+			Metrics []string `json:"metrics"`
+			Points  int      `json:"points"`
+		} `json:"load"`
+	}
+	if err := json.Unmarshal([]byte(simOut), &sim); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(sim.Load.Metrics) != "[cpu]" || sim.Load.Points < 2 {
+		t.Errorf("simulate --from-prometheus: load %+v, want cpu over at least 2 points", sim.Load)
+	}
+	t.Logf("simulate --from-prometheus: load %+v", sim.Load)
 	t.Logf("the Prometheus part took %s", time.Since(start).Round(time.Second))
 }
