@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"regexp"
 	"slices"
 	"sort"
@@ -262,7 +263,24 @@ func (r *Reader) Window(sampleWindow time.Duration) time.Duration {
 }
 
 func (r *Reader) fail(query string, err error) error {
+	// net/http words a client timeout in several ways ("context deadline exceeded", "request
+	// canceled (Client.Timeout exceeded ...)"); say it once, with the flag that sets it.
+	if timedOut(err) {
+		err = fmt.Errorf("no answer within %s (--prometheus-timeout): %w", r.timeout(), err)
+	}
 	return redact(fmt.Errorf("prometheus at %s: query %s: %w", r.address, query, err), r.cfg.TokenFile)
+}
+
+func (r *Reader) timeout() time.Duration {
+	if r.cfg.Timeout > 0 {
+		return r.cfg.Timeout
+	}
+	return DefaultTimeout
+}
+
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // redact keeps the bearer token out of an error (a proxy may echo the request's headers in

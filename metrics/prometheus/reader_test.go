@@ -192,7 +192,7 @@ func TestFailuresSayWhatFailedAndNeverShowTheToken(t *testing.T) {
 			case <-r.Context().Done():
 			case <-time.After(time.Second):
 			}
-		}, 200 * time.Millisecond, "deadline exceeded"},
+		}, 200 * time.Millisecond, "no answer within 200ms (--prometheus-timeout)"},
 		{"unlabelled series", func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"job":"x"},"values":[[1,"1"]]}]}}`)
 		}, 0, `without the label "pod"`},
