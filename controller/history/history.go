@@ -271,6 +271,14 @@ func Decode(s string) (Record, error) {
 	if err := r.check(); err != nil {
 		return Record{}, err
 	}
+	// "up": [] and no "up" mean the same (Encode omits an empty list); one form, so that a
+	// decoded record equals itself encoded and decoded again.
+	if len(r.Up) == 0 {
+		r.Up = nil
+	}
+	if len(r.Down) == 0 {
+		r.Down = nil
+	}
 	return r, nil
 }
 
