@@ -125,16 +125,22 @@ func (cfg Config) Validate() error {
 func (cfg Config) heapsterURL() (*url.URL, error) {
 	u, err := url.Parse(cfg.HeapsterURL)
 	if err != nil {
+		// A *url.Error quotes the whole URL, a password in it included: keep only the reason.
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("malformed --heapster-url: %w", err)
 	}
+	// The URL as errors show it: a password in it (basic auth) replaced by "xxxxx".
+	shown := u.Redacted()
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("malformed --heapster-url %q: the scheme must be http or https", cfg.HeapsterURL)
+		return nil, fmt.Errorf("malformed --heapster-url %q: the scheme must be http or https", shown)
 	}
 	if u.Hostname() == "" {
-		return nil, fmt.Errorf("malformed --heapster-url %q: no host", cfg.HeapsterURL)
+		return nil, fmt.Errorf("malformed --heapster-url %q: no host", shown)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("malformed --heapster-url %q: give a base URL without query or fragment", cfg.HeapsterURL)
+		return nil, fmt.Errorf("malformed --heapster-url %q: give a base URL without query or fragment", shown)
 	}
 	if u.Scheme == "http" && !isLoopback(u.Hostname()) && !cfg.HeapsterInsecureHTTP {
 		return nil, fmt.Errorf("refusing plain http --heapster-url to %s, which is not loopback: use https, kubectl port-forward to 127.0.0.1, or pass --heapster-insecure-http", u.Hostname())

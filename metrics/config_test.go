@@ -311,3 +311,24 @@ func TestNewClientAgainstAnAPIServer(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+func TestHeapsterURLErrorsNeverShowItsPassword(t *testing.T) {
+	for _, raw := range []string{
+		"http://alice:s3cret@[::1",
+		"ftp://alice:s3cret@127.0.0.1",
+		"http://alice:s3cret@127.0.0.1/?a=b",
+		"http://alice:s3cret@/path",
+	} {
+		t.Run(raw, func(t *testing.T) {
+			o := DefaultConfig()
+			o.HeapsterURL = raw
+			err := o.Validate()
+			if err == nil || !strings.Contains(err.Error(), "--heapster-url") {
+				t.Fatalf("error %v, want one naming --heapster-url", err)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("error shows the URL's password: %v", err)
+			}
+		})
+	}
+}

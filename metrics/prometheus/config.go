@@ -105,6 +105,10 @@ func (c Config) Validate() error {
 func (c Config) url() (*url.URL, error) {
 	u, err := url.Parse(c.URL)
 	if err != nil {
+		// A *url.Error quotes the whole URL, a password in it included: keep only the reason.
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("malformed --prometheus-url: %w", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {

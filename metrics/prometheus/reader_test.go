@@ -33,6 +33,7 @@ func TestValidateFollowsTheHeapsterURLRules(t *testing.T) {
 		{"no host", Config{URL: "http://"}, "no host"},
 		{"query", Config{URL: "http://127.0.0.1:9090?x=1"}, "without query or fragment"},
 		{"credentials in the URL", Config{URL: "https://u:secret@p.example"}, "put no credentials in the URL"},
+		{"credentials in an unparsable URL", Config{URL: "https://u:secret@[::1"}, "malformed --prometheus-url: missing ']' in host"},
 		{"CA with http", Config{URL: "http://127.0.0.1:9090", CAFile: "ca.pem"}, "only used with an https --prometheus-url"},
 		{"token without URL", Config{TokenFile: "t"}, "--prometheus-token-file is only used with --prometheus-url"},
 		{"negative timeout", Config{URL: "http://127.0.0.1:9090", Timeout: -time.Second}, "--prometheus-timeout must not be negative"},
