@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -95,23 +94,7 @@ func (r Rescales) Recorded(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.
 // says how: each visible SuccessfulRescale is a moment the controller settled on a size.
 // Raw recommendations between rescales are not visible and are not invented.
 func (r Rescales) Reconstruct(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) (replicas.History, string) {
-	type sized struct {
-		size int32
-		at   time.Time
-	}
-	var seen []sized
-	for _, ev := range r.Events {
-		var n int32
-		if _, err := fmt.Sscanf(ev.Message, "New size: %d;", &n); err != nil {
-			continue
-		}
-		t := eventTime(ev)
-		if t.After(now) {
-			t = now
-		}
-		seen = append(seen, sized{n, t})
-	}
-	sort.Slice(seen, func(i, j int) bool { return seen[i].at.Before(seen[j].at) })
+	seen := sizesOf(r, now)
 
 	h := replicas.History{Recommendations: []replicas.Recommendation{}}
 	for _, s := range seen {

@@ -45,7 +45,7 @@ func Demand(rec *recording.Recording, key string) (load.Curve, error) {
 		}
 		values := map[string]float64{}
 		for j, spec := range s.HPA.Spec.Metrics {
-			name, ok := demandMetric(spec)
+			name, ok := sim.CurveMetric(spec)
 			if !ok {
 				continue
 			}
@@ -115,32 +115,6 @@ func onlyKey(rec *recording.Recording, key string) (string, error) {
 	return "", fmt.Errorf("%s: the recording holds %d HPAs (%v): name one", rec.Name, len(keys), keys)
 }
 
-// demandMetric is the curve's name for a metric spec (the simulator's names).
-func demandMetric(spec autoscalingv2.MetricSpec) (string, bool) {
-	resource := func(r corev1.ResourceName) (string, bool) {
-		switch r {
-		case corev1.ResourceCPU:
-			return load.CPU, true
-		case corev1.ResourceMemory:
-			return load.Memory, true
-		}
-		return "", false
-	}
-	switch {
-	case spec.Type == autoscalingv2.ResourceMetricSourceType && spec.Resource != nil:
-		return resource(spec.Resource.Name)
-	case spec.Type == autoscalingv2.ContainerResourceMetricSourceType && spec.ContainerResource != nil:
-		return resource(spec.ContainerResource.Name)
-	case spec.Type == autoscalingv2.PodsMetricSourceType && spec.Pods != nil:
-		return spec.Pods.Metric.Name, true
-	case spec.Type == autoscalingv2.ObjectMetricSourceType && spec.Object != nil:
-		return spec.Object.Metric.Name, true
-	case spec.Type == autoscalingv2.ExternalMetricSourceType && spec.External != nil:
-		return spec.External.Metric.Name, true
-	}
-	return "", false
-}
-
 // total is one metric's total at one sync in the curve's units, and false when it failed.
 func total(spec autoscalingv2.MetricSpec, m recording.Metric, s *recording.Sync) (float64, bool) {
 	if m.Error != nil {
@@ -172,7 +146,7 @@ func total(spec autoscalingv2.MetricSpec, m recording.Metric, s *recording.Sync)
 	}
 	// cpu in millicores; memory and custom metrics in units.
 	if spec.Type != autoscalingv2.PodsMetricSourceType {
-		if name, _ := demandMetric(spec); name == load.CPU {
+		if name, _ := sim.CurveMetric(spec); name == load.CPU {
 			return float64(sum), true
 		}
 	}

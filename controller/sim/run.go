@@ -182,7 +182,7 @@ func (s *Spec) normalize() error {
 			return fmt.Errorf("simulation: variant %q has no HPA", v.Name)
 		}
 		for i, m := range v.HPA.Spec.Metrics {
-			name, ok := curveMetric(m)
+			name, ok := CurveMetric(m)
 			if !ok {
 				return fmt.Errorf("simulation: variant %q: metric %d (%s) cannot be simulated", v.Name, i, m.Type)
 			}
@@ -194,8 +194,9 @@ func (s *Spec) normalize() error {
 	return nil
 }
 
-// curveMetric is the load's metric name an HPA metric reads.
-func curveMetric(m autoscalingv2.MetricSpec) (string, bool) {
+// CurveMetric is the load's metric name an HPA metric reads (load.CPU, load.Memory, or the
+// metric's own name); false for a spec it cannot name.
+func CurveMetric(m autoscalingv2.MetricSpec) (string, bool) {
 	switch {
 	case m.Type == autoscalingv2.ResourceMetricSourceType && m.Resource != nil:
 		return resourceMetric(m.Resource.Name)
@@ -529,7 +530,7 @@ func (w *world) account(t, next, end time.Time, sum *Summary) {
 func (w *world) metricInfo() []MetricInfo {
 	out := make([]MetricInfo, len(w.hpa.Spec.Metrics))
 	for i, m := range w.hpa.Spec.Metrics {
-		name, _ := curveMetric(m)
+		name, _ := CurveMetric(m)
 		t := metricTarget(m)
 		out[i] = MetricInfo{Name: name, Type: m.Type, TargetType: t.Type}
 		switch {
@@ -602,7 +603,7 @@ func currentOf(s autoscalingv2.MetricStatus) float64 {
 // aboveTarget says whether the true demand per Ready pod exceeds any metric's target now.
 func (w *world) aboveTarget() bool {
 	for _, m := range w.hpa.Spec.Metrics {
-		name, _ := curveMetric(m)
+		name, _ := CurveMetric(m)
 		t := metricTarget(m)
 		var total float64
 		switch name {
