@@ -197,10 +197,12 @@ test-e2e: build e2e-image
 	e2e() { $(BIN)/e2e.test -test.v -test.parallel $(E2E_PARALLEL) -test.timeout $(E2E_TIMEOUT) "$$@"; } && \
 	if [ '$(E2E_RUN)' != . ]; then e2e -test.run '$(E2E_RUN)'; exit; fi && \
 	{ e2e -test.run '^($(E2E_SERIAL))$$' >$(BIN)/e2e-serial.log 2>&1 & } && serial=$$! && \
-	{ e2e -test.skip '^($(E2E_SERIAL))$$' && rc=0 || rc=$$?; } && \
+	{ e2e -test.skip '^($(E2E_SERIAL))$$' 2>&1 | tee $(BIN)/e2e-parallel.log; rc=$${PIPESTATUS[0]}; } && \
 	{ wait $$serial && src=0 || src=$$?; } && \
 	echo "=== the tests that restart a component, on their own cluster alongside the others (exit $$src):" && \
-	cat $(BIN)/e2e-serial.log && [ $$rc = 0 ] && [ $$src = 0 ]
+	cat $(BIN)/e2e-serial.log && \
+	if [ $$rc != 0 ] || [ $$src != 0 ]; then echo "=== what the failed tests said:"; \
+	  $(CURDIR)/hack/test-failures.sh $(BIN)/e2e-parallel.log $(BIN)/e2e-serial.log; exit 1; fi
 
 demo: build
 	@testbin=$$(hack/build-testbin.sh | tail -n1) && \

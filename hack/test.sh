@@ -185,7 +185,13 @@ if $e2e; then
     if ! wait_bg "$n" test-e2e after; then table; echo "make test: FAILED: background build $n"; exit 1; fi
   done
   row "test-e2e (alongside, started at ${waited}s)" "$secs" "$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")"
-  if [ "$rc" != 0 ]; then table; echo "make test: FAILED: test-e2e"; exit "$rc"; fi
+  if [ "$rc" != 0 ]; then
+    table
+    # Last, where a CI log's tail shows it: what the failed e2e tests said.
+    echo "make test: FAILED: test-e2e; what the failed tests said:"
+    hack/test-failures.sh bin/e2e-parallel.log bin/e2e-serial.log 2>/dev/null || true
+    exit "$rc"
+  fi
 fi
 table
 echo "make test: all suites passed"

@@ -20,17 +20,25 @@ import (
 
 // explainPredictsUpstreamHoldFromPrometheus continues TestRunLeavesHPAsOfTheUpstreamControllerAlone
 // on its HPA, which kube-controller-manager (syncing every 5s) has scaled to 6 pods at 280m in
-// total: with a 20s scale-down window, the load drops to 60m. As soon as metrics-server shows the
-// drop, explain --prometheus-url replays the window from the real Prometheus and predicts the
-// hold and when it ends, as a range; kube-controller-manager's own scale write (audit log) must
-// fall within that range, give or take one sync, with the count predicted (SuccessfulRescale).
-// Plain explain, at the same moment, says its history is reconstructed.
+// total: with a 50s scale-down window, the load drops to 60m. As soon as every pod's
+// metrics-server sample lies wholly after the drop, explain --prometheus-url replays the window
+// from the real Prometheus and predicts the hold and when it ends, as a range;
+// kube-controller-manager's own scale write (audit log) must fall within that range, give or take
+// one sync, with the count predicted (SuccessfulRescale). Plain explain, at the same moment, says
+// its history is reconstructed.
+//
+// Explaining only once the samples have settled is what makes the count checkable: explain
+// predicts it "if the metrics stay as they are now", and a sample whose window straddles the drop
+// is replaced by a lower one at the next scrape. The window is long enough that the hold still
+// runs then: its last 6 comes no earlier than a sync before the drop, and the settled sample at
+// most three scrapes after it (two, and one more when its second-precision timestamp hides that
+// its window began after the drop).
 func explainPredictsUpstreamHoldFromPrometheus(t *testing.T, ns string, prom *cluster.Prometheus, promUp time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	start := time.Now()
 	const sync = 5 * time.Second
-	window := int32(20)
+	window := int32(50)
 	hpas := shared.Client().AutoscalingV2().HorizontalPodAutoscalers(ns)
 	hpa, err := hpas.Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
@@ -51,7 +59,8 @@ func explainPredictsUpstreamHoldFromPrometheus(t *testing.T, ns string, prom *cl
 	shared.Load().Set(cluster.Workload{Namespace: ns, Selector: sel}, cluster.Load{CPUMilli: 60, MemoryBytes: 6 * 64 << 20})
 	dropped := time.Now()
 
-	// The first metrics-server sample that shows the drop (6 pods at 46m before, 10m after).
+	// Every pod's metrics-server sample measured wholly after the drop (6 pods at 46m before,
+	// 10m after).
 	mc, err := metricsclient.NewForConfig(shared.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -62,8 +71,10 @@ func explainPredictsUpstreamHoldFromPrometheus(t *testing.T, ns string, prom *cl
 			return err
 		}
 		for _, pm := range list.Items {
-			if pm.Timestamp.Time.Before(dropped) || pm.Containers[0].Usage.Cpu().MilliValue() > 40 {
-				return fmt.Errorf("pod %s at %dm (%s)", pm.Name, pm.Containers[0].Usage.Cpu().MilliValue(), pm.Timestamp.Format(time.RFC3339))
+			from := pm.Timestamp.Add(-pm.Window.Duration)
+			if from.Before(dropped) || pm.Containers[0].Usage.Cpu().MilliValue() > 15 {
+				return fmt.Errorf("pod %s at %dm over [%s, %s]", pm.Name, pm.Containers[0].Usage.Cpu().MilliValue(),
+					from.Format(time.StampMilli), pm.Timestamp.Format(time.StampMilli))
 			}
 		}
 		return nil
@@ -131,8 +142,9 @@ func explainPredictsUpstreamHoldFromPrometheus(t *testing.T, ns string, prom *cl
 		t.Errorf("kube-controller-manager's first rescale after the drop: %q, want %q", first, want)
 	}
 	// simulate takes its load from the same Prometheus: the last two minutes every 15s, cpu
-	// as rate() over 15s; Prometheus has run for about a minute of them, so the curve has its
-	// last three or four instants (at least two asserted: the start of the test moves it).
+	// as rate() over 15s; Prometheus has run for at least 110s of them (the window, two syncs
+	// and the hold since it started), so the curve has at least six of its instants (four
+	// asserted: a first scrape late under load costs one or two).
 	simOut, err := k.Run(ctx, "hpa", "simulate", "web", "-n", ns, "--from-prometheus", "--prometheus-url", prom.URL(), "--prometheus-insecure-http",
 		"--since", "2m", "--prometheus-rate-window", "15s", "-o", "json")
 	if err != nil {
@@ -148,8 +160,8 @@ func explainPredictsUpstreamHoldFromPrometheus(t *testing.T, ns string, prom *cl
 	if err := json.Unmarshal([]byte(simOut), &sim); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(sim.Load.Metrics) != "[cpu]" || sim.Load.Points < 2 {
-		t.Errorf("simulate --from-prometheus: load %+v, want cpu over at least 2 points", sim.Load)
+	if fmt.Sprint(sim.Load.Metrics) != "[cpu]" || sim.Load.Points < 4 {
+		t.Errorf("simulate --from-prometheus: load %+v, want cpu over at least 4 points", sim.Load)
 	}
 	t.Logf("simulate --from-prometheus: load %+v", sim.Load)
 	t.Logf("the Prometheus part took %s", time.Since(start).Round(time.Second))
