@@ -339,9 +339,12 @@ func ReplaySeries(in replicas.Input, rescales Rescales, series []MetricSeries, p
 }
 
 // syncPhaseRange narrows where the controller's syncs fall modulo p: each condition's
-// lastTransitionTime and status.lastScaleTime is the time of one of its syncs, written to
+// lastTransitionTime, status.lastScaleTime and the time of the last status write (the
+// managedFields entry of the status subresource) is the time of one of its syncs, written to
 // the second (truncated), so the latest of them puts the phase within one second. Without
-// one, any phase is possible.
+// one, any phase is possible. The latest matters: the syncs drift later by the time each
+// takes, and the status is written at most syncs (whenever a metric's value moved), where a
+// rescale or a condition's transition can lie many periods back.
 func syncPhaseRange(hpa *autoscalingv2.HorizontalPodAutoscaler, p time.Duration) (from, to time.Duration, anchor string, at time.Time) {
 	if lst := hpa.Status.LastScaleTime; lst != nil {
 		at, anchor = lst.Time, "status.lastScaleTime "+lst.UTC().Format(time.RFC3339)
@@ -349,6 +352,11 @@ func syncPhaseRange(hpa *autoscalingv2.HorizontalPodAutoscaler, p time.Duration)
 	for _, c := range hpa.Status.Conditions {
 		if c.LastTransitionTime.After(at) {
 			at, anchor = c.LastTransitionTime.Time, fmt.Sprintf("condition %s's lastTransitionTime %s", c.Type, c.LastTransitionTime.UTC().Format(time.RFC3339))
+		}
+	}
+	for _, e := range hpa.ManagedFields {
+		if e.Subresource == "status" && e.Time != nil && e.Time.After(at) {
+			at, anchor = e.Time.Time, fmt.Sprintf("the status write by %s at %s", e.Manager, e.Time.UTC().Format(time.RFC3339))
 		}
 	}
 	if at.IsZero() || p <= time.Second {

@@ -94,11 +94,12 @@ func (p *replayProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // replicas) until t0-25s and 10m after, so metrics-server's sample at t0-40s said 50m and
 // the one at t0-10s 30m: the controller's last recommendation of 6 was at its last sync
 // before t0-10s, and holds 6 for 60s after it.
-func replayFixture(t *testing.T, promURL string, status autoscalingv2.HorizontalPodAutoscalerStatus) (Readers, *autoscalingv2.HorizontalPodAutoscaler) {
+func replayFixture(t *testing.T, promURL string, status autoscalingv2.HorizontalPodAutoscalerStatus, managedFields []metav1.ManagedFieldsEntry) (Readers, *autoscalingv2.HorizontalPodAutoscaler) {
 	t.Helper()
 	hpa := newHPA("web", func(h *autoscalingv2.HorizontalPodAutoscaler) {
 		h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](60)}}
 		h.Status = status
+		h.ManagedFields = managedFields
 	})
 	var pods []*corev1.Pod
 	var names []string
@@ -126,6 +127,7 @@ func TestReplayFromPrometheusPredictsTheHoldAndItsEnd(t *testing.T) {
 	cases := []struct {
 		name             string
 		status           autoscalingv2.HorizontalPodAutoscalerStatus
+		managedFields    []metav1.ManagedFieldsEntry
 		wantFrom, wantTo time.Time
 		wantPhase        string
 	}{
@@ -146,6 +148,20 @@ func TestReplayFromPrometheusPredictsTheHoldAndItsEnd(t *testing.T) {
 			wantFrom: t0.Add(49 * time.Second), wantTo: t0.Add(50 * time.Second), wantPhase: "condition AbleToScale",
 		},
 		{
+			// The last status write (managedFields, phase 3s) is later still: the syncs
+			// since it are the fewest over which they can have drifted.
+			name: "phase narrowed by the last status write",
+			status: autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 6, DesiredReplicas: 6, LastScaleTime: &metav1.Time{Time: t0.Add(-10*time.Minute + 2*time.Second)},
+				Conditions: []autoscalingv2.HorizontalPodAutoscalerCondition{{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue, Reason: "ScaleDownStabilized",
+					LastTransitionTime: metav1.Time{Time: t0.Add(-5*time.Minute + 4*time.Second)}}}},
+			managedFields: []metav1.ManagedFieldsEntry{
+				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &metav1.Time{Time: t0.Add(-2*time.Minute + 3*time.Second)}},
+				// A spec write is no sync of the controller's.
+				{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: t0.Add(-time.Minute + 1*time.Second)}},
+			},
+			wantFrom: t0.Add(48 * time.Second), wantTo: t0.Add(49 * time.Second), wantPhase: "the status write by kube-controller-manager",
+		},
+		{
 			// No anchor: every phase of the 5s period, so the end is known to within a period.
 			name:     "phase unknown",
 			status:   autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 6, DesiredReplicas: 6},
@@ -157,7 +173,7 @@ func TestReplayFromPrometheusPredictsTheHoldAndItsEnd(t *testing.T) {
 			prom := &replayProm{pods: []string{"web-0", "web-1", "web-2", "web-3", "web-4", "web-5"}, gone: "web-abc12-xyz34", drop: t0.Add(-25 * time.Second)}
 			srv := httptest.NewServer(prom)
 			defer srv.Close()
-			src, _ := replayFixture(t, srv.URL, tc.status)
+			src, _ := replayFixture(t, srv.URL, tc.status, tc.managedFields)
 			ev, err := Evaluate(context.Background(), src, ns, "web", EvalOptions{Now: now, Config: replicas.DefaultConfig(), WithoutHistory: true})
 			if err != nil {
 				t.Fatal(err)
@@ -198,7 +214,7 @@ func TestReplayUnavailableFallsBackToTheReconstruction(t *testing.T) {
 		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	src, _ := replayFixture(t, srv.URL, autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 6, DesiredReplicas: 6})
+	src, _ := replayFixture(t, srv.URL, autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 6, DesiredReplicas: 6}, nil)
 	ev, err := Evaluate(context.Background(), src, ns, "web", EvalOptions{Now: t0, Config: replicas.DefaultConfig()})
 	if err != nil {
 		t.Fatal(err)

@@ -1,3 +1,8 @@
+//go:build unix
+
+// The stop tests send real signals to real processes (process groups, syscall.Kill), which
+// only Unix has; on Windows the command stops through os.Interrupt alone.
+
 package main
 
 import (
