@@ -7,7 +7,7 @@
 #  - the README's Layout table lists every package of the main module, no other, and for each
 #    exactly its imports of this module (tests' imports aside), and those imports point
 #    cmd -> plugin -> controller -> metrics (test/ packages may import anything; product code
-#    never imports test/).
+#    never imports test/ nor the tests' builders, internal/testbuild).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=github.com/kubectl-hpa/kubectl-hpa
@@ -42,7 +42,8 @@ while read -r pkg imps; do
 done < <(go list -tags "$tags" -f '{{.ImportPath}} {{join .Imports " "}}' ./...)
 
 cell() { if [ $# = 0 ]; then echo '—'; else printf '`%s` ' "$@" | sed 's/ $//'; fi; }
-# rank: cmd 4 > plugin 3 > controller 2 > metrics 1; test/ packages 0 (outside the layering).
+# rank: cmd 4 > plugin 3 > controller 2 > metrics 1; test/ and internal/testbuild packages 0
+# (outside the layering: tests only).
 rank() { case "$1" in cmd|cmd/*) echo 4;; plugin|plugin/*) echo 3;; controller|controller/*) echo 2;; metrics|metrics/*) echo 1;; *) echo 0;; esac; }
 for pkg in $(printf '%s\n' "${!real[@]}" | LC_ALL=C sort); do
   if [ -z "${doc[$pkg]+set}" ]; then
@@ -57,7 +58,7 @@ for pkg in $(printf '%s\n' "${!real[@]}" | LC_ALL=C sort); do
   for imp in ${real[$pkg]}; do
     ri=$(rank "$imp")
     if [ "$ri" = 0 ]; then
-      fail "$pkg imports $imp: product code never imports test/ packages"
+      fail "$pkg imports $imp: product code never imports test/ packages nor internal/testbuild (tests only)"
     elif [ "$ri" -gt "$rp" ]; then
       fail "$pkg imports $imp: imports point cmd -> plugin -> controller -> metrics; pass what $pkg needs from $imp in from above instead"
     fi

@@ -9,6 +9,8 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 func TestBadInputFailsTheMetricLikeUpstream(t *testing.T) {
@@ -25,7 +27,7 @@ func TestBadInputFailsTheMetricLikeUpstream(t *testing.T) {
 		}
 		return autoscalingv2.MetricSpec{Type: typ}
 	}
-	badSelector := objectValue("qps", 1000)
+	badSelector := testbuild.ObjectValue(testDeployment, "qps", 1000)
 	badSelector.Object.Metric.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Bogus"}}}
 	withoutRequests := []*corev1.Pod{pod(podName(0)), pod(podName(1))}
 	cases := []struct {
@@ -50,15 +52,15 @@ func TestBadInputFailsTheMetricLikeUpstream(t *testing.T) {
 			wantMessage: "the HPA was unable to compute the replica count: invalid resource metric source: the resource member is not set"},
 		{name: "unparsable metric selector", spec: badSelector, wantReason: "FailedGetObjectMetric",
 			wantMessage: `the HPA was unable to compute the replica count: "Bogus" is not a valid label selector operator`},
-		{name: "pod without a request for a utilization target", spec: cpuUtil(50), pods: withoutRequests, data: hzCPU(100, 100), wantReason: "FailedGetResourceMetric",
+		{name: "pod without a request for a utilization target", spec: testbuild.CPUUtilization(50), pods: withoutRequests, data: hzCPU(100, 100), wantReason: "FailedGetResourceMetric",
 			wantMessage: "the HPA was unable to compute the replica count: failed to get cpu utilization: missing request for cpu in container container1 of Pod test-pod-0"},
-		{name: "utilization target of zero", spec: cpuUtil(0), wantReason: "FailedGetResourceMetric",
+		{name: "utilization target of zero", spec: testbuild.CPUUtilization(0), wantReason: "FailedGetResourceMetric",
 			wantMessage: "the HPA was unable to compute the replica count: invalid resource metric source: the average utilization target must be positive, got 0%"},
-		{name: "pods target of zero", spec: podsAvg("qps", 0), wantReason: "FailedGetPodsMetric",
+		{name: "pods target of zero", spec: testbuild.PodsAverage("qps", 0), wantReason: "FailedGetPodsMetric",
 			wantMessage: "the HPA was unable to compute the replica count: invalid pods metric source: the average value target must be positive, got 0"},
-		{name: "object value target of zero", spec: objectValue("qps", 0), wantReason: "FailedGetObjectMetric",
+		{name: "object value target of zero", spec: testbuild.ObjectValue(testDeployment, "qps", 0), wantReason: "FailedGetObjectMetric",
 			wantMessage: "the HPA was unable to compute the replica count: invalid object metric source: the value target must be positive, got 0"},
-		{name: "external average target of zero", spec: externalAvg("qps", 0), wantReason: "FailedGetExternalMetric",
+		{name: "external average target of zero", spec: testbuild.ExternalAverage("qps", testExternalSelector, 0), wantReason: "FailedGetExternalMetric",
 			wantMessage: "the HPA was unable to compute the replica count: invalid external metric source: the average value target must be positive, got 0"},
 	}
 	for _, tc := range cases {
@@ -72,7 +74,7 @@ func TestBadInputFailsTheMetricLikeUpstream(t *testing.T) {
 				data = hzCPU(100, 100)
 				data.Value, data.Values = 100, []int64{100}
 			}
-			in := input(hpa(withMetrics(tc.spec)), 2, withPods(pods...), withData(data))
+			in := input(hpa(testbuild.Metrics(tc.spec)), 2, withPods(pods...), withData(data))
 			d := Decide(in)
 			if d.Phase != PhaseMetricsFailed {
 				t.Fatalf("phase = %s, want %s", d.Phase, PhaseMetricsFailed)
@@ -96,9 +98,9 @@ func TestBadInputFailsTheMetricLikeUpstream(t *testing.T) {
 
 func TestDecideAndApplyNeverMutateInputs(t *testing.T) {
 	b := &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: rules(1, 60, 0, 0, 60)}
-	h := hpa(withMin(1), withMax(10), withBehavior(b), withMetrics(cpuUtil(50), podsAvg("qps", 1000)),
-		withConditions(autoscalingv2.HorizontalPodAutoscalerCondition{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue, Reason: "SucceededRescale"}))
-	pods := hzPods(4, 1000, map[int][]podOpt{1: {withReady(corev1.ConditionFalse)}})
+	h := hpa(testbuild.Min(1), testbuild.Max(10), testbuild.Behavior(b), testbuild.Metrics(testbuild.CPUUtilization(50), testbuild.PodsAverage("qps", 1000)),
+		testbuild.Conditions(autoscalingv2.HorizontalPodAutoscalerCondition{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue, Reason: "SucceededRescale"}))
+	pods := hzPods(4, 1000, map[int][]testbuild.PodOption{1: {testbuild.Ready(corev1.ConditionFalse)}})
 	hist := History{
 		Recommendations: recsAgo(3, 10*time.Minute, 5, 30*time.Second),
 		ScaleDownEvents: []ScaleEvent{{ReplicaChange: 1, Timestamp: testNow.Add(-2 * time.Minute)}},
@@ -149,28 +151,28 @@ func TestWorkedExamplesFromTheSpec(t *testing.T) {
 		want              int32
 	}{
 		{name: "1 resource utilization scale up", fixture: calcFixture{current: 3, requests: sameRequests(3, "1.0"), levels: perContainer(300, 500, 700)},
-			spec: cpuUtil(30), ratio: 50.0 / 30, rebalanced: 50.0 / 30, want: 5},
+			spec: testbuild.CPUUtilization(30), ratio: 50.0 / 30, rebalanced: 50.0 / 30, want: 5},
 		{name: "2 unready pod on scale-up", fixture: calcFixture{current: 3, readiness: []corev1.ConditionStatus{F, T, T}, requests: sameRequests(3, "1.0"), levels: perContainer(300, 500, 700)},
-			spec: cpuUtil(30), ratio: 2.0, rebalanced: 40.0 / 30, want: 4},
+			spec: testbuild.CPUUtilization(30), ratio: 2.0, rebalanced: 40.0 / 30, want: 4},
 		{name: "3 rebalancing flips direction", fixture: calcFixture{current: 3, readiness: []corev1.ConditionStatus{T, F, F}, requests: sameRequests(3, "1.0"), levels: perContainer(400, 500, 700)},
-			spec: cpuUtil(30), ratio: 40.0 / 30, rebalanced: 13.0 / 30, want: 3},
+			spec: testbuild.CPUUtilization(30), ratio: 40.0 / 30, rebalanced: 13.0 / 30, want: 3},
 		{name: "4 resource scale down", fixture: calcFixture{current: 5, requests: sameRequests(5, "1.0"), levels: perContainer(100, 300, 500, 250, 250)},
-			spec: cpuUtil(50), ratio: 0.56, rebalanced: 0.56, want: 3},
+			spec: testbuild.CPUUtilization(50), ratio: 0.56, rebalanced: 0.56, want: 3},
 		{name: "5 missing metrics on scale-down", fixture: calcFixture{current: 4, requests: sameRequests(4, "1.0"), levels: perContainer(400, 95)},
-			spec: cpuUtil(100), ratio: 0.24, rebalanced: 0.62, want: 3},
+			spec: testbuild.CPUUtilization(100), ratio: 0.24, rebalanced: 0.62, want: 3},
 		{name: "6 target above 100% with a missing pod", fixture: calcFixture{current: 4, readiness: []corev1.ConditionStatus{F, T, T, T},
-			requests: []string{"1.0", "1.0", "2.0", "2.0"}, levels: perContainer(200, 100, 100)}, spec: cpuUtil(300), ratio: 6.0 / 300, rebalanced: 124.0 / 300, want: 2},
+			requests: []string{"1.0", "1.0", "2.0", "2.0"}, levels: perContainer(200, 100, 100)}, spec: testbuild.CPUUtilization(300), ratio: 6.0 / 300, rebalanced: 124.0 / 300, want: 2},
 		{name: "7 superfluous metrics", fixture: calcFixture{current: 4, requests: sameRequests(4, "1.0"), levels: perContainer(4000, 9500, 3000, 7000, 3200, 2000)},
-			spec: cpuUtil(100), ratio: 5.87, rebalanced: 5.87, want: 24},
+			spec: testbuild.CPUUtilization(100), ratio: 5.87, rebalanced: 5.87, want: 24},
 		{name: "9 pods metric ignores readiness", fixture: calcFixture{current: 3, readiness: []corev1.ConditionStatus{F, T, F}, start: []timeT{hot(), cool(), hot()}, values: []int64{50000, 15000, 30000}},
-			spec: podsAvg("qps", 15000), data: calcFixture.customData, ratio: 31666.0 / 15000, rebalanced: 31666.0 / 15000, want: 7},
+			spec: testbuild.PodsAverage("qps", 15000), data: calcFixture.customData, ratio: 31666.0 / 15000, rebalanced: 31666.0 / 15000, want: 7},
 		{name: "10 rolling update, missing pod on scale-down", fixture: calcFixture{current: 2, phase: []corev1.PodPhase{corev1.PodRunning, corev1.PodRunning, corev1.PodRunning}, values: []int64{10000, 10000}},
-			spec: podsAvg("qps", 17000), data: calcFixture.customData, ratio: 10000.0 / 17000, rebalanced: 12333.0 / 17000, want: 2},
-		{name: "11 object value", fixture: calcFixture{current: 3, readiness: []corev1.ConditionStatus{F, T, F}}, spec: objectValue("qps", 10000),
+			spec: testbuild.PodsAverage("qps", 17000), data: calcFixture.customData, ratio: 10000.0 / 17000, rebalanced: 12333.0 / 17000, want: 2},
+		{name: "11 object value", fixture: calcFixture{current: 3, readiness: []corev1.ConditionStatus{F, T, F}}, spec: testbuild.ObjectValue(testDeployment, "qps", 10000),
 			data: func(calcFixture) MetricData { return objValue(50000) }, ratio: 5, rebalanced: 5, want: 5},
-		{name: "12 object per pod", fixture: calcFixture{current: 4}, spec: objectAvg("qps", 5000), data: func(calcFixture) MetricData { return objValue(20208) },
+		{name: "12 object per pod", fixture: calcFixture{current: 4}, spec: testbuild.ObjectAverage(testDeployment, "qps", 5000), data: func(calcFixture) MetricData { return objValue(20208) },
 			ratio: 20208.0 / 20000, rebalanced: 20208.0 / 20000, want: 5},
-		{name: "13 external per pod", fixture: calcFixture{current: 5}, spec: externalAvg("qps", 2867), data: func(calcFixture) MetricData { return values(8600) },
+		{name: "13 external per pod", fixture: calcFixture{current: 5}, spec: testbuild.ExternalAverage("qps", testExternalSelector, 2867), data: func(calcFixture) MetricData { return values(8600) },
 			ratio: 8600.0 / (2867 * 5), rebalanced: 8600.0 / (2867 * 5), want: 3},
 	}
 	for _, tc := range cases {
@@ -179,9 +181,9 @@ func TestWorkedExamplesFromTheSpec(t *testing.T) {
 			if tc.data != nil {
 				data = tc.data(tc.fixture)
 			}
-			opts := []hpaOpt{withMax(1000), withMetrics(tc.spec)}
+			opts := []testbuild.HPAOption{testbuild.Max(1000), testbuild.Metrics(tc.spec)}
 			if tc.name[:2] == "12" {
-				opts = append(opts, withTolerances(testTolerance, 0.01))
+				opts = append(opts, testbuild.Tolerances(testTolerance, 0.01))
 			}
 			in := input(hpa(opts...), tc.fixture.current, withPods(tc.fixture.pods()...), withData(data))
 			d := Decide(in)
@@ -194,21 +196,21 @@ func TestWorkedExamplesFromTheSpec(t *testing.T) {
 }
 
 func TestNeedsMetricsFollowsThePreMetricBranches(t *testing.T) {
-	obj := objectValue("qps", 1000)
+	obj := testbuild.ObjectValue(testDeployment, "qps", 1000)
 	cases := []struct {
 		name string
 		in   Input
 		want bool
 	}{
-		{"in range", input(hpa(withMin(1), withMax(5)), 3), true},
+		{"in range", input(hpa(testbuild.Min(1), testbuild.Max(5)), 3), true},
 		{"scale error", func() Input { in := input(hpa(), 3); in.ScaleErr = errTest; in.Scale = nil; return in }(), false},
-		{"above max", input(hpa(withMin(1), withMax(5)), 6), false},
-		{"below min", input(hpa(withMin(2), withMax(5)), 1), false},
-		{"zero replicas", input(hpa(withMin(1), withMax(5)), 0), false},
-		{"zero after scaling to zero with an object metric", input(hpa(withMin(0), withMetrics(obj), withConditions(scaledToZeroTrue())), 0), true},
-		{"zero after scaling to zero with min raised", input(hpa(withMin(2), withMetrics(cpuUtil(50)), withConditions(scaledToZeroTrue())), 0), true},
+		{"above max", input(hpa(testbuild.Min(1), testbuild.Max(5)), 6), false},
+		{"below min", input(hpa(testbuild.Min(2), testbuild.Max(5)), 1), false},
+		{"zero replicas", input(hpa(testbuild.Min(1), testbuild.Max(5)), 0), false},
+		{"zero after scaling to zero with an object metric", input(hpa(testbuild.Min(0), testbuild.Metrics(obj), testbuild.Conditions(testbuild.ScaledToZero())), 0), true},
+		{"zero after scaling to zero with min raised", input(hpa(testbuild.Min(2), testbuild.Metrics(testbuild.CPUUtilization(50)), testbuild.Conditions(testbuild.ScaledToZero())), 0), true},
 		{"zero after scaling to zero, gate off", func() Input {
-			in := input(hpa(withMin(0), withMetrics(obj), withConditions(scaledToZeroTrue())), 0)
+			in := input(hpa(testbuild.Min(0), testbuild.Metrics(obj), testbuild.Conditions(testbuild.ScaledToZero())), 0)
 			in.Config.ScaleToZero = false
 			return in
 		}(), false},
@@ -233,7 +235,7 @@ type errorString string
 func (e errorString) Error() string { return string(e) }
 
 func TestTraceTellsTheStory(t *testing.T) {
-	in := input(hpa(withMax(10), withMetrics(cpuUtil(30))), 3, withPods(hzPods(3, 2000, nil)...), withData(hzCPU(1000, 1000, 1000)))
+	in := input(hpa(testbuild.Max(10), testbuild.Metrics(testbuild.CPUUtilization(30))), 3, withPods(hzPods(3, 2000, nil)...), withData(hzCPU(1000, 1000, 1000)))
 	d := Decide(in)
 	want := "cpu resource utilization (percentage of request): 3 ready pods use 3 of 6 requested = 50% of request vs target 30% -> ratio 1.667"
 	found := false

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas/benchload"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 // BenchmarkDecide turns benchload's workload into an Input as the controller would (a pod
@@ -19,7 +20,7 @@ func BenchmarkDecide(b *testing.B) {
 	for _, n := range []int{10, 100, 1000, 10000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			w := benchload.New(n, testNow)
-			h := hpa(withMax(int32(4*n)), withMetrics(cpuUtil(benchload.TargetUtilization)))
+			h := hpa(testbuild.Max(int32(4*n)), testbuild.Metrics(testbuild.CPUUtilization(benchload.TargetUtilization)))
 			cfg := DefaultConfig()
 			scale := &Scale{SpecReplicas: int32(n), StatusReplicas: int32(n), Selector: benchload.Selector}
 			b.ReportAllocs()

@@ -6,6 +6,8 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 // metricCalcCase restates one Pods/Object/External calculator case: the spec, the fetched data,
@@ -22,9 +24,9 @@ type metricCalcCase struct {
 
 func runMetricCalc(t *testing.T, tc metricCalcCase) {
 	t.Helper()
-	opts := []hpaOpt{withMax(math.MaxInt32), withMetrics(tc.spec)}
+	opts := []testbuild.HPAOption{testbuild.Max(math.MaxInt32), testbuild.Metrics(tc.spec)}
 	if tc.up != nil {
-		opts = append(opts, withTolerances(testTolerance, *tc.up))
+		opts = append(opts, testbuild.Tolerances(testTolerance, *tc.up))
 	}
 	in := input(hpa(opts...), tc.fixture.current, withPods(tc.fixture.pods()...), withData(tc.data))
 	d := Decide(in)
@@ -66,7 +68,7 @@ func podValues(v ...int64) MetricData { return samples(v...) }
 func TestPodsMetricMatchesUpstreamCalculator(t *testing.T) {
 	T, F := corev1.ConditionTrue, corev1.ConditionFalse
 	run := corev1.PodRunning
-	qps := func(target int64) autoscalingv2.MetricSpec { return podsAvg("qps", target) }
+	qps := func(target int64) autoscalingv2.MetricSpec { return testbuild.PodsAverage("qps", target) }
 	cases := []metricCalcCase{
 		// replica_calculator_test.go:969 TestReplicaCalcPodMetric "scale up"
 		{name: "scale up", fixture: calcFixture{current: 3}, spec: qps(15000), data: podValues(20000, 10000, 30000), want: 4, wantUsage: 20000},
@@ -98,28 +100,28 @@ func TestObjectMetricMatchesUpstreamCalculator(t *testing.T) {
 	T, F := corev1.ConditionTrue, corev1.ConditionFalse
 	cases := []metricCalcCase{
 		// replica_calculator_test.go:1082 TestReplicaCalcObjectMetric "scale up"
-		{name: "value: scale up", fixture: calcFixture{current: 3}, spec: objectValue("qps", 15000), data: objValue(20000), want: 4, wantUsage: 20000},
+		{name: "value: scale up", fixture: calcFixture{current: 3}, spec: testbuild.ObjectValue(testDeployment, "qps", 15000), data: objValue(20000), want: 4, wantUsage: 20000},
 		// :1092 "scale up: very large metric saturates replicas to MaxInt32"
-		{name: "value: very large metric saturates to MaxInt32", fixture: calcFixture{current: 3}, spec: objectValue("qps", 1),
+		{name: "value: very large metric saturates to MaxInt32", fixture: calcFixture{current: 3}, spec: testbuild.ObjectValue(testDeployment, "qps", 1),
 			data: objValue(math.MaxInt64), want: math.MaxInt32, wantUsage: math.MaxInt64},
 		// :1102 "scale up: ignores unready pods"
 		{name: "value: ignores unready pods", fixture: calcFixture{current: 3, readiness: []corev1.ConditionStatus{F, T, F}},
-			spec: objectValue("qps", 10000), data: objValue(50000), want: 5, wantUsage: 50000},
+			spec: testbuild.ObjectValue(testDeployment, "qps", 10000), data: objValue(50000), want: 5, wantUsage: 50000},
 		// :1113 "scale down"
-		{name: "value: scale down", fixture: calcFixture{current: 5}, spec: objectValue("qps", 20000), data: objValue(12000), want: 3, wantUsage: 12000},
+		{name: "value: scale down", fixture: calcFixture{current: 5}, spec: testbuild.ObjectValue(testDeployment, "qps", 20000), data: objValue(12000), want: 3, wantUsage: 12000},
 		// :1123 "within default tolerance"
-		{name: "value: within default tolerance", fixture: calcFixture{current: 3}, spec: objectValue("qps", 20000), data: objValue(20666), want: 3, wantUsage: 20666},
+		{name: "value: within default tolerance", fixture: calcFixture{current: 3}, spec: testbuild.ObjectValue(testDeployment, "qps", 20000), data: objValue(20666), want: 3, wantUsage: 20666},
 		// :1133 "outside configurable 1% tolerance"
-		{name: "value: outside configurable 1% tolerance", up: f64(0.01), fixture: calcFixture{current: 3}, spec: objectValue("qps", 20000),
+		{name: "value: outside configurable 1% tolerance", up: f64(0.01), fixture: calcFixture{current: 3}, spec: testbuild.ObjectValue(testDeployment, "qps", 20000),
 			data: objValue(20666), want: 4, wantUsage: 20666},
 		// :1171 TestReplicaCalcObjectPerPodMetric "scale up"
-		{name: "average value: scale up", fixture: calcFixture{current: 3}, spec: objectAvg("qps", 5000), data: objValue(20000), want: 4, wantUsage: 6667},
+		{name: "average value: scale up", fixture: calcFixture{current: 3}, spec: testbuild.ObjectAverage(testDeployment, "qps", 5000), data: objValue(20000), want: 4, wantUsage: 6667},
 		// :1181 "scale down"
-		{name: "average value: scale down", fixture: calcFixture{current: 5}, spec: objectAvg("qps", 2000), data: objValue(6000), want: 3, wantUsage: 1200},
+		{name: "average value: scale down", fixture: calcFixture{current: 5}, spec: testbuild.ObjectAverage(testDeployment, "qps", 2000), data: objValue(6000), want: 3, wantUsage: 1200},
 		// :1191 "within default tolerance"
-		{name: "average value: within default tolerance", fixture: calcFixture{current: 4}, spec: objectAvg("qps", 5000), data: objValue(20166), want: 4, wantUsage: 5042},
+		{name: "average value: within default tolerance", fixture: calcFixture{current: 4}, spec: testbuild.ObjectAverage(testDeployment, "qps", 5000), data: objValue(20166), want: 4, wantUsage: 5042},
 		// :1201 "outside configurable 1% tolerance"
-		{name: "average value: outside configurable 1% tolerance", up: f64(0.01), fixture: calcFixture{current: 4}, spec: objectAvg("qps", 5000),
+		{name: "average value: outside configurable 1% tolerance", up: f64(0.01), fixture: calcFixture{current: 4}, spec: testbuild.ObjectAverage(testDeployment, "qps", 5000),
 			data: objValue(20208), want: 5, wantUsage: 5052},
 	}
 	for _, tc := range cases {
@@ -132,31 +134,31 @@ func TestExternalMetricMatchesUpstreamCalculator(t *testing.T) {
 	cases := []metricCalcCase{
 		// replica_calculator_test.go:1239 TestReplicaCalcExternalMetric "scale down: ignores unready pods (would otherwise scale up)"
 		{name: "value: ignores unready pods", fixture: calcFixture{current: 3, readiness: []corev1.ConditionStatus{F, T, F}},
-			spec: externalValue("qps", 4400), data: values(8600), want: 2, wantUsage: 8600},
+			spec: testbuild.ExternalValue("qps", testExternalSelector, 4400), data: values(8600), want: 2, wantUsage: 8600},
 		// :1250 "scale down"
-		{name: "value: scale down", fixture: calcFixture{current: 5}, spec: externalValue("qps", 14334), data: values(8600), want: 3, wantUsage: 8600},
+		{name: "value: scale down", fixture: calcFixture{current: 5}, spec: testbuild.ExternalValue("qps", testExternalSelector, 14334), data: values(8600), want: 3, wantUsage: 8600},
 		// :1260 "within default tolerance"
-		{name: "value: within default tolerance", fixture: calcFixture{current: 3}, spec: externalValue("qps", 8888), data: values(8600), want: 3, wantUsage: 8600},
+		{name: "value: within default tolerance", fixture: calcFixture{current: 3}, spec: testbuild.ExternalValue("qps", testExternalSelector, 8888), data: values(8600), want: 3, wantUsage: 8600},
 		// :1270 "outside configurable 1% tolerance"
-		{name: "value: outside configurable 1% tolerance", up: f64(0.01), fixture: calcFixture{current: 3}, spec: externalValue("qps", 8800),
+		{name: "value: outside configurable 1% tolerance", up: f64(0.01), fixture: calcFixture{current: 3}, spec: testbuild.ExternalValue("qps", testExternalSelector, 8800),
 			data: values(8900), want: 4, wantUsage: 8900},
 		// :1281 "usage overflow caps at MaxInt64"
-		{name: "value: usage overflow caps at MaxInt64", fixture: calcFixture{current: 3}, spec: externalValue("qps", math.MaxInt64),
+		{name: "value: usage overflow caps at MaxInt64", fixture: calcFixture{current: 3}, spec: testbuild.ExternalValue("qps", testExternalSelector, math.MaxInt64),
 			data: values(math.MaxInt64/2+1, math.MaxInt64/2+1), want: 3, wantUsage: math.MaxInt64},
 		// :880 TestReplicaCalcExternalPerPodMetric "replica count overflow saturates to MaxInt32"
-		{name: "average value: replica count overflow saturates to MaxInt32", fixture: calcFixture{current: 1}, spec: externalAvg("qps", 1),
+		{name: "average value: replica count overflow saturates to MaxInt32", fixture: calcFixture{current: 1}, spec: testbuild.ExternalAverage("qps", testExternalSelector, 1),
 			data: values(math.MaxInt64), want: math.MaxInt32, wantUsage: math.MaxInt64},
 		// :891 "usage overflow with huge target leaves replicas unchanged"
 		{name: "average value: usage overflow with huge target leaves replicas unchanged", fixture: calcFixture{current: 1},
-			spec: externalAvg("qps", math.MaxInt64), data: values(math.MaxInt64), want: 1, wantUsage: math.MaxInt64},
+			spec: testbuild.ExternalAverage("qps", testExternalSelector, math.MaxInt64), data: values(math.MaxInt64), want: 1, wantUsage: math.MaxInt64},
 		// :902 "scale up"
-		{name: "average value: scale up", fixture: calcFixture{current: 3}, spec: externalAvg("qps", 2150), data: values(8600), want: 4, wantUsage: 2867},
+		{name: "average value: scale up", fixture: calcFixture{current: 3}, spec: testbuild.ExternalAverage("qps", testExternalSelector, 2150), data: values(8600), want: 4, wantUsage: 2867},
 		// :912 "scale down"
-		{name: "average value: scale down", fixture: calcFixture{current: 5}, spec: externalAvg("qps", 2867), data: values(8600), want: 3, wantUsage: 1720},
+		{name: "average value: scale down", fixture: calcFixture{current: 5}, spec: testbuild.ExternalAverage("qps", testExternalSelector, 2867), data: values(8600), want: 3, wantUsage: 1720},
 		// :922 "within default tolerance"
-		{name: "average value: within default tolerance", fixture: calcFixture{current: 3}, spec: externalAvg("qps", 2900), data: values(8600), want: 3, wantUsage: 2867},
+		{name: "average value: within default tolerance", fixture: calcFixture{current: 3}, spec: testbuild.ExternalAverage("qps", testExternalSelector, 2900), data: values(8600), want: 3, wantUsage: 2867},
 		// :932 "outside configurable 1% tolerance"
-		{name: "average value: outside configurable 1% tolerance", up: f64(0.01), fixture: calcFixture{current: 3}, spec: externalAvg("qps", 2800),
+		{name: "average value: outside configurable 1% tolerance", up: f64(0.01), fixture: calcFixture{current: 3}, spec: testbuild.ExternalAverage("qps", testExternalSelector, 2800),
 			data: values(8600), want: 4, wantUsage: 2867},
 	}
 	for _, tc := range cases {

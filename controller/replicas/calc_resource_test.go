@@ -7,6 +7,8 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 // resourceCalcCase restates one GetResourceReplicas case of replica_calculator_test.go.
@@ -25,13 +27,13 @@ func f64(v float64) *float64 { return &v }
 
 func runResourceCalc(t *testing.T, tc resourceCalcCase) {
 	t.Helper()
-	spec := cpuUtil(tc.target)
+	spec := testbuild.CPUUtilization(tc.target)
 	if tc.fixture.container != "" {
-		spec = containerUtil(corev1.ResourceCPU, tc.fixture.container, tc.target)
+		spec = testbuild.ContainerUtilization(corev1.ResourceCPU, tc.fixture.container, tc.target)
 	}
-	opts := []hpaOpt{withMax(1000), withMetrics(spec)}
+	opts := []testbuild.HPAOption{testbuild.Max(1000), testbuild.Metrics(spec)}
 	if tc.down != nil {
-		opts = append(opts, withTolerances(*tc.down, *tc.up))
+		opts = append(opts, testbuild.Tolerances(*tc.down, *tc.up))
 	}
 	in := input(hpa(opts...), tc.fixture.current, withPods(tc.fixture.pods()...), withData(tc.fixture.resourceData()))
 	d := Decide(in)

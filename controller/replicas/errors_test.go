@@ -6,6 +6,8 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 // TestErrorKindsAreFoundWithErrorsAs: callers branch on a decision's error with errors.As, never
@@ -16,7 +18,7 @@ func TestErrorKindsAreFoundWithErrorsAs(t *testing.T) {
 	badVersion.Scale, badVersion.ScaleErr = nil, &ScaleError{Stage: ScaleErrorAPIVersion, Err: errTest}
 	getFailed := input(hpa(), 3)
 	getFailed.Scale, getFailed.ScaleErr = nil, errTest
-	noRequest := input(hpa(withMetrics(cpuUtil(50))), 2)
+	noRequest := input(hpa(testbuild.Metrics(testbuild.CPUUtilization(50))), 2)
 	noRequest.Pods = []*corev1.Pod{pod(podName(0)), pod(podName(1))}
 	noRequest.Metrics = []MetricData{hzCPU(100, 100)}
 	tests := []struct {
@@ -24,7 +26,7 @@ func TestErrorKindsAreFoundWithErrorsAs(t *testing.T) {
 		in                    Input
 		wantSpec, wantRequest bool
 	}{
-		{"unknown metric type", input(hpa(withMetrics(autoscalingv2.MetricSpec{Type: "CheddarCheese"})), 3), true, false},
+		{"unknown metric type", input(hpa(testbuild.Metrics(autoscalingv2.MetricSpec{Type: "CheddarCheese"})), 3), true, false},
 		{"scaleTargetRef apiVersion does not parse", badVersion, true, false},
 		{"scale GET failed", getFailed, false, false},
 		{"pod without a request", noRequest, false, true},
@@ -52,13 +54,13 @@ func TestErrorKindsAreFoundWithErrorsAs(t *testing.T) {
 // TestPodMetricFailuresAreSentinels: the pod-based failures upstream reports by text are found
 // with errors.Is in the decision's error.
 func TestPodMetricFailuresAreSentinels(t *testing.T) {
-	noPods := input(hpa(withMetrics(cpuUtil(50))), 2)
+	noPods := input(hpa(testbuild.Metrics(testbuild.CPUUtilization(50))), 2)
 	noPods.Pods = nil
 	noPods.Metrics = []MetricData{hzCPU(100)}
-	noSamples := input(hpa(withMetrics(cpuUtil(50))), 2)
+	noSamples := input(hpa(testbuild.Metrics(testbuild.CPUUtilization(50))), 2)
 	noSamples.Pods = []*corev1.Pod{pod(podName(0)), pod(podName(1))}
 	noSamples.Metrics = []MetricData{{PodSamples: map[string]Sample{}}}
-	objectNoPods := input(hpa(withMetrics(objectValue("qps", 1000))), 2)
+	objectNoPods := input(hpa(testbuild.Metrics(testbuild.ObjectValue(testDeployment, "qps", 1000))), 2)
 	objectNoPods.Pods = nil
 	objectNoPods.Metrics = []MetricData{{Value: 5000}}
 	tests := []struct {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 // timeT shortens fixture tables.
@@ -59,21 +59,21 @@ func (f calcFixture) pods() []*corev1.Pod {
 	}
 	out := make([]*corev1.Pod, 0, n)
 	for i := 0; i < n; i++ {
-		var opts []podOpt
+		var opts []testbuild.PodOption
 		if i < len(f.readiness) {
-			opts = append(opts, withReady(f.readiness[i]))
+			opts = append(opts, testbuild.Ready(f.readiness[i]))
 		}
 		if i < len(f.start) {
-			opts = append(opts, withStart(f.start[i]))
+			opts = append(opts, testbuild.StartedAt(f.start[i]))
 		}
 		if i < len(f.phase) {
-			opts = append(opts, withPhase(f.phase[i]))
+			opts = append(opts, testbuild.Phase(f.phase[i]))
 		}
 		if i < len(f.deleted) && f.deleted[i] {
-			opts = append(opts, withDeletion())
+			opts = append(opts, testbuild.DeletedAt(testNow))
 		}
 		if i < len(f.requests) {
-			opts = append(opts, withCPURequest(f.requests[i]))
+			opts = append(opts, testbuild.CPURequest(f.requests[i]))
 		}
 		out = append(out, pod(podName(i), opts...))
 	}
@@ -117,25 +117,6 @@ func (f calcFixture) customData() MetricData {
 
 func hasError(err error, want string) bool {
 	return err != nil && strings.Contains(err.Error(), want)
-}
-
-// withTolerances sets per-direction tolerances through behavior (scaleUp/scaleDown.tolerance),
-// the way upstream's calculator tests pass Tolerances{down, up}.
-func withTolerances(down, up float64) hpaOpt {
-	return func(h *autoscalingv2.HorizontalPodAutoscaler) {
-		if h.Spec.Behavior == nil {
-			h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{}
-		}
-		b := h.Spec.Behavior
-		if b.ScaleUp == nil {
-			b.ScaleUp = &autoscalingv2.HPAScalingRules{}
-		}
-		if b.ScaleDown == nil {
-			b.ScaleDown = &autoscalingv2.HPAScalingRules{}
-		}
-		b.ScaleUp.Tolerance = ptr(resource.MustParse(fmt.Sprint(up)))
-		b.ScaleDown.Tolerance = ptr(resource.MustParse(fmt.Sprint(down)))
-	}
 }
 
 // checkMetric compares one metric's proposal with an upstream calculator expectation.

@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 // scenario draws a random but API-valid Input from seed: pods with phases, readiness and start
@@ -29,29 +31,29 @@ func scenario(seed uint64) Input {
 	nPods := r.IntN(12)
 	pods := make([]*corev1.Pod, nPods)
 	for i := range pods {
-		var opts []podOpt
+		var opts []testbuild.PodOption
 		switch r.IntN(12) {
 		case 0:
-			opts = append(opts, withPhase(corev1.PodPending))
+			opts = append(opts, testbuild.Phase(corev1.PodPending))
 		case 1:
-			opts = append(opts, withPhase(corev1.PodFailed))
+			opts = append(opts, testbuild.Phase(corev1.PodFailed))
 		case 2:
-			opts = append(opts, withDeletion())
+			opts = append(opts, testbuild.DeletedAt(testNow))
 		case 3:
-			opts = append(opts, withPhase(corev1.PodSucceeded))
+			opts = append(opts, testbuild.Phase(corev1.PodSucceeded))
 		}
 		start := testNow.Add(-time.Duration(r.IntN(300)) * time.Second)
-		opts = append(opts, withStart(start))
+		opts = append(opts, testbuild.StartedAt(start))
 		switch r.IntN(6) {
 		case 0:
-			opts = append(opts, withoutConditions())
+			opts = append(opts, testbuild.NoConditions())
 		case 1:
-			opts = append(opts, withReadySince(corev1.ConditionFalse, start.Add(time.Duration(r.IntN(30))*time.Second)))
+			opts = append(opts, testbuild.ReadySince(corev1.ConditionFalse, start.Add(time.Duration(r.IntN(30))*time.Second)))
 		default:
-			opts = append(opts, withReadySince(corev1.ConditionTrue, start.Add(time.Duration(r.IntN(60))*time.Second)))
+			opts = append(opts, testbuild.ReadySince(corev1.ConditionTrue, start.Add(time.Duration(r.IntN(60))*time.Second)))
 		}
 		req := int64(100 + 100*r.IntN(10))
-		opts = append(opts, withContainerRequests(corev1.ResourceCPU, req, req/2+50))
+		opts = append(opts, testbuild.ContainerRequests(corev1.ResourceCPU, req, req/2+50))
 		p := pod(fmt.Sprintf("p-%d", i), opts...)
 		for c := range p.Spec.Containers {
 			p.Spec.Containers[c].Resources.Requests[corev1.ResourceMemory] = *resource.NewQuantity(int64(64<<20*(1+r.IntN(4))), resource.BinarySI)
@@ -89,23 +91,23 @@ func scenario(seed uint64) Input {
 		var md MetricData
 		switch r.IntN(9) {
 		case 0:
-			spec, md = cpuUtil(int32(10+r.IntN(150))), MetricData{PodSamples: podSamples(2000)}
+			spec, md = testbuild.CPUUtilization(int32(10+r.IntN(150))), MetricData{PodSamples: podSamples(2000)}
 		case 1:
-			spec, md = resourceUtil(corev1.ResourceMemory, int32(10+r.IntN(150))), MetricData{PodSamples: podSamples(400 << 30)}
+			spec, md = testbuild.ResourceUtilization(corev1.ResourceMemory, int32(10+r.IntN(150))), MetricData{PodSamples: podSamples(400 << 30)}
 		case 2:
-			spec, md = resourceAvg(corev1.ResourceCPU, int64(50+r.IntN(1000))), MetricData{PodSamples: podSamples(2000)}
+			spec, md = testbuild.ResourceAverage(corev1.ResourceCPU, int64(50+r.IntN(1000))), MetricData{PodSamples: podSamples(2000)}
 		case 3:
-			spec, md = containerUtil(corev1.ResourceCPU, "container1", int32(10+r.IntN(150))), MetricData{PodSamples: podSamples(1000)}
+			spec, md = testbuild.ContainerUtilization(corev1.ResourceCPU, "container1", int32(10+r.IntN(150))), MetricData{PodSamples: podSamples(1000)}
 		case 4:
-			spec, md = podsAvg("qps", int64(1000+r.IntN(20000))), MetricData{PodSamples: podSamples(40000)}
+			spec, md = testbuild.PodsAverage("qps", int64(1000+r.IntN(20000))), MetricData{PodSamples: podSamples(40000)}
 		case 5:
-			spec, md, hasObjExt = objectValue("qps", int64(1000+r.IntN(20000))), MetricData{Value: int64(r.IntN(60000))}, true
+			spec, md, hasObjExt = testbuild.ObjectValue(testDeployment, "qps", int64(1000+r.IntN(20000))), MetricData{Value: int64(r.IntN(60000))}, true
 		case 6:
-			spec, md, hasObjExt = objectAvg("qps", int64(1000+r.IntN(5000))), MetricData{Value: int64(r.IntN(60000))}, true
+			spec, md, hasObjExt = testbuild.ObjectAverage(testDeployment, "qps", int64(1000+r.IntN(5000))), MetricData{Value: int64(r.IntN(60000))}, true
 		case 7:
-			spec, md, hasObjExt = externalValue("qps", int64(1000+r.IntN(20000))), MetricData{Values: []int64{int64(r.IntN(30000)), int64(r.IntN(30000))}}, true
+			spec, md, hasObjExt = testbuild.ExternalValue("qps", testExternalSelector, int64(1000+r.IntN(20000))), MetricData{Values: []int64{int64(r.IntN(30000)), int64(r.IntN(30000))}}, true
 		default:
-			spec, md, hasObjExt = externalAvg("qps", int64(1000+r.IntN(5000))), MetricData{Values: []int64{int64(r.IntN(30000))}}, true
+			spec, md, hasObjExt = testbuild.ExternalAverage("qps", testExternalSelector, int64(1000+r.IntN(5000))), MetricData{Values: []int64{int64(r.IntN(30000))}}, true
 		}
 		if r.IntN(15) == 0 {
 			md = MetricData{Err: fmt.Errorf("metrics unavailable")}
@@ -122,7 +124,7 @@ func scenario(seed uint64) Input {
 	if maxR == 0 {
 		maxR = 1
 	}
-	opts := []hpaOpt{withMin(minR), withMax(maxR), withMetrics(specs...)}
+	opts := []testbuild.HPAOption{testbuild.Min(minR), testbuild.Max(maxR), testbuild.Metrics(specs...)}
 	if r.IntN(2) == 0 {
 		b := &autoscalingv2.HorizontalPodAutoscalerBehavior{}
 		if r.IntN(2) == 0 {
@@ -143,10 +145,10 @@ func scenario(seed uint64) Input {
 				rr.SelectPolicy = &p
 			}
 		}
-		opts = append(opts, withBehavior(b))
+		opts = append(opts, testbuild.Behavior(b))
 	}
 	if r.IntN(4) == 0 {
-		opts = append(opts, withConditions(scaledToZeroTrue()))
+		opts = append(opts, testbuild.Conditions(testbuild.ScaledToZero()))
 	}
 	current := int32(r.IntN(int(maxR) + 4))
 	in := input(hpa(opts...), current, withPods(pods...), withData(data...))

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 // rules is upstream's generateScalingRules (horizontal_test.go:5759): a zero value leaves the
@@ -35,7 +37,7 @@ func uniformEvents(changes []int32, periodSeconds int) []ScaleEvent {
 }
 
 func effective(up, down *autoscalingv2.HPAScalingRules) *autoscalingv2.HorizontalPodAutoscalerBehavior {
-	return EffectiveBehavior(hpa(withBehavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: up, ScaleDown: down})), testConfig())
+	return EffectiveBehavior(hpa(testbuild.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: up, ScaleDown: down})), testConfig())
 }
 
 func TestLegacyRulesLimitMatchesUpstream(t *testing.T) {
@@ -97,7 +99,7 @@ func TestLegacyStabilizationMatchesUpstream(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := input(hpa(withMax(1000)), 100)
+			in := input(hpa(testbuild.Max(1000)), 100)
 			d := decision{Decision: Decision{MinReplicas: 1, MaxReplicas: 1000, History: cloneHistory(History{Recommendations: tc.recs})}}
 			normalizeLegacy(&d, in, 100, tc.desired)
 			if d.Stabilization.Result != tc.want {
@@ -263,7 +265,7 @@ func TestBehaviorStabilizationMatchesUpstream(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: rules(0, 0, 0, 0, tc.upWindow), ScaleDown: rules(0, 0, 0, 0, tc.downWindow)}
-			in := input(hpa(withMax(1000), withBehavior(b)), tc.current)
+			in := input(hpa(testbuild.Max(1000), testbuild.Behavior(b)), tc.current)
 			d := decision{Decision: Decision{MinReplicas: 1, MaxReplicas: 1000, History: cloneHistory(History{Recommendations: tc.recs})}}
 			normalizeWithBehavior(&d, in, tc.current, tc.desired)
 			if d.Stabilization.Result != tc.want {

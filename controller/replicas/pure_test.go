@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 // barePod is a pod with only what groupPods reads: name, phase, start time and an optional
@@ -290,7 +292,7 @@ func TestGroupRequestOfPodsSharingContainerArrays(t *testing.T) {
 	sidecar := []corev1.Container{{Name: "proxy", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: req("100m")}}}
 	missing := []corev1.Container{{Name: "app"}}
 	mk := func(name string, containers, init []corev1.Container, podLevel corev1.ResourceList) *corev1.Pod {
-		p := pod(name, withReady(corev1.ConditionTrue))
+		p := pod(name, testbuild.Ready(corev1.ConditionTrue))
 		p.Spec.Containers, p.Spec.InitContainers = containers, init
 		if podLevel != nil {
 			p.Spec.Resources = &corev1.ResourceRequirements{Requests: podLevel}
