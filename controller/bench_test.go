@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 )
 
@@ -35,10 +37,10 @@ func benchSyncPass(b *testing.B, workers int) {
 	hpas := make([]*autoscalingv2.HorizontalPodAutoscaler, n)
 	var pods []*corev1.Pod
 	scales := map[string]int32{}
-	m := &fakeMetrics{bySelector: map[string]metrics.PodSamples{}}
+	m := &fakemetrics.Client{Name: "fixture", At: t0.Add(-10 * time.Second), BySelector: map[string]metrics.PodSamples{}}
 	for i := range n {
 		app := fmt.Sprintf("app-%04d", i)
-		hpas[i] = newHPA(app, withTarget(app))
+		hpas[i] = newHPA(app, testbuild.TargetName(app))
 		scales[app] = 3
 		var names []string
 		for j := range 3 {
@@ -46,7 +48,7 @@ func benchSyncPass(b *testing.B, workers int) {
 			pods = append(pods, p)
 			names = append(names, p.Name)
 		}
-		m.bySelector["app="+app] = cpuAt(50, names...)
+		m.BySelector["app="+app] = cpuAt(50, names...)
 	}
 	f := newFixture(b, DefaultOptions(), hpas, pods, scales, m)
 	ctx := context.Background()
@@ -95,7 +97,7 @@ func benchSyncPass(b *testing.B, workers int) {
 // BenchmarkMetricChangeToScaleWrite measures the reconcile that turns a metric change into
 // a scale write: the load alternates between 4x and 1x target so every reconcile rescales.
 func BenchmarkMetricChangeToScaleWrite(b *testing.B) {
-	m := &fakeMetrics{}
+	m := cpuMetrics(nil)
 	opts := DefaultOptions()
 	opts.Config.DownscaleStabilizationWindow = 0
 	f := newFixture(b, opts, []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2}, m)
@@ -104,9 +106,9 @@ func BenchmarkMetricChangeToScaleWrite(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if high {
-			m.cpu = cpuAt(200, "web-1", "web-2")
+			m.Set(corev1.ResourceCPU, cpuAt(200, "web-1", "web-2"))
 		} else {
-			m.cpu = cpuAt(1, "web-1", "web-2")
+			m.Set(corev1.ResourceCPU, cpuAt(1, "web-1", "web-2"))
 		}
 		high = !high
 		f.clock.Step(15 * time.Second)

@@ -20,6 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
 )
 
 var (
@@ -36,12 +38,6 @@ func webSelector() *metav1.LabelSelector {
 func newDeployment(name string, spec *int32, status int32, sel *metav1.LabelSelector) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, ResourceVersion: "1"},
 		Spec: appsv1.DeploymentSpec{Replicas: spec, Selector: sel}, Status: appsv1.DeploymentStatus{Replicas: status}}
-}
-
-func withTargetKind(apiVersion, kind string) func(*autoscalingv2.HorizontalPodAutoscaler) {
-	return func(h *autoscalingv2.HorizontalPodAutoscaler) {
-		h.Spec.ScaleTargetRef.APIVersion, h.Spec.ScaleTargetRef.Kind = apiVersion, kind
-	}
 }
 
 // startScaleCache starts f's scale informers the way Run does and waits until those of
@@ -66,7 +62,7 @@ func (f *fixture) startScaleCache(t *testing.T, synced []schema.GroupKind, start
 }
 
 func TestReconcileReadsBuiltInScalesFromInformers(t *testing.T) {
-	calm := func() *fakeMetrics { return &fakeMetrics{cpu: cpuAt(50, "web-1", "web-2")} } // on target: no rescale
+	calm := func() *fakemetrics.Client { return cpuMetrics(cpuAt(50, "web-1", "web-2")) } // on target: no rescale
 	forbidList := func(resource string, tried chan<- struct{}) func(*fixture) {
 		return func(f *fixture) {
 			f.kube.PrependReactor("list", resource, func(core.Action) (bool, runtime.Object, error) {
@@ -107,7 +103,7 @@ func TestReconcileReadsBuiltInScalesFromInformers(t *testing.T) {
 		},
 		{
 			name: "a cached ReplicaSet sends no scale GET",
-			hpa:  newHPA("web", withTargetKind("apps/v1", "ReplicaSet")),
+			hpa:  newHPA("web", testbuild.Target("apps/v1", "ReplicaSet", "web")),
 			objects: []runtime.Object{&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 				Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](2), Selector: webSelector()}, Status: appsv1.ReplicaSetStatus{Replicas: 2}}},
 			synced:    []schema.GroupKind{replicaSetKind},
@@ -115,7 +111,7 @@ func TestReconcileReadsBuiltInScalesFromInformers(t *testing.T) {
 		},
 		{
 			name: "a cached StatefulSet sends no scale GET",
-			hpa:  newHPA("web", withTargetKind("apps/v1", "StatefulSet")),
+			hpa:  newHPA("web", testbuild.Target("apps/v1", "StatefulSet", "web")),
 			objects: []runtime.Object{&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 				Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2), Selector: webSelector()}, Status: appsv1.StatefulSetStatus{Replicas: 2}}},
 			synced:    []schema.GroupKind{statefulKind},
@@ -123,7 +119,7 @@ func TestReconcileReadsBuiltInScalesFromInformers(t *testing.T) {
 		},
 		{
 			name: "a cached ReplicationController sends no scale GET",
-			hpa:  newHPA("web", withTargetKind("v1", "ReplicationController")),
+			hpa:  newHPA("web", testbuild.Target("v1", "ReplicationController", "web")),
 			objects: []runtime.Object{&corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 				Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](2), Selector: map[string]string{"app": "web"}}, Status: corev1.ReplicationControllerStatus{Replicas: 2}}},
 			synced:    []schema.GroupKind{rcKind},
@@ -140,7 +136,7 @@ func TestReconcileReadsBuiltInScalesFromInformers(t *testing.T) {
 		},
 		{
 			name:         "a kind without an informer is read with one scale GET",
-			hpa:          newHPA("web", withTargetKind("example.com/v1", "Widget")),
+			hpa:          newHPA("web", testbuild.Target("example.com/v1", "Widget", "web")),
 			synced:       []schema.GroupKind{deploymentKind},
 			wantScale:    replicas.Scale{SpecReplicas: 2, StatusReplicas: 2, Selector: "app=web"},
 			scaleActions: []string{"get widgets/scale web"},
@@ -165,7 +161,7 @@ func TestReconcileReadsBuiltInScalesFromInformers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := calm()
 			if tc.busy {
-				m = &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")}
+				m = cpuMetrics(cpuAt(100, "web-1", "web-2"))
 			}
 			f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{tc.hpa}, webPods(), map[string]int32{"web": 2}, m)
 			for _, o := range tc.objects {
@@ -231,7 +227,7 @@ func TestCachedScaleSelectorIsTheRegistrysString(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, DefaultOptions(), nil, nil, nil, &fakeMetrics{})
+			f := newFixture(t, DefaultOptions(), nil, nil, nil, cpuMetrics(nil))
 			if err := f.kube.Tracker().Add(newDeployment("web", ptr.To[int32](3), 2, tc.selector)); err != nil {
 				t.Fatal(err)
 			}
@@ -255,7 +251,7 @@ func TestCachedScaleOlderThanOurWriteIsReadLiveUntilTheInformerCatchesUp(t *test
 	// answers our write with version 7. Until the informer has seen version 7, its 2 replicas
 	// are the past: a decision from them would write the same rescale again.
 	f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2},
-		&fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+		cpuMetrics(cpuAt(100, "web-1", "web-2")))
 	if err := f.kube.Tracker().Add(newDeployment("web", ptr.To[int32](2), 2, webSelector())); err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +301,7 @@ func TestCachedScaleOlderThanOurWriteIsReadLiveUntilTheInformerCatchesUp(t *test
 }
 
 func TestCachedScalesKeepNoHoldAfterADryRunWrite(t *testing.T) {
-	f := newFixture(t, DefaultOptions(), nil, nil, map[string]int32{"web": 2}, &fakeMetrics{})
+	f := newFixture(t, DefaultOptions(), nil, nil, map[string]int32{"web": 2}, cpuMetrics(nil))
 	if err := f.kube.Tracker().Add(newDeployment("web", ptr.To[int32](2), 2, webSelector())); err != nil {
 		t.Fatal(err)
 	}

@@ -18,13 +18,15 @@ import (
 	core "k8s.io/client-go/testing"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/monitor"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
 )
 
 func webPods() []*corev1.Pod { return []*corev1.Pod{newPod("web-1", "web"), newPod("web-2", "web")} }
 
 func TestReconcile(t *testing.T) {
-	busy := func() *fakeMetrics { return &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")} } // 100% vs 50% target
-	calm := func() *fakeMetrics { return &fakeMetrics{cpu: cpuAt(50, "web-1", "web-2")} }  // on target
+	busy := func() *fakemetrics.Client { return cpuMetrics(cpuAt(100, "web-1", "web-2")) } // 100% vs 50% target
+	calm := func() *fakemetrics.Client { return cpuMetrics(cpuAt(50, "web-1", "web-2")) }  // on target
 	type want struct {
 		scaleActions []string
 		kubeActions  []string
@@ -37,7 +39,7 @@ func TestReconcile(t *testing.T) {
 		name    string
 		opts    func(*Options)
 		hpa     *autoscalingv2.HorizontalPodAutoscaler
-		metrics *fakeMetrics
+		metrics *fakemetrics.Client
 		setup   func(*fixture)
 		want    want
 	}{
@@ -115,7 +117,7 @@ func TestReconcile(t *testing.T) {
 		},
 		{
 			name: "missing target sets FailedGetScale and records a Warning event",
-			hpa:  newHPA("web", withTarget("gone")), metrics: busy(),
+			hpa:  newHPA("web", testbuild.TargetName("gone")), metrics: busy(),
 			want: want{
 				scaleActions: []string{"get deployments/scale gone"},
 				kubeActions:  []string{"update horizontalpodautoscalers/status dryRun=[]"},
@@ -126,7 +128,7 @@ func TestReconcile(t *testing.T) {
 		},
 		{
 			name: "an HPA kube-controller-manager reconciles is left alone and the report says why",
-			hpa:  newHPA("web", withStatusManager("kube-controller-manager", t0.Add(-30*time.Second))), metrics: busy(),
+			hpa:  newHPA("web", testbuild.StatusManager("kube-controller-manager", t0.Add(-30*time.Second))), metrics: busy(),
 			want: want{
 				scaleActions: []string{"get deployments/scale web"},
 				ableToScale:  "absent",
@@ -136,7 +138,7 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a dry run of an HPA another manager reconciles says what happens may differ",
 			opts: func(o *Options) { o.DryRun = DryRunClient },
-			hpa:  newHPA("web", withStatusManager("kube-controller-manager", t0.Add(-30*time.Second))), metrics: busy(),
+			hpa:  newHPA("web", testbuild.StatusManager("kube-controller-manager", t0.Add(-30*time.Second))), metrics: busy(),
 			want: want{
 				scaleActions: []string{"get deployments/scale web"},
 				ableToScale:  "absent",
@@ -146,7 +148,7 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "--force-ownership writes even when another manager wrote the status",
 			opts: func(o *Options) { o.ForceOwnership = true },
-			hpa:  newHPA("web", withStatusManager("kube-controller-manager", t0.Add(-30*time.Second))), metrics: busy(),
+			hpa:  newHPA("web", testbuild.StatusManager("kube-controller-manager", t0.Add(-30*time.Second))), metrics: busy(),
 			want: want{
 				scaleActions: []string{"get deployments/scale web", "update deployments/scale web replicas=4 dryRun=[]"},
 				kubeActions:  []string{"update horizontalpodautoscalers/status dryRun=[]"},
@@ -156,7 +158,7 @@ func TestReconcile(t *testing.T) {
 		},
 		{
 			name: "a status write older than the ownership window does not block writing",
-			hpa:  newHPA("web", withStatusManager("kube-controller-manager", t0.Add(-time.Hour))), metrics: busy(),
+			hpa:  newHPA("web", testbuild.StatusManager("kube-controller-manager", t0.Add(-time.Hour))), metrics: busy(),
 			want: want{
 				scaleActions: []string{"get deployments/scale web", "update deployments/scale web replicas=4 dryRun=[]"},
 				kubeActions:  []string{"update horizontalpodautoscalers/status dryRun=[]"},
@@ -209,7 +211,7 @@ func TestReconcile(t *testing.T) {
 
 func TestReconcileSkipsStatusWriteWhenNothingChanged(t *testing.T) {
 	f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2},
-		&fakeMetrics{cpu: cpuAt(50, "web-1", "web-2")})
+		cpuMetrics(cpuAt(50, "web-1", "web-2")))
 	if err := f.sync(t, "web"); err != nil {
 		t.Fatal(err)
 	}
@@ -229,8 +231,8 @@ func TestReconcileSkipsStatusWriteWhenNothingChanged(t *testing.T) {
 }
 
 func TestMissingTargetDoesNotStopOtherHPAs(t *testing.T) {
-	hpas := []*autoscalingv2.HorizontalPodAutoscaler{newHPA("broken", withTarget("gone")), newHPA("web")}
-	f := newFixture(t, DefaultOptions(), hpas, webPods(), map[string]int32{"web": 2}, &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+	hpas := []*autoscalingv2.HorizontalPodAutoscaler{newHPA("broken", testbuild.TargetName("gone")), newHPA("web")}
+	f := newFixture(t, DefaultOptions(), hpas, webPods(), map[string]int32{"web": 2}, cpuMetrics(cpuAt(100, "web-1", "web-2")))
 	// Drive the queue the way workers do: both keys were enqueued by the add handler.
 	for range 2 {
 		if !f.c.processNext(t.Context()) {
@@ -254,7 +256,7 @@ func TestMissingTargetDoesNotStopOtherHPAs(t *testing.T) {
 
 func TestOverlappingHPAsDoNotScale(t *testing.T) {
 	hpas := []*autoscalingv2.HorizontalPodAutoscaler{newHPA("a"), newHPA("b")}
-	f := newFixture(t, DefaultOptions(), hpas, webPods(), map[string]int32{"web": 2}, &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+	f := newFixture(t, DefaultOptions(), hpas, webPods(), map[string]int32{"web": 2}, cpuMetrics(cpuAt(100, "web-1", "web-2")))
 	if err := f.sync(t, "a"); err != nil {
 		t.Fatalf("first HPA: %v", err)
 	}
@@ -272,7 +274,7 @@ func TestOverlappingHPAsDoNotScale(t *testing.T) {
 
 func TestDeletedHPADropsHistory(t *testing.T) {
 	f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2},
-		&fakeMetrics{cpu: cpuAt(50, "web-1", "web-2")})
+		cpuMetrics(cpuAt(50, "web-1", "web-2")))
 	if err := f.sync(t, "web"); err != nil {
 		t.Fatal(err)
 	}
@@ -300,12 +302,12 @@ func TestForeignStatusWriter(t *testing.T) {
 		wantWho string
 	}{
 		{"no managed fields", newHPA("x"), ""},
-		{"own writes do not count", newHPA("x", withStatusManager(DefaultFieldManager, t0.Add(-time.Second))), ""},
-		{"recent foreign status write counts", newHPA("x", withStatusManager("kube-controller-manager", t0.Add(-time.Minute))), "kube-controller-manager"},
-		{"old foreign status write does not", newHPA("x", withStatusManager("kube-controller-manager", t0.Add(-11*time.Minute))), ""},
+		{"own writes do not count", newHPA("x", testbuild.StatusManager(DefaultFieldManager, t0.Add(-time.Second))), ""},
+		{"recent foreign status write counts", newHPA("x", testbuild.StatusManager("kube-controller-manager", t0.Add(-time.Minute))), "kube-controller-manager"},
+		{"old foreign status write does not", newHPA("x", testbuild.StatusManager("kube-controller-manager", t0.Add(-11*time.Minute))), ""},
 		{"latest of several writers is named", newHPA("x",
-			withStatusManager("old-thing", t0.Add(-5*time.Minute)),
-			withStatusManager("kube-controller-manager", t0.Add(-time.Minute))), "kube-controller-manager"},
+			testbuild.StatusManager("old-thing", t0.Add(-5*time.Minute)),
+			testbuild.StatusManager("kube-controller-manager", t0.Add(-time.Minute))), "kube-controller-manager"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -345,7 +347,7 @@ func gathered(t *testing.T, m *monitor.Monitor, name string) float64 {
 
 func TestReconcileWaitsForTheCacheToSeeOurStatusWrite(t *testing.T) {
 	f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2},
-		&fakeMetrics{cpu: cpuAt(50, "web-1", "web-2")})
+		cpuMetrics(cpuAt(50, "web-1", "web-2")))
 	if err := f.sync(t, "web"); err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +413,7 @@ func TestReportCarriesWhatAReplayNeeds(t *testing.T) {
 				h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{}
 			})
 			f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{hpa}, webPods(), map[string]int32{"web": 2},
-				&fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+				cpuMetrics(cpuAt(100, "web-1", "web-2")))
 			if tt.setup != nil {
 				tt.setup(f)
 			}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 )
 
@@ -62,7 +63,7 @@ func (p staticPods) Pods(context.Context, string, labels.Selector) ([]*corev1.Po
 
 // signalMetrics closes started on the first read and counts the reads.
 type signalMetrics struct {
-	*fakeMetrics
+	*fakemetrics.Client
 	started chan struct{}
 	reads   atomic.Int32
 }
@@ -71,7 +72,7 @@ func (m *signalMetrics) PodResource(ctx context.Context, ns string, res corev1.R
 	if m.reads.Add(1) == 1 {
 		close(m.started)
 	}
-	return m.fakeMetrics.PodResource(ctx, ns, res, sel, c)
+	return m.Client.PodResource(ctx, ns, res, sel, c)
 }
 
 // otherHPA reports that another HPA selects the pods.
@@ -87,7 +88,7 @@ func TestEvaluate(t *testing.T) {
 		return Readers{HPAReader: oneHPA{hpa: newHPA("web")}, PastReader: noPast{}, ScaleReader: scale, PodReader: pods, Client: m}
 	}
 	newMetrics := func() *signalMetrics {
-		return &signalMetrics{fakeMetrics: &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")}, started: make(chan struct{})}
+		return &signalMetrics{Client: cpuMetrics(cpuAt(100, "web-1", "web-2")), started: make(chan struct{})}
 	}
 
 	t.Run("without a selector tracker the pods are listed while the metrics are read", func(t *testing.T) {

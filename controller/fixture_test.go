@@ -16,9 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,8 +25,9 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 )
 
@@ -37,59 +36,25 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 const ns = "default"
 
-// newHPA is a valid-by-default HPA: target Deployment "web", 1..10 replicas, cpu at 50%.
-func newHPA(name string, mods ...func(*autoscalingv2.HorizontalPodAutoscaler)) *autoscalingv2.HorizontalPodAutoscaler {
-	h := &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Generation: 1, ResourceVersion: "1", UID: types.UID("uid-" + name)},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-			MinReplicas:    ptr.To[int32](1),
-			MaxReplicas:    10,
-			Metrics: []autoscalingv2.MetricSpec{{
-				Type: autoscalingv2.ResourceMetricSourceType,
-				Resource: &autoscalingv2.ResourceMetricSource{
-					Name:   corev1.ResourceCPU,
-					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50)},
-				},
-			}},
-		},
-	}
-	for _, m := range mods {
-		m(h)
-	}
-	return h
-}
-
-func withTarget(name string) func(*autoscalingv2.HorizontalPodAutoscaler) {
-	return func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.ScaleTargetRef.Name = name }
-}
-
-func withStatusManager(manager string, at time.Time) func(*autoscalingv2.HorizontalPodAutoscaler) {
-	return func(h *autoscalingv2.HorizontalPodAutoscaler) {
-		h.ManagedFields = append(h.ManagedFields, metav1.ManagedFieldsEntry{
-			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
-			Time: &metav1.Time{Time: at}, APIVersion: "autoscaling/v2", FieldsType: "FieldsV1",
-		})
-	}
+// newHPA is a valid-by-default HPA default/<name>: target Deployment "web", 1..10 replicas, cpu
+// at 50%.
+func newHPA(name string, opts ...testbuild.HPAOption) *autoscalingv2.HorizontalPodAutoscaler {
+	return testbuild.HPA(ns, name, append([]testbuild.HPAOption{
+		testbuild.Generation(1), testbuild.ResourceVersion("1"), testbuild.UID("uid-" + name),
+		testbuild.Target("apps/v1", "Deployment", "web"), testbuild.Min(1), testbuild.Max(10),
+		testbuild.Metrics(testbuild.CPUUtilization(50)),
+	}, opts...)...)
 }
 
 // newPod is a running, ready pod of app=<app> started 10 minutes before t0, one container
 // requesting 100m cpu.
-func newPod(name, app string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": app},
-			Annotations: map[string]string{"note": strings.Repeat("x", 64)}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "app", Image: "registry.example/app:1",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
-		}}},
-		Status: corev1.PodStatus{
-			Phase:     corev1.PodRunning,
-			StartTime: &metav1.Time{Time: t0.Add(-10 * time.Minute)},
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
-				LastTransitionTime: metav1.Time{Time: t0.Add(-9 * time.Minute)}}},
-		},
-	}
+func newPod(name, app string, opts ...testbuild.PodOption) *corev1.Pod {
+	return testbuild.Pod(ns, name, append([]testbuild.PodOption{
+		testbuild.Labels("app", app), testbuild.Annotations("note", strings.Repeat("x", 64)),
+		testbuild.Containers(corev1.Container{Name: "app", Image: "registry.example/app:1",
+			Resources: corev1.ResourceRequirements{Requests: testbuild.Requests("cpu", "100m")}}),
+		testbuild.StartedAt(t0.Add(-10 * time.Minute)), testbuild.ReadySince(corev1.ConditionTrue, t0.Add(-9*time.Minute)),
+	}, opts...)...)
 }
 
 // fakeScales is a scale.ScalesGetter holding Deployment scales in memory. It records every
@@ -178,70 +143,33 @@ func testMapper() apimeta.RESTMapper {
 	return m
 }
 
-// fakeMetrics serves cpu samples per pod name.
-type fakeMetrics struct {
-	cpu metrics.PodSamples
-	// bySelector, when set, answers per pod selector instead of cpu (large fixtures).
-	bySelector map[string]metrics.PodSamples
-	err        error
+// cpuMetrics is the fixtures' metrics client: s for cpu (nothing else), read 10 s before t0.
+func cpuMetrics(s metrics.PodSamples) *fakemetrics.Client {
+	return &fakemetrics.Client{Name: "fixture", At: t0.Add(-10 * time.Second), Resource: map[corev1.ResourceName]metrics.PodSamples{corev1.ResourceCPU: s}}
 }
 
-func (m *fakeMetrics) PodResource(_ context.Context, _ string, res corev1.ResourceName, sel labels.Selector, _ string) (metrics.PodSamples, time.Time, error) {
-	if m.err != nil {
-		return nil, time.Time{}, m.err
-	}
-	if res != corev1.ResourceCPU {
-		return nil, time.Time{}, fmt.Errorf("no %s metrics in this fixture", res)
-	}
-	if m.bySelector != nil {
-		return maps(m.bySelector[sel.String()]), t0.Add(-10 * time.Second), nil
-	}
-	return maps(m.cpu), t0.Add(-10 * time.Second), nil
+// failingMetrics fails every read with err.
+func failingMetrics(err error) *fakemetrics.Client {
+	return &fakemetrics.Client{Name: "fixture", Err: err}
 }
 
-func maps(in metrics.PodSamples) metrics.PodSamples {
-	out := make(metrics.PodSamples, len(in))
-	for k, v := range in {
-		out[k] = v
-	}
-	return out
-}
-
-func (m *fakeMetrics) PodsMetric(context.Context, string, string, labels.Selector, labels.Selector) (metrics.PodSamples, time.Time, error) {
-	return nil, time.Time{}, errors.New("custom metrics are not served by this fixture")
-}
-
-func (m *fakeMetrics) ObjectMetric(context.Context, string, string, autoscalingv2.CrossVersionObjectReference, labels.Selector) (int64, time.Time, error) {
-	return 0, time.Time{}, errors.New("object metrics are not served by this fixture")
-}
-
-func (m *fakeMetrics) ExternalMetric(context.Context, string, string, labels.Selector) ([]int64, time.Time, error) {
-	return nil, time.Time{}, errors.New("external metrics are not served by this fixture")
-}
-
-func (m *fakeMetrics) Source() string { return "fixture" }
-
-// cpuAt gives every named pod the same cpu usage in millicores.
+// cpuAt gives every named pod the same cpu usage in millicores, sampled 10 s before t0 over 30 s.
 func cpuAt(milli int64, pods ...string) metrics.PodSamples {
-	out := metrics.PodSamples{}
-	for _, p := range pods {
-		out[p] = metrics.PodSample{MilliValue: milli, Timestamp: t0.Add(-10 * time.Second), Window: 30 * time.Second}
-	}
-	return out
+	return fakemetrics.Samples(milli, t0.Add(-10*time.Second), 30*time.Second, pods...)
 }
 
 // fixture is sample-controller's test fixture: objects in, one reconcile, API actions out.
 type fixture struct {
 	kube     *fake.Clientset
 	scales   *fakeScales
-	metrics  *fakeMetrics
+	metrics  *fakemetrics.Client
 	recorder *record.FakeRecorder
 	clock    *testingclock.FakeClock
 	c        *Controller
 	reports  []Report
 }
 
-func newFixture(t testing.TB, opts Options, hpas []*autoscalingv2.HorizontalPodAutoscaler, pods []*corev1.Pod, scales map[string]int32, m *fakeMetrics) *fixture {
+func newFixture(t testing.TB, opts Options, hpas []*autoscalingv2.HorizontalPodAutoscaler, pods []*corev1.Pod, scales map[string]int32, m *fakemetrics.Client) *fixture {
 	var objs []runtime.Object
 	for _, h := range hpas {
 		objs = append(objs, h.DeepCopy())

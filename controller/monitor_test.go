@@ -6,6 +6,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/monitor"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 // series returns the value of the series of family name whose labels equal want.
@@ -43,8 +44,8 @@ func series(t *testing.T, m *monitor.Monitor, name string, want map[string]strin
 }
 
 func TestReconcileRecordsUpstreamMetrics(t *testing.T) {
-	hpas := []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web"), newHPA("broken", withTarget("gone"))}
-	f := newFixture(t, DefaultOptions(), hpas, webPods(), map[string]int32{"web": 2}, &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+	hpas := []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web"), newHPA("broken", testbuild.TargetName("gone"))}
+	f := newFixture(t, DefaultOptions(), hpas, webPods(), map[string]int32{"web": 2}, cpuMetrics(cpuAt(100, "web-1", "web-2")))
 	_ = f.sync(t, "web")
 	_ = f.sync(t, "broken")
 	m := f.c.Monitor()

@@ -8,41 +8,38 @@ import (
 	"github.com/google/go-cmp/cmp"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
 )
 
 // TestRunAndLiveSnapshotDecideAlike feeds one fixture to run's reconcile (informer caches,
 // stripped pods, selector tracker) and to Evaluate over the live source (what explain
 // uses) and requires the same Decision.
 func TestRunAndLiveSnapshotDecideAlike(t *testing.T) {
-	unready := newPod("web-3", "web")
-	unready.Status.Conditions[0].Status = corev1.ConditionFalse
-	unready.Status.StartTime = &metav1.Time{Time: t0.Add(-time.Minute)}
-	unready.Status.Conditions[0].LastTransitionTime = metav1.Time{Time: t0.Add(-50 * time.Second)}
-	pending := newPod("web-4", "web")
-	pending.Status.Phase = corev1.PodPending
-	deleting := newPod("web-5", "web")
-	deleting.DeletionTimestamp = &metav1.Time{Time: t0.Add(-time.Second)}
+	unready := newPod("web-3", "web", testbuild.StartedAt(t0.Add(-time.Minute)), testbuild.ReadySince(corev1.ConditionFalse, t0.Add(-50*time.Second)))
+	pending := newPod("web-4", "web", testbuild.Phase(corev1.PodPending))
+	deleting := newPod("web-5", "web", testbuild.DeletedAt(t0.Add(-time.Second)))
 	other := newPod("db-1", "db")
 
 	cases := []struct {
 		name    string
 		hpa     *autoscalingv2.HorizontalPodAutoscaler
 		pods    []*corev1.Pod
-		metrics *fakeMetrics
+		metrics *fakemetrics.Client
 	}{
-		{"scale up on cpu", newHPA("web"), webPods(), &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")}},
-		{"within tolerance", newHPA("web"), webPods(), &fakeMetrics{cpu: cpuAt(52, "web-1", "web-2")}},
-		{"scale down held by a fresh history", newHPA("web"), webPods(), &fakeMetrics{cpu: cpuAt(10, "web-1", "web-2")}},
+		{"scale up on cpu", newHPA("web"), webPods(), cpuMetrics(cpuAt(100, "web-1", "web-2"))},
+		{"within tolerance", newHPA("web"), webPods(), cpuMetrics(cpuAt(52, "web-1", "web-2"))},
+		{"scale down held by a fresh history", newHPA("web"), webPods(), cpuMetrics(cpuAt(10, "web-1", "web-2"))},
 		{"unready, pending, deleting and missing pods", newHPA("web"),
-			append(webPods(), unready, pending, deleting, other), &fakeMetrics{cpu: cpuAt(90, "web-1", "web-3", "web-5", "db-1")}},
-		{"metrics API down", newHPA("web"), webPods(), &fakeMetrics{err: errMetricsDown}},
-		{"missing target", newHPA("web", withTarget("gone")), webPods(), &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")}},
+			append(webPods(), unready, pending, deleting, other), cpuMetrics(cpuAt(90, "web-1", "web-3", "web-5", "db-1"))},
+		{"metrics API down", newHPA("web"), webPods(), failingMetrics(errMetricsDown)},
+		{"missing target", newHPA("web", testbuild.TargetName("gone")), webPods(), cpuMetrics(cpuAt(100, "web-1", "web-2"))},
 		{"behavior with a scale-up policy", newHPA("web", func(h *autoscalingv2.HorizontalPodAutoscaler) {
 			h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{
 				Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 1, PeriodSeconds: 60}},
 			}}
-		}), webPods(), &fakeMetrics{cpu: cpuAt(200, "web-1", "web-2")}},
+		}), webPods(), cpuMetrics(cpuAt(200, "web-1", "web-2"))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

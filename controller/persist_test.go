@@ -8,6 +8,7 @@ import (
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 )
@@ -34,7 +35,7 @@ func persisting() Options {
 // from its start, as upstream does after a restart.
 func TestPersistedHistoryEndsAHeldScaleDownOnTimeAfterARestart(t *testing.T) {
 	f := newFixture(t, persisting(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2},
-		&fakeMetrics{cpu: cpuAt(50, "web-1", "web-2")})
+		cpuMetrics(cpuAt(50, "web-1", "web-2")))
 	if err := f.sync(t, "web"); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestPersistedHistoryEndsAHeldScaleDownOnTimeAfterARestart(t *testing.T) {
 	}
 
 	// The load drops: 1 is recommended, 2 holds for the window; one status write carries both.
-	f.metrics.cpu = cpuAt(10, "web-1", "web-2")
+	f.metrics.Set(corev1.ResourceCPU, cpuAt(10, "web-1", "web-2"))
 	f.clock.Step(15 * time.Second)
 	lastHigh := f.clock.Now().Add(-15 * time.Second)
 	if err := f.sync(t, "web"); err != nil {
@@ -75,7 +76,7 @@ func TestPersistedHistoryEndsAHeldScaleDownOnTimeAfterARestart(t *testing.T) {
 	restart := func(persist bool, at time.Time) *fixture {
 		opts := DefaultOptions()
 		opts.PersistHistory = persist
-		g := newFixture(t, opts, []*autoscalingv2.HorizontalPodAutoscaler{held}, webPods(), map[string]int32{"web": 2}, &fakeMetrics{cpu: cpuAt(10, "web-1", "web-2")})
+		g := newFixture(t, opts, []*autoscalingv2.HorizontalPodAutoscaler{held}, webPods(), map[string]int32{"web": 2}, cpuMetrics(cpuAt(10, "web-1", "web-2")))
 		g.clock.SetTime(at)
 		var notes []string
 		g.c.note = func(s string) { notes = append(notes, s) }
@@ -111,7 +112,7 @@ func TestPersistedHistoryEndsAHeldScaleDownOnTimeAfterARestart(t *testing.T) {
 func TestAnUnusableHistoryIsOneLineAndUpstreamsFreshStart(t *testing.T) {
 	bad := newHPA("web")
 	bad.Annotations = map[string]string{history.Annotation: `{"v":1,"by":"kubectl-hpa","at":"2026-11-30T12:00:00Z","uid":"uid-web","hz":[300,0,0],"open":tr`}
-	f := newFixture(t, persisting(), []*autoscalingv2.HorizontalPodAutoscaler{bad}, webPods(), map[string]int32{"web": 2}, &fakeMetrics{cpu: cpuAt(50, "web-1", "web-2")})
+	f := newFixture(t, persisting(), []*autoscalingv2.HorizontalPodAutoscaler{bad}, webPods(), map[string]int32{"web": 2}, cpuMetrics(cpuAt(50, "web-1", "web-2")))
 	var notes []string
 	f.c.note = func(s string) { notes = append(notes, s) }
 	f.c.restoreHistory(context.Background())
@@ -129,12 +130,12 @@ func TestAnUnusableHistoryIsOneLineAndUpstreamsFreshStart(t *testing.T) {
 
 func TestMemoryOnlyRemovesTheAnnotationWithItsNextStatusWrite(t *testing.T) {
 	f := newFixture(t, persisting(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2},
-		&fakeMetrics{cpu: cpuAt(50, "web-1", "web-2")})
+		cpuMetrics(cpuAt(50, "web-1", "web-2")))
 	if err := f.sync(t, "web"); err != nil {
 		t.Fatal(err)
 	}
 	g := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{f.storedHPA(t, "web")}, webPods(), map[string]int32{"web": 2},
-		&fakeMetrics{cpu: cpuAt(90, "web-1", "web-2")})
+		cpuMetrics(cpuAt(90, "web-1", "web-2")))
 	if err := g.sync(t, "web"); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 func TestIndexedPodsMatchesAFullScan(t *testing.T) {
@@ -168,21 +169,18 @@ func TestPodStripperKeepsTheRequestTheCoreReads(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		mod  func(p *corev1.Pod)
+		mods []testbuild.PodOption
 	}{
-		{"container requests", func(*corev1.Pod) {}},
-		{"sidecar", func(p *corev1.Pod) {
-			p.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: ptrTo(corev1.ContainerRestartPolicyAlways), Resources: corev1.ResourceRequirements{Requests: cpu("300m")}}}
-		}},
-		{"pod-level requests and overhead", func(p *corev1.Pod) {
-			p.Spec.Resources = &corev1.ResourceRequirements{Requests: cpu("700m")}
-			p.Spec.Overhead = cpu("100m")
-		}},
+		{"container requests", nil},
+		{"sidecar", []testbuild.PodOption{testbuild.InitContainers(testbuild.Sidecar("proxy", cpu("300m")))}},
+		{"pod-level requests and overhead", []testbuild.PodOption{testbuild.PodRequests(cpu("700m")), testbuild.Overhead(cpu("100m"))}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			full := realisticPod(1)
-			tt.mod(full)
+			for _, mod := range tt.mods {
+				mod(full)
+			}
 			want, err := replicas.PodRequest(full, "", corev1.ResourceCPU, true)
 			if err != nil {
 				t.Fatal(err)

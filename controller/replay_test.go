@@ -118,7 +118,7 @@ func replayFixture(t *testing.T, promURL string, status autoscalingv2.Horizontal
 		PastReader:  ReplayReader{Rescales: LiveRescales{Client: fake.NewClientset()}, Reader: r, SyncPeriod: 5 * time.Second},
 		ScaleReader: fixedScale{SpecReplicas: 6, StatusReplicas: 6, Selector: "app=web"},
 		PodReader:   staticPods(pods),
-		Client:      &fakeMetrics{cpu: cpuAt(10, names...)},
+		Client:      cpuMetrics(cpuAt(10, names...)),
 	}, hpa
 }
 

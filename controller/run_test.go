@@ -19,13 +19,15 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 // TestRunReconcilesThroughInformersAndStops runs the whole loop against a fake clientset:
 // informers list the HPA and pods, a worker scales the target, and cancelling the context
 // makes Run return after its workers have.
 func TestRunReconcilesThroughInformersAndStops(t *testing.T) {
-	f := newFixture(t, DefaultOptions(), nil, nil, map[string]int32{"web": 2}, &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+	f := newFixture(t, DefaultOptions(), nil, nil, map[string]int32{"web": 2}, cpuMetrics(cpuAt(100, "web-1", "web-2")))
 	// Objects reach the controller through the informers this time, not the indexers.
 	kube := fake.NewClientset(newHPA("web"), webPods()[0], webPods()[1])
 	reports := make(chan Report, 10)
@@ -129,7 +131,7 @@ func TestStopNeverLeavesADecisionHalfApplied(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2},
-				&fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+				cpuMetrics(cpuAt(100, "web-1", "web-2")))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			tc.stopAt(t, f, cancel)
@@ -154,7 +156,7 @@ func TestStopNeverLeavesADecisionHalfApplied(t *testing.T) {
 // TestRunTellsHowManyHPAsItWatches: a run whose namespace has no HPA (or whose selector
 // matches none) says so once its caches have synced, and again at every change.
 func TestRunTellsHowManyHPAsItWatches(t *testing.T) {
-	f := newFixture(t, DefaultOptions(), nil, nil, map[string]int32{}, &fakeMetrics{})
+	f := newFixture(t, DefaultOptions(), nil, nil, map[string]int32{}, cpuMetrics(nil))
 	kube := fake.NewClientset()
 	counts := make(chan int, 10)
 	c, err := New(DefaultOptions(), Deps{Kube: kube, Scales: &ScaleClient{Scales: f.scales, Mapper: testMapper()},
@@ -178,7 +180,7 @@ func TestRunTellsHowManyHPAsItWatches(t *testing.T) {
 	}
 	next(0)
 	hpas := kube.AutoscalingV2().HorizontalPodAutoscalers(ns)
-	if _, err := hpas.Create(ctx, newHPA("web", withTarget("gone")), metav1.CreateOptions{}); err != nil {
+	if _, err := hpas.Create(ctx, newHPA("web", testbuild.TargetName("gone")), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	next(1)
@@ -209,7 +211,7 @@ func TestAFailedReconcileIsLoggedAtV0OnlyWhenNoSinkShowsIt(t *testing.T) {
 		{"without a sink: logged as an error", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web", withTarget("gone"))}, webPods(), nil, &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+			f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web", testbuild.TargetName("gone"))}, webPods(), nil, cpuMetrics(cpuAt(100, "web-1", "web-2")))
 			var reports int
 			if tc.sink {
 				f.c.sink = func(Report) { reports++ }
@@ -249,7 +251,7 @@ func storedEvents(t *testing.T, kube *fake.Clientset) []string {
 // TestRunWritesTheEventsOfADecisionAppliedDuringTheStop: a stop lands while the scale write
 // is in flight; the write and its status follow within the grace, and so do their events.
 func TestRunWritesTheEventsOfADecisionAppliedDuringTheStop(t *testing.T) {
-	f := newFixture(t, DefaultOptions(), nil, nil, map[string]int32{"web": 2}, &fakeMetrics{cpu: cpuAt(100, "web-1", "web-2")})
+	f := newFixture(t, DefaultOptions(), nil, nil, map[string]int32{"web": 2}, cpuMetrics(cpuAt(100, "web-1", "web-2")))
 	kube := fake.NewClientset(newHPA("web"), webPods()[0], webPods()[1])
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -14,17 +14,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 const ns = "default"
 
 // newHPA is an HPA for events to be about.
 func newHPA(name string) *autoscalingv2.HorizontalPodAutoscaler {
-	return &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name)}}
+	return testbuild.HPA(ns, name, testbuild.UID("uid-"+name))
 }
 
 // storedEvents lists the events the fake API server holds as "reason: message xcount".

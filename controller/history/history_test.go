@@ -10,27 +10,21 @@ import (
 	"github.com/google/go-cmp/cmp"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 var t0 = time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
 
 // hpaWith is an HPA whose behavior has both windows w and one policy per direction.
 func hpaWith(upWindow, downWindow, upPeriod, downPeriod int32) *autoscalingv2.HorizontalPodAutoscaler {
-	return &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: types.UID("uid-1")},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			MaxReplicas: 10,
-			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
-				ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: &upWindow,
-					Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 2, PeriodSeconds: upPeriod}}},
-				ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: &downWindow,
-					Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: downPeriod}}},
-			},
-		},
-	}
+	return testbuild.HPA("shop", "web", testbuild.UID("uid-1"), testbuild.Max(10), testbuild.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: &upWindow,
+			Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 2, PeriodSeconds: upPeriod}}},
+		ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: &downWindow,
+			Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: downPeriod}}},
+	}))
 }
 
 // window is what a stabilization window reads: the highest and lowest recommendation newer

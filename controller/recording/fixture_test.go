@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 // t0 carries nanoseconds, as run's clock does: a recording must keep them.
@@ -22,22 +23,12 @@ func testHeader() Header {
 }
 
 func testHPA(metrics ...autoscalingv2.MetricSpec) *autoscalingv2.HorizontalPodAutoscaler {
-	minR := int32(1)
-	return &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u-1", Generation: 3,
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl-hpa", Subresource: "status"}}},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-			MinReplicas:    &minR, MaxReplicas: 10, Metrics: metrics,
+	return testbuild.HPA("shop", "web", testbuild.UID("u-1"), testbuild.Generation(3),
+		func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl-hpa", Subresource: "status"}}
 		},
-		Status: autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 2, DesiredReplicas: 2,
-			LastScaleTime: &metav1.Time{Time: t0.Add(-time.Minute).Truncate(time.Second)}},
-	}
-}
-
-func cpuAt(pct int32) autoscalingv2.MetricSpec {
-	return autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
-		Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: &pct}}}
+		testbuild.Target("apps/v1", "Deployment", "web"), testbuild.Min(1), testbuild.Max(10), testbuild.Metrics(metrics...),
+		testbuild.Replicas(2, 2), testbuild.LastScaleTime(t0.Add(-time.Minute).Truncate(time.Second)))
 }
 
 func external(avg string) autoscalingv2.MetricSpec {
@@ -51,13 +42,9 @@ func testPod(name string, ready bool, started time.Time) *corev1.Pod {
 	if !ready {
 		status = corev1.ConditionFalse
 	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("64Mi")}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &metav1.Time{Time: started},
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Time{Time: started.Add(5 * time.Second)}}}},
-	}
+	return testbuild.Pod("shop", name, testbuild.Labels("app", "web"),
+		testbuild.Containers(testbuild.Container("app", testbuild.Requests("cpu", "200m", "memory", "64Mi"))),
+		testbuild.StartedAt(started), testbuild.ReadySince(status, started.Add(5*time.Second)))
 }
 
 func samples(window time.Duration, milli ...int64) map[string]replicas.Sample {
@@ -84,7 +71,7 @@ func reconciles() map[string]Reconcile {
 	}
 	cases := map[string]replicas.Input{}
 
-	up := in(testHPA(cpuAt(50)), held)
+	up := in(testHPA(testbuild.CPUUtilization(50)), held)
 	up.Metrics = []replicas.MetricData{{PodSamples: samples(15*time.Second+500*time.Millisecond, 180, 190, 10), Timestamp: t0.Add(-7 * time.Second), Source: "metrics.k8s.io/v1beta1"}}
 	cases["cpu scale-up with a held history"] = up
 
@@ -96,14 +83,14 @@ func reconciles() map[string]Reconcile {
 	empty.History = known
 	cases["a known but empty history"] = empty
 
-	ext := in(testHPA(cpuAt(50), external("2")), held)
+	ext := in(testHPA(testbuild.CPUUtilization(50), external("2")), held)
 	ext.Metrics = []replicas.MetricData{
 		{Err: errors.New(`unable to fetch metrics from resource metrics API: the server is currently unable to handle the request (get pods.metrics.k8s.io)`)},
 		{Values: []int64{4000, 2500}, Timestamp: t0.Add(-3 * time.Second)},
 	}
 	cases["a failed metric beside an external one"] = ext
 
-	noScale := in(testHPA(cpuAt(50)), held)
+	noScale := in(testHPA(testbuild.CPUUtilization(50)), held)
 	noScale.Scale, noScale.Pods = nil, nil
 	noScale.ScaleErr = &replicas.ScaleError{Stage: replicas.ScaleErrorMapping, Err: errors.New(`no matches for kind "Rollout" in group "argoproj.io"`)}
 	cases["the scale unreadable at the mapping step"] = noScale
@@ -112,7 +99,7 @@ func reconciles() map[string]Reconcile {
 	getFailed.ScaleErr = errors.New("deployments.apps \"web\" not found")
 	cases["the scale GET failed"] = getFailed
 
-	overlap := in(testHPA(cpuAt(50)), held)
+	overlap := in(testHPA(testbuild.CPUUtilization(50)), held)
 	overlap.OtherHPAsSelectingPods = []string{"shop/other"}
 	overlap.Metrics = []replicas.MetricData{{Err: errors.New("pods are controlled by more than one HPA (e.g. [shop/other])")}}
 	cases["pods selected by another HPA"] = overlap
@@ -124,7 +111,7 @@ func reconciles() map[string]Reconcile {
 		out[name] = Reconcile{Term: 1, Key: "shop/web", Input: in, Decision: d, Outcome: o, Kept: o.History}
 	}
 
-	podsFailed := in(testHPA(cpuAt(50)), held)
+	podsFailed := in(testHPA(testbuild.CPUUtilization(50)), held)
 	podsFailed.Pods = nil
 	podsErr := errors.New("pods is forbidden")
 	podsFailed.Metrics = []replicas.MetricData{{Err: fmt.Errorf("unable to get pods while calculating replica count: %w", podsErr)}}

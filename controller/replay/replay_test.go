@@ -12,10 +12,8 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
@@ -24,6 +22,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 )
 
@@ -32,20 +31,14 @@ var t0 = time.Date(2026, 12, 1, 19, 0, 0, 0, time.UTC)
 const ns = "shop"
 
 func hpaWithBehavior() *autoscalingv2.HorizontalPodAutoscaler {
-	return &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Generation: 1, UID: types.UID("uid-web")},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-			MinReplicas:    ptr.To[int32](1), MaxReplicas: 10,
-			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
-				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50)}}}},
-			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
-				ScaleUp: &autoscalingv2.HPAScalingRules{Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 2, PeriodSeconds: 60}}},
-				ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](45),
-					Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 50, PeriodSeconds: 30}}},
-			},
-		},
-	}
+	return testbuild.HPA(ns, "web", testbuild.Generation(1), testbuild.UID("uid-web"),
+		testbuild.Target("apps/v1", "Deployment", "web"), testbuild.Min(1), testbuild.Max(10),
+		testbuild.Metrics(testbuild.CPUUtilization(50)),
+		testbuild.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{
+			ScaleUp: &autoscalingv2.HPAScalingRules{Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 2, PeriodSeconds: 60}}},
+			ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](45),
+				Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 50, PeriodSeconds: 30}}},
+		}))
 }
 
 // world is the target, its pods and their cpu: scaling the target adds or removes pods, and
@@ -84,14 +77,10 @@ func (w *world) SetReplicas(ctx context.Context, _ string, _ autoscalingv2.Cross
 }
 
 func (w *world) pod(i int32) *corev1.Pod {
-	start := metav1.NewTime(w.clock.Now().Add(-10 * time.Minute).Truncate(time.Second))
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: w.podName(i), Namespace: ns, Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &start,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: start}}},
-	}
+	start := w.clock.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	return testbuild.Pod(ns, w.podName(i), testbuild.Labels("app", "web"),
+		testbuild.Containers(testbuild.Container("app", testbuild.Requests("cpu", "100m"))),
+		testbuild.StartedAt(start), testbuild.ReadySince(corev1.ConditionTrue, start))
 }
 
 func (w *world) PodResource(context.Context, string, corev1.ResourceName, labels.Selector, string) (metrics.PodSamples, time.Time, error) {

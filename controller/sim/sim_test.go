@@ -11,30 +11,16 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 // cpuHPA is an HPA on cpu utilization of 200m-request pods.
 func cpuHPA(target int32, minR, maxR int32, behavior *autoscalingv2.HorizontalPodAutoscalerBehavior) *autoscalingv2.HorizontalPodAutoscaler {
-	return &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "sim"},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-			MinReplicas:    &minR,
-			MaxReplicas:    maxR,
-			Metrics: []autoscalingv2.MetricSpec{{
-				Type: autoscalingv2.ResourceMetricSourceType,
-				Resource: &autoscalingv2.ResourceMetricSource{
-					Name:   corev1.ResourceCPU,
-					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: &target},
-				},
-			}},
-			Behavior: behavior,
-		},
-	}
+	return testbuild.HPA("sim", "web", testbuild.Target("apps/v1", "Deployment", "web"), testbuild.Min(minR), testbuild.Max(maxR),
+		testbuild.Metrics(testbuild.CPUUtilization(target)), testbuild.Behavior(behavior))
 }
 
 func podSpec(cpu string) corev1.PodSpec {

@@ -7,18 +7,13 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 func base() *autoscalingv2.HorizontalPodAutoscaler {
-	return &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-			MaxReplicas:    10,
-		},
-	}
+	return testbuild.HPA("shop", "web", testbuild.Target("apps/v1", "Deployment", "web"), testbuild.Max(10))
 }
 
 // The refused fields for each change to a valid HPA. test/parity holds the whole port to
