@@ -214,7 +214,7 @@ current-context: other
 	o := NewExplainOptions(configFlags, streams)
 	o.Clock = clocktesting.NewFakeClock(now)
 	o.newMetrics = func(context.Context, *ExplainOptions, *rest.Config, discovery.DiscoveryInterface) (metrics.Client, metrics.Selection, error) {
-		return &barrierMetrics{b: b, samples: f.m.resource[corev1.ResourceCPU]}, metrics.Selection{}, nil
+		return &barrierMetrics{b: b, samples: f.m.Resource[corev1.ResourceCPU]}, metrics.Selection{}, nil
 	}
 	root.AddCommand(newCmdExplain(o))
 	// The context flag picks the namespace "shop" from the kubeconfig: no -n.

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +37,8 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
@@ -59,7 +60,7 @@ type fixture struct {
 	// served are the group/versions discovery reports (besides core and apps).
 	served []string
 	vpas   []*unstructured.Unstructured
-	m      *fakeMetrics
+	m      *fakemetrics.Client
 	// kubeReactor, when set, runs before the tracker (RBAC failures and such).
 	kubeReactor clienttesting.ReactionFunc
 	// metricsErr, when set, is why no metrics source could be chosen.
@@ -68,35 +69,23 @@ type fixture struct {
 
 func newFixture() *fixture {
 	f := &fixture{
-		hpa: &autoscalingv2.HorizontalPodAutoscaler{
-			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "hpa-uid", Generation: 1, ResourceVersion: "42"},
-			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-				ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-				MinReplicas:    ptrTo(int32(1)),
-				MaxReplicas:    10,
-				Metrics:        []autoscalingv2.MetricSpec{cpuMetric(80)},
-			},
-			Status: autoscalingv2.HorizontalPodAutoscalerStatus{ObservedGeneration: ptrTo(int64(1)), CurrentReplicas: 4, DesiredReplicas: 4},
-		},
+		hpa: testbuild.HPA("shop", "web", testbuild.UID("hpa-uid"), testbuild.Generation(1), testbuild.ResourceVersion("42"),
+			testbuild.Target("apps/v1", "Deployment", "web"), testbuild.Min(1), testbuild.Max(10),
+			testbuild.Metrics(testbuild.CPUUtilization(80)), testbuild.ObservedGeneration(1), testbuild.Replicas(4, 4)),
 		namespaces: []string{"shop"},
 		served:     []string{"metrics.k8s.io/v1beta1"},
-		m:          &fakeMetrics{resource: map[corev1.ResourceName]metrics.PodSamples{}},
+		m: &fakemetrics.Client{Name: "metrics.k8s.io/v1beta1 (fake)", At: now.Add(-30 * time.Second),
+			Resource: map[corev1.ResourceName]metrics.PodSamples{}},
 	}
 	f.setPods(4, "500m", "400m")
 	return f
-}
-
-func cpuMetric(util int32) autoscalingv2.MetricSpec {
-	return autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
-		Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptrTo(util)},
-	}}
 }
 
 // setPods makes n ready pods started an hour ago with the given cpu request and usage, and
 // a scale of n replicas.
 func (f *fixture) setPods(n int, request, usage string) {
 	f.pods = nil
-	f.m.resource[corev1.ResourceCPU] = metrics.PodSamples{}
+	f.m.Resource[corev1.ResourceCPU] = metrics.PodSamples{}
 	for i := range n {
 		f.addPod(fmt.Sprintf("web-%d", i), request, usage, true, time.Hour, "abc")
 	}
@@ -112,22 +101,16 @@ func (f *fixture) addPod(name, request, usage string, ready bool, age time.Durat
 	if !ready {
 		status = corev1.ConditionFalse
 	}
-	resources := corev1.ResourceRequirements{}
+	var requests corev1.ResourceList
 	if request != "" {
-		resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(request)}
+		requests = testbuild.Requests("cpu", request)
 	}
-	start := metav1.NewTime(now.Add(-age))
-	f.pods = append(f.pods, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Labels: map[string]string{"app": "web", "pod-template-hash": hash}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: resources}}},
-		Status: corev1.PodStatus{
-			Phase: corev1.PodRunning, StartTime: &start,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: start}},
-		},
-	})
+	f.pods = append(f.pods, testbuild.Pod("shop", name, testbuild.Labels("app", "web", "pod-template-hash", hash),
+		testbuild.Containers(testbuild.Container("app", requests)),
+		testbuild.StartedAt(now.Add(-age)), testbuild.ReadySince(status, now.Add(-age))))
 	if usage != "" {
 		q := resource.MustParse(usage)
-		f.m.resource[corev1.ResourceCPU][name] = metrics.PodSample{MilliValue: q.MilliValue(), Timestamp: now.Add(-30 * time.Second), Window: 30 * time.Second}
+		f.m.Resource[corev1.ResourceCPU][name] = metrics.PodSample{MilliValue: q.MilliValue(), Timestamp: now.Add(-30 * time.Second), Window: 30 * time.Second}
 	}
 }
 
@@ -141,55 +124,12 @@ func (f *fixture) rescaleEvent(size int32, ago time.Duration) {
 	})
 }
 
-// fakeMetrics is a metrics.Client answering from maps; it records every call.
-type fakeMetrics struct {
-	mu       sync.Mutex
-	calls    []string
-	resource map[corev1.ResourceName]metrics.PodSamples
-	external map[string][]int64
-	err      error
-}
-
-func (m *fakeMetrics) record(call string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.calls = append(m.calls, call)
-}
-
-func (m *fakeMetrics) PodResource(_ context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, container string) (metrics.PodSamples, time.Time, error) {
-	m.record(fmt.Sprintf("PodResource %s %s %s", namespace, res, selector))
-	if m.err != nil {
-		return nil, time.Time{}, m.err
-	}
-	return m.resource[res], now.Add(-30 * time.Second), nil
-}
-
-func (m *fakeMetrics) PodsMetric(_ context.Context, namespace, name string, _, _ labels.Selector) (metrics.PodSamples, time.Time, error) {
-	m.record("PodsMetric " + namespace + " " + name)
-	return nil, time.Time{}, errors.New("no pods metrics in this fake")
-}
-
-func (m *fakeMetrics) ObjectMetric(_ context.Context, namespace, name string, _ autoscalingv2.CrossVersionObjectReference, _ labels.Selector) (int64, time.Time, error) {
-	m.record("ObjectMetric " + namespace + " " + name)
-	return 0, time.Time{}, errors.New("no object metrics in this fake")
-}
-
-func (m *fakeMetrics) ExternalMetric(_ context.Context, namespace, name string, _ labels.Selector) ([]int64, time.Time, error) {
-	m.record("ExternalMetric " + namespace + " " + name)
-	if v, ok := m.external[name]; ok {
-		return v, now.Add(-30 * time.Second), nil
-	}
-	return nil, time.Time{}, fmt.Errorf("unable to fetch metrics from external metrics API: %s not found", name)
-}
-
-func (m *fakeMetrics) Source() string { return "metrics.k8s.io/v1beta1 (fake)" }
-
 // clients are the fakes behind one run, kept for assertions.
 type clients struct {
 	kube    *kubefake.Clientset
 	scale   *fakescale.FakeScaleClient
 	dynamic *dynamicfake.FakeDynamicClient
-	m       *fakeMetrics
+	m       *fakemetrics.Client
 }
 
 func (f *fixture) build() (*explainClients, *clients) {
@@ -381,9 +321,7 @@ func requests(c *clients) []string {
 	for _, a := range c.dynamic.Actions() {
 		out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
 	}
-	c.m.mu.Lock()
-	out = append(out, c.m.calls...)
-	c.m.mu.Unlock()
+	out = append(out, c.m.Calls()...)
 	sort.Strings(out)
 	return out
 }
@@ -487,7 +425,7 @@ func scenarios() map[string]struct {
 		"metrics-api-absent": {fx: func() *fixture {
 			f := newFixture()
 			f.served = nil
-			f.m.err = errors.New("the server could not find the requested resource (get pods.metrics.k8s.io)")
+			f.m.Err = errors.New("the server could not find the requested resource (get pods.metrics.k8s.io)")
 			return f
 		}, code: ExitMetricsUnavailable},
 		"target-not-found": {fx: func() *fixture {
@@ -506,7 +444,7 @@ func scenarios() map[string]struct {
 				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: &q},
 			}}}
 			f.served = append(f.served, "external.metrics.k8s.io/v1beta1")
-			f.m.external = map[string][]int64{"s0-rabbitmq-queue": {75000}}
+			f.m.External = map[string][]int64{"s0-rabbitmq-queue": {75000}}
 			return f
 		}, args: []string{"keda-hpa-web"}},
 		"missing-requests": {fx: func() *fixture {
@@ -618,7 +556,7 @@ func TestExplainFailsWithDistinctCodesAndOneLine(t *testing.T) {
 		{"metrics API absent", func() *fixture {
 			f := newFixture()
 			f.served = nil
-			f.m.err = errors.New("the server could not find the requested resource")
+			f.m.Err = errors.New("the server could not find the requested resource")
 			return f
 		}, []string{"web", "-n", "shop"}, ExitMetricsUnavailable, `metrics.k8s.io is not served by this cluster, so metric cpu cannot be read: install metrics-server or pass --metrics-source=heapster`},
 		{"no metrics source at all", func() *fixture {
@@ -629,7 +567,7 @@ func TestExplainFailsWithDistinctCodesAndOneLine(t *testing.T) {
 		}, []string{"web", "-n", "shop"}, ExitMetricsUnavailable, `no metrics source for metric cpu: no metrics source: the cluster serves none of`},
 		{"a metrics source answering badly", func() *fixture {
 			f := newFixture()
-			f.m.err = metrics.SourceFailure{Err: errors.New("heapster via service proxy kube-system/http:heapster: answered 500 to GET /apis/metrics/v1alpha1/namespaces/shop/pods")}
+			f.m.Err = metrics.SourceFailure{Err: errors.New("heapster via service proxy kube-system/http:heapster: answered 500 to GET /apis/metrics/v1alpha1/namespaces/shop/pods")}
 			return f
 		}, []string{"web", "-n", "shop"}, ExitFailure, `metric cpu of Deployment/web cannot be read, so nothing would be scaled: failed to get cpu resource metric value: failed to get cpu utilization: unable to get metrics for resource cpu: heapster via service proxy kube-system/http:heapster: answered 500`},
 		{"bad metrics source flag", newFixture, []string{"web", "-n", "shop", "--metrics-source", "carrier-pigeon"}, ExitUsage, `unknown --metrics-source "carrier-pigeon"`},

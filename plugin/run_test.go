@@ -15,39 +15,26 @@ import (
 	"github.com/google/go-cmp/cmp"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 var runNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func runTestHPA(name, target string) *autoscalingv2.HorizontalPodAutoscaler {
-	minR, util := int32(1), int32(50)
-	return &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Generation: 1},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: target},
-			MinReplicas:    &minR, MaxReplicas: 10,
-			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
-				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: &util}}}},
-		},
-	}
+	return testbuild.HPA("shop", name, testbuild.Generation(1), testbuild.Target("apps/v1", "Deployment", target),
+		testbuild.Min(1), testbuild.Max(10), testbuild.Metrics(testbuild.CPUUtilization(50)))
 }
 
 func runTestPod(name string) *corev1.Pod {
-	start := metav1.NewTime(runNow.Add(-10 * time.Minute))
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &start,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: start}}},
-	}
+	start := runNow.Add(-10 * time.Minute)
+	return testbuild.Pod("shop", name, testbuild.Labels("app", "web"),
+		testbuild.Containers(testbuild.Container("app", testbuild.Requests("cpu", "100m"))),
+		testbuild.StartedAt(start), testbuild.ReadySince(corev1.ConditionTrue, start))
 }
 
 // runTestReports are a scale-up written in dry-run, a hold, and a target that is missing.

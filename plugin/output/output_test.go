@@ -18,32 +18,21 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func hpa(mods ...func(*autoscalingv2.HorizontalPodAutoscaler)) *autoscalingv2.HorizontalPodAutoscaler {
-	h := &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u-1", Generation: 2, ResourceVersion: "100"},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
-			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-			MinReplicas:    ptr(int32(2)),
-			MaxReplicas:    10,
-			Metrics: []autoscalingv2.MetricSpec{{
-				Type: autoscalingv2.ResourceMetricSourceType,
-				Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{
-					Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(int32(80)),
-				}},
-			}},
-		},
-		Status: autoscalingv2.HorizontalPodAutoscalerStatus{ObservedGeneration: ptr(int64(2)), CurrentReplicas: 4, DesiredReplicas: 4},
-	}
-	for _, m := range mods {
-		m(h)
-	}
-	return h
+// hpa is shop/web on Deployment web, 2..10 replicas, cpu at 80%, its status observed at 4
+// replicas, then mods.
+func hpa(mods ...testbuild.HPAOption) *autoscalingv2.HorizontalPodAutoscaler {
+	return testbuild.HPA("shop", "web", append([]testbuild.HPAOption{
+		testbuild.UID("u-1"), testbuild.Generation(2), testbuild.ResourceVersion("100"),
+		testbuild.Target("apps/v1", "Deployment", "web"), testbuild.Min(2), testbuild.Max(10),
+		testbuild.Metrics(testbuild.CPUUtilization(80)), testbuild.ObservedGeneration(2), testbuild.Replicas(4, 4),
+	}, mods...)...)
 }
 
 func pod(name string, ready bool, started time.Duration) *corev1.Pod {
@@ -51,14 +40,7 @@ func pod(name string, ready bool, started time.Duration) *corev1.Pod {
 	if ready {
 		st = corev1.ConditionTrue
 	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop"},
-		Status: corev1.PodStatus{
-			Phase:      corev1.PodRunning,
-			StartTime:  ptr(metav1.NewTime(now.Add(-started))),
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}},
-		},
-	}
+	return testbuild.Pod("shop", name, testbuild.StartedAt(now.Add(-started)), testbuild.Ready(st))
 }
 
 func cpuStatus(util int32, avg string) autoscalingv2.MetricStatus {
