@@ -113,10 +113,19 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 		facts.HistorySource = output.HistoryRecorded
 		facts.HistoryHolder = rec.Record.Holder
 		facts.HistoryRecordedAt = rec.Record.At
-		facts.HistoryNote = fmt.Sprintf("kubectl hpa run keeps the recommendations and scale events its next decisions depend on in the HPA's annotation %s, and this decision uses them: it is the decision run makes at its next sync (every %s) if the metrics stay as they are. Its newest recommendation counts as made until now.",
-			history.Annotation, time.Duration(rec.Record.SyncMillis)*time.Millisecond)
-		for _, n := range rec.Restored.Notes {
-			facts.HistoryNote += " Note: " + n + "."
+		sync := time.Duration(rec.Record.SyncMillis) * time.Millisecond
+		if w, ok := recordedWindowWarning(hpa, rec.Record, in.Config); ok {
+			// The window differs because the flags do, not because the spec changed since:
+			// the restore's note on a grown window would say the latter.
+			facts.Warnings = append(facts.Warnings, w)
+			facts.HistoryNote = fmt.Sprintf("kubectl hpa run keeps the recommendations and scale events its next decisions depend on in the HPA's annotation %s, and this decision uses them, but under another downscale stabilization window than run's (see the warning): run's next sync (every %s) decides under its own. Its newest recommendation counts as made until now.",
+				history.Annotation, sync)
+		} else {
+			facts.HistoryNote = fmt.Sprintf("kubectl hpa run keeps the recommendations and scale events its next decisions depend on in the HPA's annotation %s, and this decision uses them: it is the decision run makes at its next sync (every %s) if the metrics stay as they are. Its newest recommendation counts as made until now.",
+				history.Annotation, sync)
+			for _, n := range rec.Restored.Notes {
+				facts.HistoryNote += " Note: " + n + "."
+			}
 		}
 	}
 	// A history kubectl hpa run recorded is its own: there is nothing to replay.
@@ -362,4 +371,21 @@ func timeRange(from, to time.Time) *output.TimeRange {
 		up = up.Add(time.Second)
 	}
 	return &output.TimeRange{From: metav1.Time{Time: from.Truncate(time.Second)}, To: metav1.Time{Time: up}}
+}
+
+// recordedWindowWarning says when run recorded hpa's history under another downscale
+// stabilization window than cfg's. Without a behavior the window is the controller's flag,
+// which the record keeps as its horizon: under another one explain's decision is not the one
+// run makes next, and the user may not know which flag run was started with.
+func recordedWindowWarning(hpa *autoscalingv2.HorizontalPodAutoscaler, rec history.Record, cfg replicas.Config) (output.Warning, bool) {
+	if hpa.Spec.Behavior != nil {
+		return output.Warning{}, false
+	}
+	recorded := time.Duration(rec.Horizon.Window) * time.Second
+	if recorded == cfg.DownscaleStabilizationWindow {
+		return output.Warning{}, false
+	}
+	return output.Warning{Reason: "HistoryWindowDiffers", Message: fmt.Sprintf(
+		"kubectl hpa run recorded this history under a %s downscale stabilization window (its --downscale-stabilization; the HPA has no behavior), and this explanation decides under %s: pass --downscale-stabilization=%s for the decision run makes",
+		recorded, cfg.DownscaleStabilizationWindow, recorded)}, true
 }

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -397,6 +398,19 @@ func scenarios() map[string]struct {
 			f.hpa.Annotations = map[string]string{history.Annotation: rec.Encode()}
 			return f
 		}},
+		// The same record as TestExplainSaysWhenRunRecordedTheHistoryUnderAnotherDownscaleWindow's:
+		// run decided under a 2m window, explain under its default 5m.
+		"recorded-history-under-another-window": {fx: func() *fixture {
+			f := newFixture()
+			f.setPods(6, "500m", "150m")
+			f.hpa.Status.CurrentReplicas, f.hpa.Status.DesiredReplicas = 6, 6
+			written := now.Add(-20 * time.Second)
+			rec := history.New(replicas.History{Recommendations: []replicas.Recommendation{
+				{Replicas: 6, Timestamp: now.Add(-130 * time.Second)}, {Replicas: 3, Timestamp: written}}},
+				string(f.hpa.UID), "node-a_5f1c", written, 15*time.Second, history.Horizon{Window: 120})
+			f.hpa.Annotations = map[string]string{history.Annotation: rec.Encode()}
+			return f
+		}},
 		"recorded-history-ignored": {fx: func() *fixture {
 			f := newFixture()
 			f.setPods(6, "500m", "150m")
@@ -693,6 +707,61 @@ func TestExplainPrintsThroughCLIRuntimePrinters(t *testing.T) {
 			r := newFixture().run(t, append([]string{"web", "-n", "shop"}, tt.args...)...)
 			if r.code != 0 || !strings.Contains(r.stdout, tt.want) {
 				t.Errorf("exit %d, stdout %q, want it to contain %q; stderr %s", r.code, r.stdout, tt.want, r.stderr)
+			}
+		})
+	}
+}
+
+// A run started with --downscale-stabilization=2m recorded 6 130s ago (inside its window when
+// it wrote, 20s ago) and 3 since. For an HPA without behavior the window is that flag, so
+// explain decides as run does only under the same one: under its own default (5m) the 6
+// still holds, and it says which flag gives run's decision; under 2m it scales to 3 as run
+// does, and says nothing.
+func TestExplainSaysWhenRunRecordedTheHistoryUnderAnotherDownscaleWindow(t *testing.T) {
+	cases := []struct {
+		name        string
+		args        []string
+		wantDesired int32
+		wantWarning bool
+	}{
+		{name: "explain's default window differs from run's: held at 6, and the flag that gives run's decision is named", wantDesired: 6, wantWarning: true},
+		{name: "the same window as run's: run's decision, no warning", args: []string{"--downscale-stabilization=2m"}, wantDesired: 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture()
+			f.setPods(6, "500m", "150m")
+			f.hpa.Status.CurrentReplicas, f.hpa.Status.DesiredReplicas = 6, 6
+			written := now.Add(-20 * time.Second)
+			rec := history.New(replicas.History{Recommendations: []replicas.Recommendation{
+				{Replicas: 6, Timestamp: now.Add(-130 * time.Second)}, {Replicas: 3, Timestamp: written}}},
+				string(f.hpa.UID), "node-a_5f1c", written, 15*time.Second, history.Horizon{Window: 120})
+			f.hpa.Annotations = map[string]string{history.Annotation: rec.Encode()}
+			r := f.run(t, append([]string{"web", "-n", "shop", "-o", "json"}, tc.args...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			var e output.Explanation
+			if err := json.Unmarshal([]byte(r.stdout), &e); err != nil {
+				t.Fatal(err)
+			}
+			if e.History == nil || e.History.Source != output.HistoryRecorded {
+				t.Fatalf("history %+v, want the recorded one", e.History)
+			}
+			if e.Decision.DesiredReplicas != tc.wantDesired {
+				t.Errorf("desired %d, want %d", e.Decision.DesiredReplicas, tc.wantDesired)
+			}
+			var got *output.Warning
+			for i, w := range e.Warnings {
+				if w.Reason == "HistoryWindowDiffers" {
+					got = &e.Warnings[i]
+				}
+			}
+			switch {
+			case tc.wantWarning && (got == nil || !strings.Contains(got.Message, "--downscale-stabilization=2m0s")):
+				t.Errorf("warnings %+v, want HistoryWindowDiffers naming --downscale-stabilization=2m0s", e.Warnings)
+			case !tc.wantWarning && got != nil:
+				t.Errorf("warning %+v, want none", *got)
 			}
 		})
 	}
