@@ -94,11 +94,20 @@ func findMetric(hpa *autoscalingv2.HorizontalPodAutoscaler, id string) (int, err
 	}
 	switch len(idx) {
 	case 0:
-		return 0, fmt.Errorf("metric %q is not in spec.metrics of this HPA (it has: %s)", id, strings.Join(names, ", "))
+		return 0, &noSuchMetricError{id: id, has: strings.Join(names, ", ")}
 	case 1:
 		return idx[0], nil
 	}
 	return 0, fmt.Errorf("metric %q is ambiguous (%s): name it by index (%s)", id, strings.Join(matches, ", "), strings.Join(names, ", "))
+}
+
+// noSuchMetricError is findMetric's error for a name that no metric of the HPA has (as
+// opposed to an index out of range or a name two metrics share): a variant key that names
+// no metric is then an unknown key.
+type noSuchMetricError struct{ id, has string }
+
+func (e *noSuchMetricError) Error() string {
+	return fmt.Sprintf("metric %q is not in spec.metrics of this HPA (it has: %s)", e.id, e.has)
 }
 
 // targetOf points at the target inside spec.

@@ -130,6 +130,9 @@ func applyOverride(hpa *autoscalingv2.HorizontalPodAutoscaler, flag, key, value 
 		}
 	}
 	if _, err := findMetric(hpa, key); err != nil {
+		if !errors.As(err, new(*noSuchMetricError)) {
+			return usageErrorf("--%s: %s=%s: %v", flag, key, value, err)
+		}
 		var metrics []string
 		for i, m := range hpa.Spec.Metrics {
 			metrics = append(metrics, fmt.Sprintf("%d=%s", i, output.ShortName(m)))
