@@ -286,7 +286,8 @@ func fetchAll(ctx context.Context, m metrics.Client, hpa *autoscalingv2.Horizont
 }
 
 // fetch reads one metric spec. Unknown metric types fetch nothing: the core reports
-// InvalidMetricSourceType for them.
+// InvalidMetricSourceType for them. Pod samples go to the core as the client decoded them
+// (metrics.PodSample and replicas.Sample are one type).
 func fetch(ctx context.Context, m metrics.Client, namespace string, spec autoscalingv2.MetricSpec, selector labels.Selector) replicas.MetricData {
 	d := replicas.MetricData{Source: m.Source()}
 	switch spec.Type {
@@ -296,14 +297,14 @@ func fetch(ctx context.Context, m metrics.Client, namespace string, spec autosca
 			return d
 		}
 		samples, ts, err := m.PodResource(ctx, namespace, spec.Resource.Name, selector, "")
-		d.PodSamples, d.Timestamp, d.Err = toSamples(samples), ts, err
+		d.PodSamples, d.Timestamp, d.Err = samples, ts, err
 	case autoscalingv2.ContainerResourceMetricSourceType:
 		if spec.ContainerResource == nil {
 			d.Err = errors.New("metric type ContainerResource has no containerResource field")
 			return d
 		}
 		samples, ts, err := m.PodResource(ctx, namespace, spec.ContainerResource.Name, selector, spec.ContainerResource.Container)
-		d.PodSamples, d.Timestamp, d.Err = toSamples(samples), ts, err
+		d.PodSamples, d.Timestamp, d.Err = samples, ts, err
 	case autoscalingv2.PodsMetricSourceType:
 		if spec.Pods == nil {
 			d.Err = errors.New("metric type Pods has no pods field")
@@ -315,7 +316,7 @@ func fetch(ctx context.Context, m metrics.Client, namespace string, spec autosca
 			return d
 		}
 		samples, ts, err := m.PodsMetric(ctx, namespace, spec.Pods.Metric.Name, selector, metricSelector)
-		d.PodSamples, d.Timestamp, d.Err = toSamples(samples), ts, err
+		d.PodSamples, d.Timestamp, d.Err = samples, ts, err
 	case autoscalingv2.ObjectMetricSourceType:
 		if spec.Object == nil {
 			d.Err = errors.New("metric type Object has no object field")
@@ -340,15 +341,4 @@ func fetch(ctx context.Context, m metrics.Client, namespace string, spec autosca
 		d.Values, d.Timestamp, d.Err = m.ExternalMetric(ctx, namespace, spec.External.Metric.Name, metricSelector)
 	}
 	return d
-}
-
-func toSamples(in metrics.PodSamples) map[string]replicas.Sample {
-	if in == nil {
-		return nil
-	}
-	out := make(map[string]replicas.Sample, len(in))
-	for name, s := range in {
-		out[name] = replicas.Sample{MilliValue: s.MilliValue, Timestamp: s.Timestamp, Window: s.Window}
-	}
-	return out
 }

@@ -38,7 +38,9 @@ type (
 )
 
 // Client is what the controller asks for numbers. Each method mirrors one metric
-// source type of autoscaling/v2; errors name the source and say what to do next.
+// source type of autoscaling/v2; errors name the source and say what to do next. The
+// PodSamples a call returns are the caller's from then on (the controller hands them to the
+// decision core as they are), so they are never reused or changed by the client.
 type Client interface {
 	// PodResource returns the usage of resource per pod for pods in namespace matching
 	// selector, summed over containers, or of the one named container when container

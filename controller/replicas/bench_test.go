@@ -11,11 +11,11 @@ import (
 )
 
 // BenchmarkDecide turns benchload's workload into an Input as the controller would (a pod
-// slice from the informer cache, whose stripped pods share one container array, the sample
-// map from the decoded metrics) and decides; the parity module runs upstream's calculator on
-// the same workload (make bench-compare). Not timed here, though run's gather does them per
-// sync: listing the pods from the indexer (upstream's benchmark times its lister), sorting
-// them by name, and copying the decoded samples (metrics.PodSamples) into the core's map.
+// slice from the informer cache, whose stripped pods share one container array; the sample
+// map as the metrics layer decodes it, which the core takes as it is) and decides; the parity
+// module runs upstream's calculator on the same workload (make bench-compare). Not timed here,
+// though run's gather does them per sync: listing the pods from the indexer (upstream's
+// benchmark times its lister) and sorting them by name.
 func BenchmarkDecide(b *testing.B) {
 	for _, n := range []int{10, 100, 1000, 10000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {

@@ -116,8 +116,12 @@ type MetricData struct {
 	Source string
 }
 
-// Sample is one pod's metric value.
-type Sample struct {
+// Sample is one pod's metric value: MilliValue observed at Timestamp over Window.
+//
+// It names an unnamed struct type, as the metrics layer's samples.PodSample does: the two are
+// one type, so the per-pod map the metrics layer decodes is a MetricData.PodSamples as it is,
+// without a copy per sync, while neither package imports the other.
+type Sample = struct {
 	MilliValue int64
 	Timestamp  time.Time
 	Window     time.Duration

@@ -78,8 +78,6 @@ type world struct {
 
 	selector string
 	parsed   labels.Selector
-	// resourceOut is reused by every resource metric read: Evaluate copies what it reads.
-	resourceOut metrics.PodSamples
 }
 
 func newWorld(s *Spec, v Variant) *world {
@@ -250,11 +248,7 @@ func (w *world) scrape(t time.Time) {
 // nanocores (a Quantity read with MilliValue, which rounds up), memory in bytes; the pod's
 // timestamp as served (RFC 3339, whole seconds) and its window.
 func (w *world) podResource(res corev1.ResourceName, container string) (metrics.PodSamples, time.Time, error) {
-	if w.resourceOut == nil {
-		w.resourceOut = make(metrics.PodSamples, len(w.pods))
-	}
-	out := w.resourceOut
-	clear(out)
+	out := make(metrics.PodSamples, len(w.pods))
 	var first time.Time
 	ci := -1
 	if container != "" {

@@ -15,8 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// PodSample is one pod's value of a metric.
-type PodSample struct {
+// PodSample is one pod's value of a metric. It names an unnamed struct type, as the decision
+// core's replicas.Sample does, so that the controller hands the core the PodSamples decoded
+// here as they are: keep the two field lists identical (the controller's build fails otherwise).
+type PodSample = struct {
 	// MilliValue is the value in milli-units (millicores for cpu, milli-bytes for memory).
 	MilliValue int64
 	// Timestamp is when the value was observed and Window the period it covers.
