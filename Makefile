@@ -124,8 +124,9 @@ test-parity:
 bench-parity:
 	cd test/parity && $(GO) test -run '^$$' -bench BenchmarkUpstream -benchmem ./...
 
-## bench-compare: BenchmarkDecide beside upstream's calculator on the one shared workload
-## (controller/replicas/benchload), alternating COUNT runs of each, side by side with benchstat
+## bench-compare: BenchmarkDecide (as run decides) and BenchmarkDecideWithPodTreatments (as explain
+## does) beside upstream's calculator on the one shared workload (controller/replicas/benchload),
+## alternating COUNT runs of each, side by side with benchstat
 bench-compare:
 	GO=$(GO) COUNT=$(or $(COUNT),6) hack/bench-compare.sh
 

@@ -81,6 +81,9 @@ type Options struct {
 	// not), and restores it before the first decision. Off, the history lives in memory only,
 	// as upstream's, and the annotation is removed with the next status write.
 	PersistHistory bool
+	// OmitPodTreatments decides without the per-pod account of pod-based metrics
+	// (Report.Decision.Metrics[i].Pods stays nil), for sinks that never show it.
+	OmitPodTreatments bool
 }
 
 // DefaultOptions returns upstream's defaults (sync period 15s, v1.37 decision config).
@@ -473,7 +476,7 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (deleted, rep
 	start := c.clock.Now()
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "hpa", klog.KRef(ns, name))
 	ctx = klog.NewContext(ctx, logger)
-	ev, err := Evaluate(ctx, c.source, ns, name, EvalOptions{Now: start, Config: c.opts.Config, Overlaps: c.tracker})
+	ev, err := Evaluate(ctx, c.source, ns, name, EvalOptions{Now: start, Config: c.opts.Config, Overlaps: c.tracker, OmitPodTreatments: c.opts.OmitPodTreatments})
 	if apierrors.IsNotFound(err) {
 		c.mu.Lock()
 		delete(c.history, key)

@@ -108,6 +108,9 @@ type EvalOptions struct {
 	Beside func(ctx context.Context, read *autoscalingv2.HorizontalPodAutoscaler)
 	// WithoutHistory also decides from an empty history (Evaluation.Fresh).
 	WithoutHistory bool
+	// OmitPodTreatments decides without the per-pod account (replicas.Input.OmitPodTreatments),
+	// for callers that never show it.
+	OmitPodTreatments bool
 }
 
 // Evaluation is one HPA's decision with everything it was decided from.
@@ -194,7 +197,7 @@ type gatherResult struct {
 
 // gather builds the core's Input for hpa.
 func gather(ctx context.Context, src Source, hpa *autoscalingv2.HorizontalPodAutoscaler, history replicas.History, opts EvalOptions) (replicas.Input, gatherResult) {
-	in := replicas.Input{HPA: hpa, History: history, Now: opts.Now, Config: opts.Config}
+	in := replicas.Input{HPA: hpa, History: history, Now: opts.Now, Config: opts.Config, OmitPodTreatments: opts.OmitPodTreatments}
 	scale, err := src.Scale(ctx, hpa.Namespace, hpa.Spec.ScaleTargetRef)
 	if err != nil {
 		in.ScaleErr = err

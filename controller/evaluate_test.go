@@ -117,6 +117,26 @@ func TestEvaluate(t *testing.T) {
 		}
 	})
 
+	t.Run("OmitPodTreatments decides the same without the per-pod account", func(t *testing.T) {
+		var got [2]replicas.Decision
+		for i, omit := range []bool{false, true} {
+			ev, err := Evaluate(t.Context(), source(newMetrics(), staticPods(webPods())), ns, "web",
+				EvalOptions{Now: t0, Config: replicas.DefaultConfig(), OmitPodTreatments: omit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[i] = ev.Decision
+		}
+		full, brief := got[0], got[1]
+		if len(full.Metrics) != 1 || len(full.Metrics[0].Pods) != 2 || len(brief.Metrics) != 1 || brief.Metrics[0].Pods != nil {
+			t.Fatalf("pod treatments: %d metrics, %v with them; %d metrics, %v without", len(full.Metrics), full.Metrics, len(brief.Metrics), brief.Metrics)
+		}
+		if brief.DesiredReplicas != full.DesiredReplicas || brief.Metrics[0].Replicas != full.Metrics[0].Replicas || brief.Metrics[0].Ratio != full.Metrics[0].Ratio {
+			t.Errorf("without pod treatments desired %d (metric %d, ratio %v), with them %d (metric %d, ratio %v)",
+				brief.DesiredReplicas, brief.Metrics[0].Replicas, brief.Metrics[0].Ratio, full.DesiredReplicas, full.Metrics[0].Replicas, full.Metrics[0].Ratio)
+		}
+	})
+
 	t.Run("a missing HPA is the error, as the source said it", func(t *testing.T) {
 		src := Readers{HPAReader: oneHPA{err: apierrors.NewNotFound(schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}, "web")}, PastReader: noPast{}}
 		if _, err := Evaluate(t.Context(), src, ns, "web", EvalOptions{Now: t0, Config: replicas.DefaultConfig()}); !apierrors.IsNotFound(err) {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs BenchmarkDecide (ours, controller/replicas) and BenchmarkUpstreamResourceReplicas
-# (upstream v1.37.2's calculator, test/parity) on benchload's workload, alternating the two
-# COUNT times so that both see the same machine load, and prints them side by side with
-# benchstat under one name per size (Calculator/pods=N), upstream first.
+# Runs BenchmarkDecide (ours as run decides, controller/replicas), BenchmarkDecideWithPodTreatments
+# (ours with the per-pod account explain shows) and BenchmarkUpstreamResourceReplicas (upstream
+# v1.37.2's calculator, test/parity) on benchload's workload, alternating them COUNT times so
+# that all see the same machine load, and prints them side by side with benchstat under one
+# name per size (Calculator/pods=N), upstream first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -15,9 +16,11 @@ $GO test -c -o "$out/ours.test" ./controller/replicas
 (cd test/parity && $GO test -c -o "$out/upstream.test" .)
 for i in $(seq "$COUNT"); do
   echo "run $i of $COUNT (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-  "$out/ours.test" -test.run '^$' -test.bench '^BenchmarkDecide/pods=(1000|10000)$' -test.benchmem -test.count 1 |
+  "$out/ours.test" -test.run '^$' -test.bench '^BenchmarkDecide$/^pods=(1000|10000)$' -test.benchmem -test.count 1 |
     sed -n 's/^BenchmarkDecide\//BenchmarkCalculator\//p' >>"$out/ours.txt"
+  "$out/ours.test" -test.run '^$' -test.bench '^BenchmarkDecideWithPodTreatments/pods=(1000|10000)$' -test.benchmem -test.count 1 |
+    sed -n 's/^BenchmarkDecideWithPodTreatments\//BenchmarkCalculator\//p' >>"$out/ours-pods.txt"
   (cd test/parity && "$out/upstream.test" -test.run '^$' -test.bench '^BenchmarkUpstreamResourceReplicas/pods=(1000|10000)$' -test.benchmem -test.count 1) |
     sed -n 's/^BenchmarkUpstreamResourceReplicas\//BenchmarkCalculator\//p' >>"$out/upstream.txt"
 done
-cd "$out" && $BENCHSTAT upstream=upstream.txt ours=ours.txt
+cd "$out" && $BENCHSTAT upstream=upstream.txt ours=ours.txt ours+pods=ours-pods.txt

@@ -201,6 +201,9 @@ func (o *RunOptions) Complete() error {
 	}
 	o.Controller.HPASelector = o.Selector
 	o.Controller.DryRun = controller.DryRun(o.DryRun)
+	// Only -o json shows a decision's per-pod account; the line and table outputs spare
+	// building it for every pod and sync.
+	o.Controller.OmitPodTreatments = o.Output != "json"
 	return nil
 }
 

@@ -149,6 +149,24 @@ func TestRunValidate(t *testing.T) {
 	}
 }
 
+func TestRunDecidesWithoutPodTreatmentsUnlessJSON(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		omit bool
+	}{
+		{"lines and the table never show them", nil, true},
+		{"-o json shows them", []string{"-o", "json"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := preflightOptions(t, tc.args...).Controller.OmitPodTreatments; got != tc.omit {
+				t.Errorf("Controller.OmitPodTreatments = %v, want %v", got, tc.omit)
+			}
+		})
+	}
+}
+
 func TestRunSparkline(t *testing.T) {
 	cases := []struct {
 		in   []int32

@@ -10,13 +10,20 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
-// BenchmarkDecide turns benchload's workload into an Input as the controller would (a pod
-// slice from the informer cache, whose stripped pods share one container array; the sample
-// map as the metrics layer decodes it, which the core takes as it is) and decides; the parity
+// BenchmarkDecide turns benchload's workload into an Input as run's controller does per sync
+// (a pod slice from the informer cache, whose stripped pods share one container array; the
+// sample map as the metrics layer decodes it, which the core takes as it is) and decides as
+// run does, without the per-pod account its line and table outputs never show; the parity
 // module runs upstream's calculator on the same workload (make bench-compare). Not timed here,
 // though run's gather does them per sync: listing the pods from the indexer (upstream's
 // benchmark times its lister) and sorting them by name.
-func BenchmarkDecide(b *testing.B) {
+func BenchmarkDecide(b *testing.B) { benchDecide(b, true) }
+
+// BenchmarkDecideWithPodTreatments is BenchmarkDecide with the per-pod account that explain
+// and run -o json show.
+func BenchmarkDecideWithPodTreatments(b *testing.B) { benchDecide(b, false) }
+
+func benchDecide(b *testing.B, omitPodTreatments bool) {
 	for _, n := range []int{10, 100, 1000, 10000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			w := benchload.New(n, testNow)
@@ -39,6 +46,7 @@ func BenchmarkDecide(b *testing.B) {
 					Metrics: []MetricData{{PodSamples: m, Timestamp: testNow}},
 					History: History{Recommendations: []Recommendation{}},
 					Now:     testNow, Config: cfg,
+					OmitPodTreatments: omitPodTreatments,
 				})
 				if d.Phase != PhaseComputed {
 					b.Fatalf("phase %s: %v", d.Phase, d.Err)

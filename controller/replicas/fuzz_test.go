@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -237,6 +238,23 @@ func FuzzDecideInvariants(f *testing.F) {
 		out := Apply(in, d, nil)
 		if d.Phase != PhaseScaleFailed && out.Status.CurrentReplicas != d.CurrentReplicas {
 			t.Fatalf("status current replicas %d, want %d", out.Status.CurrentReplicas, d.CurrentReplicas)
+		}
+	})
+}
+
+// FuzzDecideWithoutPodTreatments: omitting the per-pod account changes nothing else.
+func FuzzDecideWithoutPodTreatments(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		in := scenario(seed)
+		d := Decide(in)
+		for i := range d.Metrics {
+			d.Metrics[i].Pods = nil
+		}
+		in.OmitPodTreatments = true
+		opts := cmp.Options{decisionCmp, cmpopts.EquateNaNs()}
+		if brief := Decide(in); !cmp.Equal(d, brief, opts) {
+			t.Fatalf("the decision without pod treatments differs:\n%s", cmp.Diff(d, brief, opts))
 		}
 	})
 }

@@ -21,10 +21,14 @@ type calc struct {
 	now            time.Time
 	cpuInit, delay time.Duration
 	podLevel       bool
+	// omitPods: no per-pod treatments (Input.OmitPodTreatments).
+	omitPods bool
 }
 
 func newCalc(in Input, tol Tolerances) *calc {
-	return calcFor(in.Pods, *in.Scale, in.HPA.Namespace, tol, in.Now, in.Config)
+	c := calcFor(in.Pods, *in.Scale, in.HPA.Namespace, tol, in.Now, in.Config)
+	c.omitPods = in.OmitPodTreatments
+	return c
 }
 
 func calcFor(pods []*corev1.Pod, scale Scale, namespace string, tol Tolerances, now time.Time, cfg Config) *calc {

@@ -44,6 +44,10 @@ type grouping struct {
 	// reports it only after checking that some samples are left).
 	readyUsage, readyRequest int64
 	requestErr               error
+	// What the rebalancing pass adds with requests: the missing and the unready pods' request
+	// totals, and the missing pods' usage at requestSpec.fillPercent of request (rounded down
+	// per pod, as upstream computes it).
+	missingRequest, missingFill, unreadyRequest int64
 }
 
 // requestSpec asks group to compute each pod's request in the same pass (utilization targets).
@@ -51,9 +55,12 @@ type requestSpec struct {
 	enabled   bool
 	container string
 	podLevel  bool
+	// fillPercent is the utilization a missing pod is assumed at when the ratio is below 1.
+	fillPercent int64
 }
 
-// group classifies every pod exactly as upstream's groupPods and fills pts (len(pts) == len(pods)).
+// group classifies every pod exactly as upstream's groupPods and fills pts (len(pts) ==
+// len(pods)), unless pts is nil (Input.OmitPodTreatments): the counts and totals are the same.
 // resource is "" for custom (Pods) metrics; the readiness rules apply only to cpu.
 // One pass over the pods keeps each pod's memory touched once, which matters at thousands of pods.
 func (c *calc) group(samples map[string]Sample, res corev1.ResourceName, pts []PodTreatment, rs requestSpec) grouping {
@@ -61,53 +68,73 @@ func (c *calc) group(samples map[string]Sample, res corev1.ResourceName, pts []P
 	cpu := res == corev1.ResourceCPU
 	var memo requestMemo
 	for k, pod := range c.pods {
-		pt := &pts[k]
-		pt.AssumedUsage = -1
-		if pod == nil {
-			pt.Class, pt.Why = PodIgnored, whyNilPod
-			g.ignored++
-			continue
+		t := PodTreatment{AssumedUsage: -1}
+		c.treat(&g, &t, pod, samples, res, cpu, &memo, rs)
+		if pts != nil {
+			pts[k] = t
 		}
-		pt.Name = pod.Name
-		if rs.enabled && g.requestErr == nil {
-			pt.Request, g.requestErr = memo.request(pod, rs.container, res, rs.podLevel)
-		}
-		s, found := samples[pod.Name]
-		if found {
-			pt.Usage, pt.HasSample = s.MilliValue, true
-		}
-		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed {
-			why := whyFailed
-			if pod.DeletionTimestamp != nil {
-				why = whyDeleting
-			}
-			g.drop(pt, PodIgnored, why, found, s.MilliValue)
-			g.ignored++
-			continue
-		}
-		if pod.Status.Phase == corev1.PodPending {
-			g.drop(pt, PodUnready, whyPending, found, s.MilliValue)
-			g.unready++
-			continue
-		}
-		if !found {
-			pt.Class, pt.Why = PodMissing, whyNoMetric
-			g.missing++
-			continue
-		}
-		if cpu {
-			if why := c.cpuUnready(pod, s); why != "" {
-				g.drop(pt, PodUnready, why, found, s.MilliValue)
-				g.unready++
-				continue
-			}
-		}
-		pt.Class, pt.Why = PodReady, whyReady
-		g.ready++
-		g.readyUsage += pt.Usage
-		g.readyRequest += pt.Request
 	}
 	return g
+}
+
+// treat classifies one pod into pt and counts it in g.
+func (c *calc) treat(g *grouping, pt *PodTreatment, pod *corev1.Pod, samples map[string]Sample, res corev1.ResourceName, cpu bool, memo *requestMemo, rs requestSpec) {
+	if pod == nil {
+		pt.Class, pt.Why = PodIgnored, whyNilPod
+		g.ignored++
+		return
+	}
+	pt.Name = pod.Name
+	if rs.enabled && g.requestErr == nil {
+		pt.Request, g.requestErr = memo.request(pod, rs.container, res, rs.podLevel)
+	}
+	s, found := samples[pod.Name]
+	if found {
+		pt.Usage, pt.HasSample = s.MilliValue, true
+	}
+	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed {
+		why := whyFailed
+		if pod.DeletionTimestamp != nil {
+			why = whyDeleting
+		}
+		g.drop(pt, PodIgnored, why, found, s.MilliValue)
+		g.ignored++
+		return
+	}
+	if pod.Status.Phase == corev1.PodPending {
+		g.drop(pt, PodUnready, whyPending, found, s.MilliValue)
+		g.unready++
+		g.unreadyRequest += pt.Request
+		return
+	}
+	if !found {
+		pt.Class, pt.Why = PodMissing, whyNoMetric
+		g.missing++
+		g.missingRequest += pt.Request
+		g.missingFill += pt.Request * rs.fillPercent / 100
+		return
+	}
+	if cpu {
+		if why := c.cpuUnready(pod, s); why != "" {
+			g.drop(pt, PodUnready, why, found, s.MilliValue)
+			g.unready++
+			g.unreadyRequest += pt.Request
+			return
+		}
+	}
+	pt.Class, pt.Why = PodReady, whyReady
+	g.ready++
+	g.readyUsage += pt.Usage
+	g.readyRequest += pt.Request
+}
+
+// treatments is r.Pods, one zero record per pod, or nil when the caller omits them.
+func (c *calc) treatments(r *MetricResult) []PodTreatment {
+	if c.omitPods {
+		return nil
+	}
+	r.Pods = make([]PodTreatment, len(c.pods))
+	return r.Pods
 }
 
 // drop classifies a pod whose sample (if any) upstream deletes before the first pass.
@@ -152,9 +179,8 @@ func (c *calc) utilization(d *decision, r *MetricResult, md MetricData, res core
 	if len(c.pods) == 0 {
 		return 0, 0, 0, ErrNoPods
 	}
-	pts := make([]PodTreatment, len(c.pods))
-	r.Pods = pts
-	g := c.group(md.PodSamples, res, pts, requestSpec{enabled: true, container: container, podLevel: c.podLevel})
+	pts := c.treatments(r)
+	g := c.group(md.PodSamples, res, pts, requestSpec{enabled: true, container: container, podLevel: c.podLevel, fillPercent: int64(max(100, target))})
 	entries := len(md.PodSamples) - g.removed
 	if entries == 0 {
 		return 0, 0, 0, ErrNoPodMetrics
@@ -204,23 +230,22 @@ func (c *calc) utilization(d *decision, r *MetricResult, md MetricData, res core
 		if ratio < 1.0 {
 			fallback = int64(max(100, target))
 			assumed = fmt.Sprintf("%d%% of request", fallback)
+			usage2 += g.missingFill
 		}
+		req2 += g.missingRequest
+		entries2 += g.missing
 		for k := range pts {
 			if pts[k].Class == PodMissing {
-				v := pts[k].Request * fallback / 100
-				pts[k].AssumedUsage = v
-				usage2 += v
-				req2 += pts[k].Request
-				entries2++
+				pts[k].AssumedUsage = pts[k].Request * fallback / 100
 			}
 		}
 	}
 	if upWithUnready {
+		req2 += g.unreadyRequest
+		entries2 += g.unready
 		for k := range pts {
 			if pts[k].Class == PodUnready {
 				pts[k].AssumedUsage = 0
-				req2 += pts[k].Request
-				entries2++
 			}
 		}
 	}
@@ -245,8 +270,7 @@ func (c *calc) plainPods(d *decision, r *MetricResult, md MetricData, fetchErr e
 	if len(c.pods) == 0 {
 		return 0, 0, ErrNoPods
 	}
-	pts := make([]PodTreatment, len(c.pods))
-	r.Pods = pts
+	pts := c.treatments(r)
 	g := c.group(md.PodSamples, res, pts, requestSpec{})
 	entries := len(md.PodSamples) - g.removed
 	if entries == 0 {
@@ -290,19 +314,19 @@ func (c *calc) plainPods(d *decision, r *MetricResult, md MetricData, fetchErr e
 			fallback = target
 			assumed = "the target " + milli(target)
 		}
+		total2 += fallback * int64(g.missing)
+		entries2 += g.missing
 		for k := range pts {
 			if pts[k].Class == PodMissing {
 				pts[k].AssumedUsage = fallback
-				total2 += fallback
-				entries2++
 			}
 		}
 	}
 	if upWithUnready {
+		entries2 += g.unready
 		for k := range pts {
 			if pts[k].Class == PodUnready {
 				pts[k].AssumedUsage = 0
-				entries2++
 			}
 		}
 	}

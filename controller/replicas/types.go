@@ -85,6 +85,10 @@ type Input struct {
 	Now time.Time
 	// Config is the controller-wide configuration.
 	Config Config
+	// OmitPodTreatments leaves MetricResult.Pods nil: the same decision without its per-pod
+	// account, for callers that never show it (run's line and table output). It saves a
+	// record per pod and metric, the largest part of a decision's memory at thousands of pods.
+	OmitPodTreatments bool
 }
 
 // Scale is the part of the target's scale subresource that matters.
@@ -240,7 +244,7 @@ type MetricResult struct {
 	WithinTolerance bool
 	// Status is the MetricStatus upstream writes into status.currentMetrics (zero value on error).
 	Status autoscalingv2.MetricStatus
-	// Pods classifies every pod for pod-based metrics.
+	// Pods classifies every pod for pod-based metrics (nil with Input.OmitPodTreatments).
 	Pods []PodTreatment
 	// ReadyPods is the count the proposal was multiplied by (pod metrics: ready pods; Object/External
 	// value: Running+Ready pods).

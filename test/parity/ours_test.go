@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
+	"slices"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -136,8 +138,8 @@ func (s *source) ExternalMetric(_ context.Context, _, name string, _ labels.Sele
 func (s *source) Source() string { return "parity scenario" }
 
 // evaluate decides through controller.Evaluate, the commands' one evaluation path.
-func (s *source) evaluate(at time.Time, cfg replicas.Config) (*controller.Evaluation, error) {
-	return controller.Evaluate(context.Background(), s, s.hpa.Namespace, s.hpa.Name, controller.EvalOptions{Now: at, Config: cfg})
+func (s *source) evaluate(at time.Time, cfg replicas.Config, omitPodTreatments bool) (*controller.Evaluation, error) {
+	return controller.Evaluate(context.Background(), s, s.hpa.Namespace, s.hpa.Name, controller.EvalOptions{Now: at, Config: cfg, OmitPodTreatments: omitPodTreatments})
 }
 
 // config is the controller configuration the scenario runs under.
@@ -150,6 +152,23 @@ func (s *scenario) config() replicas.Config {
 	return cfg
 }
 
+// briefView is d without its pod treatments and with NaN ratios (a metric without usable
+// values) made equal to each other for reflect.DeepEqual; a ratio is never -Inf otherwise.
+func briefView(d replicas.Decision) replicas.Decision {
+	d.Metrics = slices.Clone(d.Metrics)
+	for i := range d.Metrics {
+		m := &d.Metrics[i]
+		m.Pods = nil
+		if math.IsNaN(m.Ratio) {
+			m.Ratio = math.Inf(-1)
+		}
+		if math.IsNaN(m.RebalancedRatio) {
+			m.RebalancedRatio = math.Inf(-1)
+		}
+	}
+	return d
+}
+
 // runOurs decides the scenario as our commands do and extracts the one metric's proposal.
 func runOurs(s *scenario, now time.Time, pods []*corev1.Pod) (result, error) {
 	src := &source{
@@ -159,11 +178,19 @@ func runOurs(s *scenario, now time.Time, pods []*corev1.Pod) (result, error) {
 		metrics: map[string]*scenario{s.identity(): s},
 		now:     now,
 	}
-	ev, err := src.evaluate(now, s.config())
+	ev, err := src.evaluate(now, s.config(), false)
 	if err != nil {
 		return result{}, err
 	}
 	d := ev.Decision
+	// run decides without the per-pod account: the decision must be the same.
+	brief, err := src.evaluate(now, s.config(), true)
+	if err != nil {
+		return result{}, err
+	}
+	if full, brief := briefView(d), briefView(brief.Decision); !reflect.DeepEqual(full, brief) {
+		return result{}, fmt.Errorf("the decision without pod treatments differs from the one with them:\n%+v\n%+v", full, brief)
+	}
 	if len(d.Metrics) != 1 {
 		return result{}, fmt.Errorf("the core computed %d metric results, want 1 (phase %s, err %v)", len(d.Metrics), d.Phase, d.Err)
 	}

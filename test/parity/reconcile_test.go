@@ -500,7 +500,7 @@ func runOursReconcile(c *hpaCase, now time.Time) []reconciled {
 		for _, m := range round {
 			src.metrics[m.identity()] = m
 		}
-		ev, err := src.evaluate(at, base.config())
+		ev, err := src.evaluate(at, base.config(), false)
 		if err != nil {
 			panic(fmt.Sprintf("parity: Evaluate from a source that cannot fail: %v", err))
 		}
