@@ -237,6 +237,19 @@ func (c *CachedScales) cached(namespace string, ref autoscalingv2.CrossVersionOb
 
 // scaleRememberer is a ScaleTarget whose writes can carry the resource version of a scale
 // read elsewhere (ScaleClient).
+// scaleForgetter is a ScaleTarget that remembers something per target (ScaleClient) and is
+// told when a target's HPA is gone.
+type scaleForgetter interface {
+	Forget(namespace string, ref autoscalingv2.CrossVersionObjectReference)
+}
+
+// Forget passes the deletion of ref's HPA on to the live client.
+func (c *CachedScales) Forget(namespace string, ref autoscalingv2.CrossVersionObjectReference) {
+	if f, ok := c.live.(scaleForgetter); ok {
+		f.Forget(namespace, ref)
+	}
+}
+
 type scaleRememberer interface {
 	Remember(namespace string, ref autoscalingv2.CrossVersionObjectReference, gr schema.GroupResource, rv string)
 }

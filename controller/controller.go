@@ -436,6 +436,14 @@ func (c *Controller) delete(obj any) {
 	c.mu.Unlock()
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	c.tracker.Forget(ns, name)
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if hpa, ok := obj.(*autoscalingv2.HorizontalPodAutoscaler); ok {
+		if f, ok := c.scales.(scaleForgetter); ok {
+			f.Forget(ns, hpa.Spec.ScaleTargetRef)
+		}
+	}
 	c.monitor.HPADeleted()
 	c.monitor.DeleteDesiredReplicas(ns, name)
 	c.recount()

@@ -150,7 +150,7 @@ func (c *ScaleClient) SetReplicasVersion(ctx context.Context, namespace string, 
 		return err
 	})
 	if err != nil {
-		c.forget(namespace, ref)
+		c.Forget(namespace, ref)
 	}
 	return rv, err
 }
@@ -170,7 +170,9 @@ func (c *ScaleClient) remember(namespace string, ref autoscalingv2.CrossVersionO
 	c.read[scaleKey{namespace, ref}] = readScale{gr: gr, rv: rv}
 }
 
-func (c *ScaleClient) forget(namespace string, ref autoscalingv2.CrossVersionObjectReference) {
+// Forget drops what is remembered of ref's scale (its HPA is gone): the next write to it reads
+// it first.
+func (c *ScaleClient) Forget(namespace string, ref autoscalingv2.CrossVersionObjectReference) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.read, scaleKey{namespace, ref})

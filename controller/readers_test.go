@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
@@ -227,5 +228,50 @@ func TestPodStripperSharesEqualContainerLists(t *testing.T) {
 		if got := strip(mod); &got.Spec.Containers[0] == &base.Spec.Containers[0] {
 			t.Errorf("a pod with another %s shares the first pod's container array", name)
 		}
+	}
+}
+
+// TestDeletingAnHPAForgetsTheScaleVersionItsWritesCarried: the scale client keeps the resource
+// version of each target it read so that a write costs no read; run lives for weeks while HPAs
+// come and go, so an HPA's deletion drops its target's entry (through the cache too), and the
+// next write to that target reads it first again.
+func TestDeletingAnHPAForgetsTheScaleVersionItsWritesCarried(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		fromCache bool
+		tombstone bool
+	}{
+		{name: "live scales"},
+		{name: "scales served from the cache", fromCache: true},
+		{name: "the deletion arrives as a tombstone", tombstone: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeScales(map[string]int32{"web": 2})
+			f.versions = true
+			sc := &ScaleClient{Scales: f, Mapper: testMapper()}
+			opts := DefaultOptions()
+			opts.ScaleFromCache = tc.fromCache
+			hpa := newHPA("web")
+			c, err := New(opts, Deps{Kube: fake.NewClientset(), Scales: sc, Metrics: cpuMetrics(nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			ref := hpa.Spec.ScaleTargetRef
+			if _, err := sc.Scale(ctx, ns, ref); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := sc.lastRead(ns, ref); !ok {
+				t.Fatal("the read was not remembered")
+			}
+			var deleted any = hpa
+			if tc.tombstone {
+				deleted = cache.DeletedFinalStateUnknown{Key: ns + "/web", Obj: hpa}
+			}
+			c.delete(deleted)
+			if r, ok := sc.lastRead(ns, ref); ok {
+				t.Errorf("after the HPA's deletion the client still holds version %q of its target", r.rv)
+			}
+		})
 	}
 }
