@@ -398,19 +398,8 @@ func scenarios() map[string]struct {
 			f.hpa.Annotations = map[string]string{history.Annotation: rec.Encode()}
 			return f
 		}},
-		// The same record as TestExplainSaysWhenRunRecordedTheHistoryUnderAnotherDownscaleWindow's:
-		// run decided under a 2m window, explain under its default 5m.
-		"recorded-history-under-another-window": {fx: func() *fixture {
-			f := newFixture()
-			f.setPods(6, "500m", "150m")
-			f.hpa.Status.CurrentReplicas, f.hpa.Status.DesiredReplicas = 6, 6
-			written := now.Add(-20 * time.Second)
-			rec := history.New(replicas.History{Recommendations: []replicas.Recommendation{
-				{Replicas: 6, Timestamp: now.Add(-130 * time.Second)}, {Replicas: 3, Timestamp: written}}},
-				string(f.hpa.UID), "node-a_5f1c", written, 15*time.Second, history.Horizon{Window: 120})
-			f.hpa.Annotations = map[string]string{history.Annotation: rec.Encode()}
-			return f
-		}},
+		// Run decided under a 2m window, explain under its default 5m.
+		"recorded-history-under-another-window": {fx: recordedUnderAnotherWindow},
 		"recorded-history-ignored": {fx: func() *fixture {
 			f := newFixture()
 			f.setPods(6, "500m", "150m")
@@ -712,11 +701,24 @@ func TestExplainPrintsThroughCLIRuntimePrinters(t *testing.T) {
 	}
 }
 
-// A run started with --downscale-stabilization=2m recorded 6 130s ago (inside its window when
-// it wrote, 20s ago) and 3 since. For an HPA without behavior the window is that flag, so
-// explain decides as run does only under the same one: under its own default (5m) the 6
-// still holds, and it says which flag gives run's decision; under 2m it scales to 3 as run
-// does, and says nothing.
+// recordedUnderAnotherWindow: a run started with --downscale-stabilization=2m recorded 6 130s
+// ago (inside its window when it wrote, 20s ago) and 3 since, on an HPA without behavior whose
+// metrics now propose 3.
+func recordedUnderAnotherWindow() *fixture {
+	f := newFixture()
+	f.setPods(6, "500m", "150m")
+	f.hpa.Status.CurrentReplicas, f.hpa.Status.DesiredReplicas = 6, 6
+	written := now.Add(-20 * time.Second)
+	rec := history.New(replicas.History{Recommendations: []replicas.Recommendation{
+		{Replicas: 6, Timestamp: now.Add(-130 * time.Second)}, {Replicas: 3, Timestamp: written}}},
+		string(f.hpa.UID), "node-a_5f1c", written, 15*time.Second, history.Horizon{Window: 120})
+	f.hpa.Annotations = map[string]string{history.Annotation: rec.Encode()}
+	return f
+}
+
+// For an HPA without behavior the window is run's --downscale-stabilization, so explain decides
+// as run does only under the same one: under its own default (5m) the 6 still holds, and it
+// says which flag gives run's decision; under 2m it scales to 3 as run does, and says nothing.
 func TestExplainSaysWhenRunRecordedTheHistoryUnderAnotherDownscaleWindow(t *testing.T) {
 	cases := []struct {
 		name        string
@@ -729,14 +731,7 @@ func TestExplainSaysWhenRunRecordedTheHistoryUnderAnotherDownscaleWindow(t *test
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture()
-			f.setPods(6, "500m", "150m")
-			f.hpa.Status.CurrentReplicas, f.hpa.Status.DesiredReplicas = 6, 6
-			written := now.Add(-20 * time.Second)
-			rec := history.New(replicas.History{Recommendations: []replicas.Recommendation{
-				{Replicas: 6, Timestamp: now.Add(-130 * time.Second)}, {Replicas: 3, Timestamp: written}}},
-				string(f.hpa.UID), "node-a_5f1c", written, 15*time.Second, history.Horizon{Window: 120})
-			f.hpa.Annotations = map[string]string{history.Annotation: rec.Encode()}
+			f := recordedUnderAnotherWindow()
 			r := f.run(t, append([]string{"web", "-n", "shop", "-o", "json"}, tc.args...)...)
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
