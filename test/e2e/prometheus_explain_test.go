@@ -20,16 +20,20 @@ import (
 
 // explainPredictsUpstreamHoldFromPrometheus continues TestRunLeavesHPAsOfTheUpstreamControllerAlone
 // on its HPA, which kube-controller-manager (syncing every 5s) has scaled to 6 pods at 280m in
-// total: with a 50s scale-down window, the load drops to 60m. As soon as every pod's
+// total: with a 50s scale-down window, the load drops to 210m. As soon as every pod's
 // metrics-server sample lies wholly after the drop, explain --prometheus-url replays the window
 // from the real Prometheus and predicts the hold and when it ends, as a range;
 // kube-controller-manager's own scale write (audit log) must fall within that range, give or take
 // one sync, with the count predicted (SuccessfulRescale). Plain explain, at the same moment, says
 // its history is reconstructed.
 //
-// Explaining only once the samples have settled is what makes the count checkable: explain
-// predicts it "if the metrics stay as they are now", and a sample whose window straddles the drop
-// is replaced by a lower one at the next scrape. The window is long enough that the hold still
+// The drop is to 35m a pod, whose recommendation (5) is also that of every sample whose window
+// straddles the drop, unless nearly all of the window lies before it (6): the drop comes about
+// 2s after a scrape, so that the straddling sample is mostly after it. The replay knows where
+// that window lies only to the second (the sample's timestamp), and a straddling sample near
+// the 6/5 boundary would make its prediction a coin toss, as it did in a run that dropped 1s
+// before a scrape. Explain runs once the samples have settled: it predicts "if the metrics stay
+// as they are now", and a straddling sample is replaced at the next scrape. The window is long enough that the hold still
 // runs then: its last 6 comes no earlier than a sync before the drop, and the settled sample at
 // most three scrapes after it (two, and one more when its second-precision timestamp hides that
 // its window began after the drop).
@@ -56,15 +60,22 @@ func explainPredictsUpstreamHoldFromPrometheus(t *testing.T, ns string, prom *cl
 		t.Fatal(err)
 	}
 	sel := map[string]string{"app": "web"}
-	shared.Load().Set(cluster.Workload{Namespace: ns, Selector: sel}, cluster.Load{CPUMilli: 60, MemoryBytes: 6 * 64 << 20})
-	dropped := time.Now()
-
-	// Every pod's metrics-server sample measured wholly after the drop (6 pods at 46m before,
-	// 10m after).
 	mc, err := metricsclient.NewForConfig(shared.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The drop comes about 2s after a metrics-server scrape (10s apart), so that the next
+	// sample, whose window straddles it, is mostly after it. Its window's position is known to
+	// the replay only from a timestamp written to the second; a straddling sample mostly
+	// before the drop would put the recommendation it gives (6 or 5) within that second's
+	// uncertainty. Mostly after, it gives 5 either way.
+	waitForAScrape(t, mc, ns, sel)
+	time.Sleep(2 * time.Second)
+	shared.Load().Set(cluster.Workload{Namespace: ns, Selector: sel}, cluster.Load{CPUMilli: 210, MemoryBytes: 6 * 64 << 20})
+	dropped := time.Now()
+
+	// Every pod's metrics-server sample measured wholly after the drop (6 pods at 46m before,
+	// 35m after: 70% of the request against a 50% target, 5 replicas).
 	eventually(t, 60*time.Second, "metrics-server shows the drop", func(ctx context.Context) error {
 		list, err := mc.MetricsV1beta1().PodMetricses(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel).String()})
 		if err != nil {
@@ -72,7 +83,7 @@ func explainPredictsUpstreamHoldFromPrometheus(t *testing.T, ns string, prom *cl
 		}
 		for _, pm := range list.Items {
 			from := pm.Timestamp.Add(-pm.Window.Duration)
-			if from.Before(dropped) || pm.Containers[0].Usage.Cpu().MilliValue() > 15 {
+			if from.Before(dropped) || pm.Containers[0].Usage.Cpu().MilliValue() > 36 {
 				return fmt.Errorf("pod %s at %dm over [%s, %s]", pm.Name, pm.Containers[0].Usage.Cpu().MilliValue(),
 					from.Format(time.StampMilli), pm.Timestamp.Format(time.StampMilli))
 			}
@@ -165,4 +176,36 @@ func explainPredictsUpstreamHoldFromPrometheus(t *testing.T, ns string, prom *cl
 	}
 	t.Logf("simulate --from-prometheus: load %+v", sim.Load)
 	t.Logf("the Prometheus part took %s", time.Since(start).Round(time.Second))
+}
+
+// waitForAScrape returns as soon as metrics-server's samples of the pods matching sel carry a
+// newer timestamp than when it was called: a scrape has just happened (within the poll).
+func waitForAScrape(t *testing.T, mc metricsclient.Interface, ns string, sel map[string]string) {
+	t.Helper()
+	newest := func(ctx context.Context) (time.Time, error) {
+		list, err := mc.MetricsV1beta1().PodMetricses(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel).String()})
+		if err != nil {
+			return time.Time{}, err
+		}
+		var at time.Time
+		for _, pm := range list.Items {
+			if pm.Timestamp.After(at) {
+				at = pm.Timestamp.Time
+			}
+		}
+		return at, nil
+	}
+	before, err := newest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		at, err := newest(context.Background())
+		if err == nil && at.After(before) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("metrics-server's samples of %s/%v kept the timestamp %s for 30s", ns, sel, before.Format(time.RFC3339))
 }
