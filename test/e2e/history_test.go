@@ -26,8 +26,10 @@ import (
 // two namespaces. Times come from the API server: the audit log's scale writes, the Lease, and
 // the history annotation the holder wrote.
 
-// histLease are short Lease timings, so that a takeover takes seconds.
-var histLease = []string{"--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms"}
+// histLease are short Lease timings, so that a takeover takes seconds, but not so short that a
+// holder slowed down by a loaded machine misses its renew deadline: with 3s/2s/500ms the Lease
+// changed hands 66s before the holder was killed, in a make test on 2 cores.
+var histLease = []string{"--leader-elect-lease-duration=10s", "--leader-elect-renew-deadline=8s", "--leader-elect-retry-period=1s"}
 
 // histArms runs arm with the history persisted and without, side by side.
 func histArms(t *testing.T, arm func(t *testing.T, persist bool)) {
@@ -230,6 +232,9 @@ func TestHistoryScaleDownWindowSurvivesALeaseFailover(t *testing.T) {
 			return nil
 		})
 		t.Logf("holder killed at t0+%s, standby took over at t0+%s", killed.Sub(t0).Round(time.Millisecond), acquired.Sub(t0).Round(time.Millisecond))
+		if acquired.Before(killed) {
+			t.Fatalf("the Lease changed hands at t0+%s, before the holder was killed: the failover this test measures did not happen", acquired.Sub(t0).Round(time.Millisecond))
+		}
 
 		if persist {
 			standby.waitOutput(t, 10*time.Second, "restored the decision history of 1 HPA(s)")
