@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/discovery"
 	cmv1beta2 "k8s.io/metrics/pkg/apis/custom_metrics/v1beta2"
 	emv1beta1 "k8s.io/metrics/pkg/apis/external_metrics/v1beta1"
+	metricsv1 "k8s.io/metrics/pkg/apis/metrics/v1"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsclientset "k8s.io/metrics/pkg/client/clientset/versioned"
 	customclient "k8s.io/metrics/pkg/client/custom_metrics"
 	externalclient "k8s.io/metrics/pkg/client/external_metrics"
@@ -107,41 +109,21 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 		if err != nil {
 			return nil, time.Time{}, a.apiError(ctx, what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
 		}
-		items = make([]samples.PodUsage, len(list.Items))
-		n := 0
-		for i := range list.Items {
-			n += len(list.Items[i].Containers)
-		}
-		// One array holds every pod's containers, instead of one per pod.
-		containers := make([]samples.ContainerUsage, 0, n)
-		for i := range list.Items {
-			m := &list.Items[i]
-			start := len(containers)
-			for _, c := range m.Containers {
-				containers = append(containers, samples.ContainerUsage{Name: c.Name, Usage: c.Usage})
-			}
-			items[i] = samples.PodUsage{Name: m.Name, Timestamp: m.Timestamp.Time, Window: m.Window.Duration, Containers: containers[start:len(containers):len(containers)]}
-		}
+		items = podUsages(list.Items, func(m *metricsv1.PodMetrics) (string, time.Time, time.Duration, []metricsv1.ContainerMetrics) {
+			return m.Name, m.Timestamp.Time, m.Window.Duration, m.Containers
+		}, func(c *metricsv1.ContainerMetrics) samples.ContainerUsage {
+			return samples.ContainerUsage{Name: c.Name, Usage: c.Usage}
+		})
 	default:
 		list, err := a.resource.MetricsV1beta1().PodMetricses(namespace).List(ctx, opts)
 		if err != nil {
 			return nil, time.Time{}, a.apiError(ctx, what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
 		}
-		items = make([]samples.PodUsage, len(list.Items))
-		n := 0
-		for i := range list.Items {
-			n += len(list.Items[i].Containers)
-		}
-		// One array holds every pod's containers, instead of one per pod.
-		containers := make([]samples.ContainerUsage, 0, n)
-		for i := range list.Items {
-			m := &list.Items[i]
-			start := len(containers)
-			for _, c := range m.Containers {
-				containers = append(containers, samples.ContainerUsage{Name: c.Name, Usage: c.Usage})
-			}
-			items[i] = samples.PodUsage{Name: m.Name, Timestamp: m.Timestamp.Time, Window: m.Window.Duration, Containers: containers[start:len(containers):len(containers)]}
-		}
+		items = podUsages(list.Items, func(m *metricsv1beta1.PodMetrics) (string, time.Time, time.Duration, []metricsv1beta1.ContainerMetrics) {
+			return m.Name, m.Timestamp.Time, m.Window.Duration, m.Containers
+		}, func(c *metricsv1beta1.ContainerMetrics) samples.ContainerUsage {
+			return samples.ContainerUsage{Name: c.Name, Usage: c.Usage}
+		})
 	}
 	if len(items) == 0 {
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from resource metrics API (%s) for pods in %s matching %q; metrics-server may not have scraped them yet", gv, namespace, selector.String())}
@@ -151,6 +133,28 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("resource metrics API (%s): %s usage: %w", gv, res, err)}
 	}
 	return got, ts, nil
+}
+
+// podUsages turns a PodMetrics list of either served version into the decoder's input, one
+// array holding every pod's containers instead of one per pod; pod and usage read one
+// version's types.
+func podUsages[M, C any](list []M, pod func(*M) (string, time.Time, time.Duration, []C), usage func(*C) samples.ContainerUsage) []samples.PodUsage {
+	n := 0
+	for i := range list {
+		_, _, _, cs := pod(&list[i])
+		n += len(cs)
+	}
+	items := make([]samples.PodUsage, len(list))
+	containers := make([]samples.ContainerUsage, 0, n)
+	for i := range list {
+		name, at, window, cs := pod(&list[i])
+		start := len(containers)
+		for j := range cs {
+			containers = append(containers, usage(&cs[j]))
+		}
+		items[i] = samples.PodUsage{Name: name, Timestamp: at, Window: window, Containers: containers[start:len(containers):len(containers)]}
+	}
+	return items
 }
 
 func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (PodSamples, time.Time, error) {
