@@ -72,40 +72,49 @@ test:
 test-unit:
 	$(GO) test -race -count=1 -timeout 5m ./...
 
-## test-fuzz: every fuzz target of the decision core and the metrics decoders for FUZZTIME each,
-## the recording decoder's for RECORDING_FUZZTIME, the simulator's load parser for LOAD_FUZZTIME
-## and the history record's for HISTORY_FUZZTIME
+## test-fuzz: every fuzz target of the decision core for FUZZTIME, the metrics decoders' for
+## METRICS_FUZZTIME, the recording decoder's for RECORDING_FUZZTIME, the simulator's load parser
+## for LOAD_FUZZTIME and the history record's for HISTORY_FUZZTIME
 test-fuzz: test-fuzz-core test-fuzz-history test-fuzz-metrics test-fuzz-recording test-fuzz-load
+
+# The fuzz budgets are counts of executions (-fuzztime Nx), not durations. With a duration,
+# Go 1.26's fuzzing coordinator can report "context deadline exceeded" as a failure when its
+# deadline fires while a busy worker is still finishing an input (go.dev/issue/75804, fixed in
+# Go 1.27): CI failed so once, with no failing input. A count has no deadline to race; on a
+# loaded machine it takes longer instead. Each count is about what the target ran in 10 s (the
+# loaders 3-5 s) on this 2-core machine under load. A duration (FUZZTIME=1m) still works for a
+# longer local run, with that risk.
+FUZZTIME ?= 10000x
 
 test-fuzz-core:
 	@targets=$$(hack/fuzz-targets.sh controller/replicas); \
 	[ -n "$$targets" ] || { echo "no fuzz targets found in controller/replicas"; exit 1; }; \
 	for target in $$targets; do \
-		echo "fuzz $$target for $(FUZZTIME)"; \
+		echo "fuzz $$target, -fuzztime $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./controller/replicas || exit 1; \
 	done
 
 # The load parser is small and quick to explore: a few seconds find what there is to find.
-LOAD_FUZZTIME ?= 3s
+LOAD_FUZZTIME ?= 20000x
 
 .PHONY: test-fuzz-load
 test-fuzz-load:
 	@targets=$$(hack/fuzz-targets.sh controller/sim/load); \
 	[ -n "$$targets" ] || { echo "no fuzz targets found in controller/sim/load"; exit 1; }; \
 	for target in $$targets; do \
-		echo "fuzz $$target for $(LOAD_FUZZTIME)"; \
+		echo "fuzz $$target, -fuzztime $(LOAD_FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(LOAD_FUZZTIME) ./controller/sim/load || exit 1; \
 	done
 
 # The persisted history record (controller/history) is a leaf too; a few seconds cover its
 # decoder.
-HISTORY_FUZZTIME ?= 5s
+HISTORY_FUZZTIME ?= 20000x
 .PHONY: test-fuzz-history
 test-fuzz-history:
 	@targets=$$(hack/fuzz-targets.sh controller/history); \
 	[ -n "$$targets" ] || { echo "no fuzz targets found in controller/history"; exit 1; }; \
 	for target in $$targets; do \
-		echo "fuzz $$target for $(HISTORY_FUZZTIME)"; \
+		echo "fuzz $$target, -fuzztime $(HISTORY_FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(HISTORY_FUZZTIME) ./controller/history || exit 1; \
 	done
 
@@ -131,11 +140,11 @@ bench-compare:
 	GO=$(GO) COUNT=$(or $(COUNT),6) hack/bench-compare.sh
 
 # ---- metrics: fuzzing (owner: metrics) ----
-# Each decoder fuzz target of metrics/samples runs for FUZZTIME; the seed corpus is committed in
+# Each decoder fuzz target of metrics/samples runs METRICS_FUZZTIME; the seed corpus is committed in
 # metrics/samples/testdata/fuzz, and a failing input is written there too, to be committed with
 # the fix. The decoders live in that leaf package so that -fuzz instruments api and
 # apimachinery only (shared with the core's targets), not all of client-go.
-FUZZTIME ?= 10s
+METRICS_FUZZTIME ?= 30000x
 
 .PHONY: test-fuzz-metrics
 
@@ -143,14 +152,14 @@ test-fuzz-metrics:
 	@targets=$$(hack/fuzz-targets.sh metrics/samples); \
 	[ -n "$$targets" ] || { echo "no fuzz targets found in metrics/samples"; exit 1; }; \
 	for target in $$targets; do \
-		echo "fuzz $$target for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) -parallel 2 ./metrics/samples || exit 1; \
+		echo "fuzz $$target, -fuzztime $(METRICS_FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(METRICS_FUZZTIME) -parallel 2 ./metrics/samples || exit 1; \
 	done
 
 # ---- recordings: fuzzing the decoder of run --record files ----
 # A few seconds: the format is plain JSON Lines over encoding/json, and its round trip of every
 # kind of sync is a unit test as well; the seed corpus is the unit tests' recordings.
-RECORDING_FUZZTIME ?= 3s
+RECORDING_FUZZTIME ?= 3000x
 
 .PHONY: test-fuzz-recording
 
@@ -158,7 +167,7 @@ test-fuzz-recording:
 	@targets=$$(hack/fuzz-targets.sh controller/recording); \
 	[ -n "$$targets" ] || { echo "no fuzz targets found in controller/recording"; exit 1; }; \
 	for target in $$targets; do \
-		echo "fuzz $$target for $(RECORDING_FUZZTIME)"; \
+		echo "fuzz $$target, -fuzztime $(RECORDING_FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(RECORDING_FUZZTIME) ./controller/recording || exit 1; \
 	done
 
