@@ -2,14 +2,10 @@ package metrics
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -25,6 +21,8 @@ import (
 	customclient "k8s.io/metrics/pkg/client/custom_metrics"
 	externalclient "k8s.io/metrics/pkg/client/external_metrics"
 	"k8s.io/utils/clock"
+
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/endpoint"
 )
 
 // Values of --metrics-source.
@@ -123,37 +121,7 @@ func (cfg Config) Validate() error {
 }
 
 func (cfg Config) heapsterURL() (*url.URL, error) {
-	u, err := url.Parse(cfg.HeapsterURL)
-	if err != nil {
-		// A *url.Error quotes the whole URL, a password in it included: keep only the reason.
-		if ue := (*url.Error)(nil); errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("malformed --heapster-url: %w", err)
-	}
-	// The URL as errors show it: a password in it (basic auth) replaced by "xxxxx".
-	shown := u.Redacted()
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("malformed --heapster-url %q: the scheme must be http or https", shown)
-	}
-	if u.Hostname() == "" {
-		return nil, fmt.Errorf("malformed --heapster-url %q: no host", shown)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("malformed --heapster-url %q: give a base URL without query or fragment", shown)
-	}
-	if u.Scheme == "http" && !isLoopback(u.Hostname()) && !cfg.HeapsterInsecureHTTP {
-		return nil, fmt.Errorf("refusing plain http --heapster-url to %s, which is not loopback: use https, kubectl port-forward to 127.0.0.1, or pass --heapster-insecure-http", u.Hostname())
-	}
-	return u, nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return endpoint.URLRules{Flag: "--heapster-url", InsecureFlag: "--heapster-insecure-http", InsecureHTTP: cfg.HeapsterInsecureHTTP}.ParseBaseURL(cfg.HeapsterURL)
 }
 
 // Selection says which source was chosen and why, for the commands to print.
@@ -243,22 +211,11 @@ func NewClient(ctx context.Context, cfg Config, rc *rest.Config, disc discovery.
 // credentials must not go to a port-forward or another URL, trusting the system's CAs or
 // those of --heapster-certificate-authority.
 func (cfg Config) heapsterHTTPClient(timeout time.Duration) (*http.Client, error) {
-	c := &http.Client{Timeout: timeout}
-	if cfg.HeapsterCAFile == "" {
-		return c, nil
-	}
-	pem, err := os.ReadFile(cfg.HeapsterCAFile)
+	tr, err := endpoint.Transport("--heapster-certificate-authority", cfg.HeapsterCAFile)
 	if err != nil {
-		return nil, fmt.Errorf("reading --heapster-certificate-authority: %w", err)
+		return nil, err
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("--heapster-certificate-authority %s holds no PEM certificate", cfg.HeapsterCAFile)
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	c.Transport = tr
-	return c, nil
+	return &http.Client{Timeout: timeout, Transport: tr}, nil
 }
 
 // NewClientFrom chooses the source (see --metrics-source) from clients already built and

@@ -12,17 +12,16 @@
 package prometheus
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/endpoint"
 )
 
 // DefaultTimeout bounds each Prometheus request (as --metrics-timeout does metrics reads).
@@ -103,54 +102,18 @@ func (c Config) Validate() error {
 }
 
 func (c Config) url() (*url.URL, error) {
-	u, err := url.Parse(c.URL)
-	if err != nil {
-		// A *url.Error quotes the whole URL, a password in it included: keep only the reason.
-		if ue := (*url.Error)(nil); errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("malformed --prometheus-url: %w", err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("malformed --prometheus-url %q: the scheme must be http or https", u.Redacted())
-	}
-	if u.Hostname() == "" {
-		return nil, fmt.Errorf("malformed --prometheus-url %q: no host", u.Redacted())
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("malformed --prometheus-url %q: give a base URL without query or fragment", u.Redacted())
-	}
-	if u.User != nil {
-		return nil, fmt.Errorf("malformed --prometheus-url %q: put no credentials in the URL, use --prometheus-token-file", u.Redacted())
-	}
-	if u.Scheme == "http" && !isLoopback(u.Hostname()) && !c.InsecureHTTP {
-		return nil, fmt.Errorf("refusing plain http --prometheus-url to %s, which is not loopback: use https, kubectl port-forward to 127.0.0.1, or pass --prometheus-insecure-http", u.Hostname())
-	}
-	return u, nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return endpoint.URLRules{
+		Flag: "--prometheus-url", InsecureFlag: "--prometheus-insecure-http", InsecureHTTP: c.InsecureHTTP,
+		CredentialsFlag: "--prometheus-token-file",
+	}.ParseBaseURL(c.URL)
 }
 
 // httpClient is a plain client (the cluster's credentials never go to Prometheus) trusting
 // the system's CAs or CAFile's, adding the bearer token of TokenFile.
 func (c Config) httpClient() (*http.Client, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading --prometheus-certificate-authority: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--prometheus-certificate-authority %s holds no PEM certificate", c.CAFile)
-		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	tr, err := endpoint.Transport("--prometheus-certificate-authority", c.CAFile)
+	if err != nil {
+		return nil, err
 	}
 	var rt http.RoundTripper = tr
 	if c.TokenFile != "" {
