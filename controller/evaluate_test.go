@@ -152,8 +152,8 @@ func TestEvaluate(t *testing.T) {
 			Amend: func(in *replicas.Input, d replicas.Decision) error {
 				asRead = d.DesiredReplicas
 				in.Metrics = []replicas.MetricData{{PodSamples: map[string]replicas.Sample{
-					"web-1": {MilliValue: 50, Timestamp: t0.Add(-10 * time.Second), Window: 30 * time.Second},
-					"web-2": {MilliValue: 50, Timestamp: t0.Add(-10 * time.Second), Window: 30 * time.Second},
+					"web-1": {MilliValue: 50, Timestamp: replicas.SampleTimestamp(t0.Add(-10 * time.Second)), Window: 30 * time.Second},
+					"web-2": {MilliValue: 50, Timestamp: replicas.SampleTimestamp(t0.Add(-10 * time.Second)), Window: 30 * time.Second},
 				}, Timestamp: t0.Add(-10 * time.Second)}}
 				return nil
 			},

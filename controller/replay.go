@@ -154,8 +154,8 @@ func readReplaySeries(ctx context.Context, r *prometheus.Reader, in replicas.Inp
 	var anchor time.Time
 	for _, m := range in.Metrics {
 		for _, s := range m.PodSamples {
-			if s.Timestamp.After(anchor) {
-				anchor, plan.sampleWindow = s.Timestamp, s.Window
+			if at := replicas.SampleTime(s.Timestamp); at.After(anchor) {
+				anchor, plan.sampleWindow = at, s.Window
 			}
 		}
 	}
@@ -470,7 +470,7 @@ func metricsAt(in replicas.Input, series []MetricSeries, t time.Time, maxAge, wi
 					gone[pod] = true
 					continue
 				}
-				d.PodSamples[pod] = replicas.Sample{MilliValue: pt.MilliValue, Timestamp: pt.Time, Window: window}
+				d.PodSamples[pod] = replicas.Sample{MilliValue: pt.MilliValue, Timestamp: replicas.SampleTimestamp(pt.Time), Window: window}
 				if pt.Time.After(d.Timestamp) {
 					d.Timestamp = pt.Time
 				}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 	heapsterstandin "github.com/kubectl-hpa/kubectl-hpa/test/standin/heapster"
 )
 
@@ -282,7 +283,7 @@ func TestNewClientAgainstAnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []PodSamples{{"a": {MilliValue: 120, Timestamp: ts, Window: 15 * time.Second}}, {"a": {MilliValue: 7000, Timestamp: ts, Window: time.Minute}}}
+	want := []PodSamples{{"a": {MilliValue: 120, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}, {"a": {MilliValue: 7000, Timestamp: samples.Timestamp(ts), Window: time.Minute}}}
 	if diff := cmp.Diff(want, []PodSamples{cpu, qps}); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

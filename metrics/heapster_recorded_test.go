@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 // The real Heapster's answers (testdata/heapster-v1.6.0-beta.1/README.md says how and when they
@@ -87,7 +89,7 @@ func TestRecordedHeapster16AnswersGiveTheLoadOfTheRecording(t *testing.T) {
 	both := func(milli int64, window time.Duration) PodSamples {
 		out := PodSamples{}
 		for _, p := range recordedPods {
-			out[p] = PodSample{MilliValue: milli, Timestamp: recordedLast, Window: window}
+			out[p] = PodSample{MilliValue: milli, Timestamp: samples.Timestamp(recordedLast), Window: window}
 		}
 		return out
 	}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 	heapsterstandin "github.com/kubectl-hpa/kubectl-hpa/test/standin/heapster"
 )
 
@@ -209,7 +210,7 @@ func qpsScenario(pods int, series [][]point) *heapsterstandin.Scenario {
 func podSamplesAt(ts time.Time, window time.Duration, kv ...any) PodSamples {
 	out := PodSamples{}
 	for i := 0; i < len(kv); i += 2 {
-		out[kv[i].(string)] = PodSample{MilliValue: int64(kv[i+1].(int)), Timestamp: ts, Window: window}
+		out[kv[i].(string)] = PodSample{MilliValue: int64(kv[i+1].(int)), Timestamp: samples.Timestamp(ts), Window: window}
 	}
 	return out
 }
@@ -277,7 +278,7 @@ func TestHeapsterPodsMetricLikeTheHeapsterEraClient(t *testing.T) {
 		{name: "pods with an empty series are left out", pods: 3, series: [][]point{{{4000, 4}}, {}, {{2000, 4}}},
 			want: podSamplesAt(minute(4), time.Minute, podName(0), 4000000, podName(2), 2000000), wantTS: minute(4)},
 		{name: "the time is the oldest of the pods' newest samples", pods: 2, series: [][]point{{{1, 3}, {2, 4}}, {{3, 2}}},
-			want: PodSamples{podName(0): {MilliValue: 2000, Timestamp: minute(4), Window: time.Minute}, podName(1): {MilliValue: 3000, Timestamp: minute(2), Window: time.Minute}}, wantTS: minute(2)},
+			want: PodSamples{podName(0): {MilliValue: 2000, Timestamp: samples.Timestamp(minute(4)), Window: time.Minute}, podName(1): {MilliValue: 3000, Timestamp: samples.Timestamp(minute(2)), Window: time.Minute}}, wantTS: minute(2)},
 		{name: "no pod with data gives no samples and a zero time", pods: 2, series: [][]point{{}, {}},
 			want: PodSamples{}},
 		{name: "fewer items than pods is an error", pods: 3,

@@ -221,7 +221,7 @@ func (a *apiClient) ObjectMetric(ctx context.Context, namespace, metricName stri
 	if err != nil {
 		return 0, time.Time{}, SourceFailure{fmt.Errorf("custom metrics API (%s): metric %s: %w", apiGV, metricName, err)}
 	}
-	return s.MilliValue, s.Timestamp, nil
+	return s.MilliValue, value.Timestamp.Time, nil
 }
 
 func (a *apiClient) ExternalMetric(ctx context.Context, namespace, metricName string, selector labels.Selector) ([]int64, time.Time, error) {
@@ -271,7 +271,7 @@ func (a *apiClient) customSample(m cmv1beta2.MetricValue, what string, now time.
 	if err := samples.CheckFresh(m.Timestamp.Time, now, a.maxAge, "the value of "+what); err != nil {
 		return PodSample{}, err
 	}
-	return PodSample{MilliValue: v, Timestamp: m.Timestamp.Time, Window: window}, nil
+	return PodSample{MilliValue: v, Timestamp: samples.Timestamp(m.Timestamp.Time), Window: window}, nil
 }
 
 // versionError explains why no version of a metrics API could be chosen; hint says

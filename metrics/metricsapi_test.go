@@ -28,6 +28,8 @@ import (
 	customfake "k8s.io/metrics/pkg/client/custom_metrics/fake"
 	externalfake "k8s.io/metrics/pkg/client/external_metrics/fake"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 var apiNow = time.Date(2026, time.January, 2, 3, 4, 5, 0, time.UTC)
@@ -126,11 +128,11 @@ func TestResourceMetricsAPI(t *testing.T) {
 		want      PodSamples
 	}{
 		{name: "usage is summed over containers and pods lacking cpu anywhere are left out",
-			want: PodSamples{"a": {MilliValue: 260, Timestamp: ts, Window: 15 * time.Second}, "b": {MilliValue: 400, Timestamp: ts, Window: 15 * time.Second}}},
+			want: PodSamples{"a": {MilliValue: 260, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}, "b": {MilliValue: 400, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}},
 		{name: "one container's usage; pods without it are left out", container: "side",
-			want: PodSamples{"a": {MilliValue: 10, Timestamp: ts, Window: 15 * time.Second}}},
+			want: PodSamples{"a": {MilliValue: 10, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}},
 		{name: "one container's usage; a pod whose container lacks cpu is left out", container: "app",
-			want: PodSamples{"a": {MilliValue: 250, Timestamp: ts, Window: 15 * time.Second}, "b": {MilliValue: 400, Timestamp: ts, Window: 15 * time.Second}, "c": {MilliValue: 100, Timestamp: ts, Window: 15 * time.Second}}},
+			want: PodSamples{"a": {MilliValue: 250, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}, "b": {MilliValue: 400, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}, "c": {MilliValue: 100, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,7 +173,7 @@ func TestResourceMetricsAPIPrefersV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(PodSamples{"a": {MilliValue: 1024000, Timestamp: ts, Window: time.Minute}}, got); diff != "" {
+	if diff := cmp.Diff(PodSamples{"a": {MilliValue: 1024000, Timestamp: samples.Timestamp(ts), Window: time.Minute}}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if want := "metrics.k8s.io/v1, custom.metrics.k8s.io (not served), external.metrics.k8s.io (not served)"; c.Source() != want {
@@ -293,12 +295,12 @@ func TestCustomMetricsPods(t *testing.T) {
 		}}, nil
 	})
 	c := f.client(t)
-	samples, ts, err := c.PodsMetric(context.Background(), "ns", "qps", labels.SelectorFromSet(labels.Set{"app": "web"}), labels.Everything())
+	podSamples, ts, err := c.PodsMetric(context.Background(), "ns", "qps", labels.SelectorFromSet(labels.Set{"app": "web"}), labels.Everything())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := PodSamples{"a": {MilliValue: 1500, Timestamp: apiNow, Window: time.Minute}, "b": {MilliValue: 2000, Timestamp: apiNow.Add(-time.Second), Window: 30 * time.Second}}
-	if diff := cmp.Diff(want, samples); diff != "" {
+	want := PodSamples{"a": {MilliValue: 1500, Timestamp: samples.Timestamp(apiNow), Window: time.Minute}, "b": {MilliValue: 2000, Timestamp: samples.Timestamp(apiNow.Add(-time.Second)), Window: 30 * time.Second}}
+	if diff := cmp.Diff(want, podSamples); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if !ts.Equal(apiNow) {

@@ -111,7 +111,7 @@ func (f *fixture) addPod(name, request, usage string, ready bool, age time.Durat
 		testbuild.StartedAt(now.Add(-age)), testbuild.ReadySince(status, now.Add(-age))))
 	if usage != "" {
 		q := resource.MustParse(usage)
-		f.m.Resource[corev1.ResourceCPU][name] = metrics.PodSample{MilliValue: q.MilliValue(), Timestamp: now.Add(-30 * time.Second), Window: 30 * time.Second}
+		f.m.Resource[corev1.ResourceCPU][name] = metrics.PodSample{MilliValue: q.MilliValue(), Timestamp: replicas.SampleTimestamp(now.Add(-30 * time.Second)), Window: 30 * time.Second}
 	}
 }
 

@@ -252,7 +252,7 @@ func applyAssumes(in *replicas.Input, wis []whatIf, before []replicas.MetricResu
 				} else {
 					v = w.quantity.MilliValue()
 				}
-				samples[p.Name] = replicas.Sample{MilliValue: v, Timestamp: in.Now}
+				samples[p.Name] = replicas.Sample{MilliValue: v, Timestamp: replicas.SampleTimestamp(in.Now)}
 			}
 			md.PodSamples = samples
 		case autoscalingv2.ObjectMetricSourceType, autoscalingv2.ExternalMetricSourceType:

@@ -40,7 +40,7 @@ func runTestPod(name string) *corev1.Pod {
 // runTestReports are a scale-up written in dry-run, a hold, and a target that is missing.
 func runTestReports() []controller.Report {
 	sample := func(milli int64) replicas.Sample {
-		return replicas.Sample{MilliValue: milli, Timestamp: runNow.Add(-10 * time.Second), Window: 30 * time.Second}
+		return replicas.Sample{MilliValue: milli, Timestamp: replicas.SampleTimestamp(runNow.Add(-10 * time.Second)), Window: 30 * time.Second}
 	}
 	pods := []*corev1.Pod{runTestPod("web-1"), runTestPod("web-2")}
 	mk := func(key string, in replicas.Input, dry string, err error) controller.Report {

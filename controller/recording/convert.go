@@ -158,7 +158,7 @@ func metricOf(m replicas.MetricData) Metric {
 	if m.PodSamples != nil {
 		out.PodSamples = make(map[string]Sample, len(m.PodSamples))
 		for name, s := range m.PodSamples {
-			out.PodSamples[name] = Sample{MilliValue: s.MilliValue, Timestamp: s.Timestamp, Window: Duration(s.Window)}
+			out.PodSamples[name] = Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTime(s.Timestamp), Window: Duration(s.Window)}
 		}
 	}
 	return out
@@ -170,7 +170,7 @@ func (m Metric) Data() replicas.MetricData {
 	if m.PodSamples != nil {
 		d.PodSamples = make(map[string]replicas.Sample, len(m.PodSamples))
 		for name, s := range m.PodSamples {
-			d.PodSamples[name] = replicas.Sample{MilliValue: s.MilliValue, Timestamp: s.Timestamp, Window: time.Duration(s.Window)}
+			d.PodSamples[name] = replicas.Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTimestamp(s.Timestamp), Window: time.Duration(s.Window)}
 		}
 	}
 	return d

@@ -50,7 +50,7 @@ func testPod(name string, ready bool, started time.Time) *corev1.Pod {
 func samples(window time.Duration, milli ...int64) map[string]replicas.Sample {
 	out := map[string]replicas.Sample{}
 	for i, m := range milli {
-		out[fmt.Sprintf("web-%d", i)] = replicas.Sample{MilliValue: m, Timestamp: t0.Add(-7*time.Second - 250*time.Millisecond), Window: window}
+		out[fmt.Sprintf("web-%d", i)] = replicas.Sample{MilliValue: m, Timestamp: replicas.SampleTimestamp(t0.Add(-7*time.Second - 250*time.Millisecond)), Window: window}
 	}
 	return out
 }

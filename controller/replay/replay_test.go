@@ -92,7 +92,7 @@ func (w *world) PodResource(context.Context, string, corev1.ResourceName, labels
 	now := w.clock.Now()
 	out := metrics.PodSamples{}
 	for i := range w.replicas {
-		out[w.podName(i)] = metrics.PodSample{MilliValue: w.load / int64(w.replicas), Timestamp: now.Add(-3*time.Second - 250*time.Millisecond), Window: 15 * time.Second}
+		out[w.podName(i)] = metrics.PodSample{MilliValue: w.load / int64(w.replicas), Timestamp: replicas.SampleTimestamp(now.Add(-3*time.Second - 250*time.Millisecond)), Window: 15 * time.Second}
 	}
 	return out, now.Add(-3 * time.Second), nil
 }

@@ -127,7 +127,7 @@ func podSamples(m recording.Metric) metrics.PodSamples {
 	}
 	out := make(metrics.PodSamples, len(m.PodSamples))
 	for name, v := range m.PodSamples {
-		out[name] = metrics.PodSample{MilliValue: v.MilliValue, Timestamp: v.Timestamp, Window: v.Window.Std()}
+		out[name] = metrics.PodSample{MilliValue: v.MilliValue, Timestamp: replicas.SampleTimestamp(v.Timestamp), Window: v.Window.Std()}
 	}
 	return out
 }

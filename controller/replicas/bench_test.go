@@ -39,7 +39,7 @@ func benchDecide(b *testing.B, omitPodTreatments bool) {
 				}
 				m := make(map[string]Sample, len(w.Samples))
 				for _, s := range w.Samples {
-					m[s.Pod] = Sample{MilliValue: s.MilliValue, Timestamp: s.Timestamp, Window: s.Window}
+					m[s.Pod] = Sample{MilliValue: s.MilliValue, Timestamp: SampleTimestamp(s.Timestamp), Window: s.Window}
 				}
 				d := Decide(Input{
 					HPA: h, Scale: scale, Pods: pods,

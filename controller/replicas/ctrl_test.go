@@ -76,7 +76,7 @@ func hzPods(n int, reqMilli int64, opts map[int][]testbuild.PodOption) []*corev1
 func hzCPU(levels ...int64) MetricData {
 	m := make(map[string]Sample, len(levels))
 	for i, v := range levels {
-		m[podName(i)] = Sample{MilliValue: v, Timestamp: testNow, Window: time.Minute}
+		m[podName(i)] = Sample{MilliValue: v, Timestamp: SampleTimestamp(testNow), Window: time.Minute}
 	}
 	return MetricData{PodSamples: m, Timestamp: testNow}
 }

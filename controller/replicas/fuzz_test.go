@@ -76,10 +76,10 @@ func scenario(seed uint64) Input {
 			if r.IntN(7) == 0 {
 				continue
 			}
-			m[p.Name] = Sample{MilliValue: int64(r.IntN(int(scale))), Timestamp: testNow.Add(-time.Duration(r.IntN(90)) * time.Second), Window: time.Duration(15+r.IntN(60)) * time.Second}
+			m[p.Name] = Sample{MilliValue: int64(r.IntN(int(scale))), Timestamp: SampleTimestamp(testNow.Add(-time.Duration(r.IntN(90)) * time.Second)), Window: time.Duration(15+r.IntN(60)) * time.Second}
 		}
 		if r.IntN(6) == 0 {
-			m["gone-pod"] = Sample{MilliValue: int64(r.IntN(int(scale))), Timestamp: testNow, Window: time.Minute}
+			m["gone-pod"] = Sample{MilliValue: int64(r.IntN(int(scale))), Timestamp: SampleTimestamp(testNow), Window: time.Minute}
 		}
 		return m
 	}

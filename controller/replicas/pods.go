@@ -160,7 +160,7 @@ func (c *calc) cpuUnready(pod *corev1.Pod, s Sample) string {
 		if cond.Status == corev1.ConditionFalse {
 			return whyUnreadyInInit
 		}
-		if s.Timestamp.Before(cond.LastTransitionTime.Add(s.Window)) {
+		if SampleTime(s.Timestamp).Before(cond.LastTransitionTime.Add(s.Window)) {
 			return whyNoFreshSample
 		}
 		return ""

@@ -49,7 +49,7 @@ func TestGroupPodsMatchesUpstream(t *testing.T) {
 		// :1765 "count in a ready pod - memory"
 		{name: "count in a ready pod - memory", res: corev1.ResourceMemory,
 			pods:    []*corev1.Pod{barePod("pod-b", succeeded, nil, "", time.Time{})},
-			samples: map[string]Sample{"pod-b": {MilliValue: 1, Timestamp: now, Window: time.Minute}},
+			samples: map[string]Sample{"pod-b": {MilliValue: 1, Timestamp: SampleTimestamp(now), Window: time.Minute}},
 			want:    want{Ready: 1}},
 		// :1785 "unready a pod without ready condition - CPU"
 		{name: "unready a pod without ready condition - CPU", res: corev1.ResourceCPU,
@@ -59,12 +59,12 @@ func TestGroupPodsMatchesUpstream(t *testing.T) {
 		// :1808 "count in a ready pod with fresh metrics during initialization period - CPU"
 		{name: "count in a ready pod with fresh metrics during initialization period - CPU", res: corev1.ResourceCPU,
 			pods:    []*corev1.Pod{barePod("pod-b", succeeded, at(-time.Minute), corev1.ConditionTrue, now.Add(-30*time.Second))},
-			samples: map[string]Sample{"pod-b": {MilliValue: 1, Timestamp: now, Window: 30 * time.Second}},
+			samples: map[string]Sample{"pod-b": {MilliValue: 1, Timestamp: SampleTimestamp(now), Window: 30 * time.Second}},
 			want:    want{Ready: 1}},
 		// :1838 "unready a ready pod without fresh metrics during initialization period - CPU"
 		{name: "unready a ready pod without fresh metrics during initialization period - CPU", res: corev1.ResourceCPU,
 			pods:    []*corev1.Pod{barePod("pod-b", succeeded, at(-time.Minute), corev1.ConditionTrue, now.Add(-30*time.Second))},
-			samples: map[string]Sample{"pod-b": {MilliValue: 1, Timestamp: now, Window: 60 * time.Second}},
+			samples: map[string]Sample{"pod-b": {MilliValue: 1, Timestamp: SampleTimestamp(now), Window: 60 * time.Second}},
 			want:    want{Unready: []string{"pod-b"}}},
 		// :1868 "unready an unready pod during initialization period - CPU"
 		{name: "unready an unready pod during initialization period - CPU", res: corev1.ResourceCPU,
@@ -74,7 +74,7 @@ func TestGroupPodsMatchesUpstream(t *testing.T) {
 		// :1898 "count in a ready pod without fresh metrics after initialization period - CPU"
 		{name: "count in a ready pod without fresh metrics after initialization period - CPU", res: corev1.ResourceCPU,
 			pods:    []*corev1.Pod{barePod("pod-b", succeeded, at(-3*time.Minute), corev1.ConditionTrue, now.Add(-3*time.Minute))},
-			samples: map[string]Sample{"pod-b": {MilliValue: 1, Timestamp: now.Add(-2 * time.Minute), Window: time.Minute}},
+			samples: map[string]Sample{"pod-b": {MilliValue: 1, Timestamp: SampleTimestamp(now.Add(-2 * time.Minute)), Window: time.Minute}},
 			want:    want{Ready: 1}},
 		// :1928 "count in an unready pod that was ready after initialization period - CPU"
 		{name: "count in an unready pod that was ready after initialization period - CPU", res: corev1.ResourceCPU,
@@ -313,7 +313,7 @@ func TestGroupRequestOfPodsSharingContainerArrays(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			samples := map[string]Sample{}
 			for _, p := range tc.pods {
-				samples[p.Name] = Sample{MilliValue: 100, Timestamp: testNow.Add(-time.Minute), Window: 30 * time.Second}
+				samples[p.Name] = Sample{MilliValue: 100, Timestamp: SampleTimestamp(testNow.Add(-time.Minute)), Window: 30 * time.Second}
 			}
 			c := &calc{pods: tc.pods, now: testNow, cpuInit: testCPUInit, delay: testReadinessDelay, podLevel: true}
 			pts := make([]PodTreatment, len(tc.pods))

@@ -298,7 +298,7 @@ func (w *world) podResource(res corev1.ResourceName, container string) (metrics.
 		if first.IsZero() {
 			first = ts
 		}
-		out[p.obj.Name] = metrics.PodSample{MilliValue: sum, Timestamp: ts, Window: window}
+		out[p.obj.Name] = metrics.PodSample{MilliValue: sum, Timestamp: replicas.SampleTimestamp(ts), Window: window}
 	}
 	if len(out) == 0 {
 		return nil, time.Time{}, errors.New("no metrics returned from resource metrics API")
@@ -390,7 +390,7 @@ func (w *world) podsMetric(name string) (metrics.PodSamples, time.Time, error) {
 		if p.isReady && w.readyCount > 0 {
 			v = total / w.readyCount
 		}
-		out[p.obj.Name] = metrics.PodSample{MilliValue: v, Timestamp: ts, Window: time.Minute}
+		out[p.obj.Name] = metrics.PodSample{MilliValue: v, Timestamp: replicas.SampleTimestamp(ts), Window: time.Minute}
 	}
 	if len(out) == 0 {
 		return nil, time.Time{}, errors.New("no metrics returned from custom metrics API")

@@ -62,7 +62,7 @@ func PodResourceSamples(items []PodUsage, res corev1.ResourceName, container str
 		if it.Window < 0 {
 			return nil, time.Time{}, fmt.Errorf("pod %s: negative window %s", it.Name, it.Window)
 		}
-		out[it.Name] = PodSample{MilliValue: sum, Timestamp: it.Timestamp, Window: it.Window}
+		out[it.Name] = PodSample{MilliValue: sum, Timestamp: Timestamp(it.Timestamp), Window: it.Window}
 	}
 	return out, items[0].Timestamp, nil
 }
@@ -291,7 +291,7 @@ func HeapsterPodsSamples(podNames []string, list ModelResultList, now time.Time,
 		if err := CheckFresh(ts, now, maxAge, "the newest sample of pod "+podNames[i]); err != nil {
 			return nil, time.Time{}, err
 		}
-		out[podNames[i]] = PodSample{MilliValue: v, Timestamp: ts, Window: time.Minute}
+		out[podNames[i]] = PodSample{MilliValue: v, Timestamp: Timestamp(ts), Window: time.Minute}
 		if !found || ts.Before(oldest) {
 			oldest, found = ts, true
 		}

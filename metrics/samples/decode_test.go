@@ -96,8 +96,8 @@ func TestHeapsterPodsSamplesMatchesItemsByPosition(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := PodSamples{
-		"b": {MilliValue: 2000, Timestamp: fixedTimestamp, Window: time.Minute},
-		"a": {MilliValue: 1000, Timestamp: fixedTimestamp.Add(-time.Minute), Window: time.Minute},
+		"b": {MilliValue: 2000, Timestamp: Timestamp(fixedTimestamp), Window: time.Minute},
+		"a": {MilliValue: 1000, Timestamp: Timestamp(fixedTimestamp.Add(-time.Minute)), Window: time.Minute},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

@@ -63,8 +63,8 @@ func FuzzHeapsterModel(f *testing.F) {
 		}
 		for pod, s := range got {
 			checkSample(t, pod, s, now, maxAge)
-			if s.Timestamp.Before(ts) {
-				t.Fatalf("pod %s newest sample %s is older than the returned time %s", pod, s.Timestamp, ts)
+			if Time(s.Timestamp).Before(ts) {
+				t.Fatalf("pod %s newest sample %s is older than the returned time %s", pod, Time(s.Timestamp), ts)
 			}
 		}
 	})
@@ -75,8 +75,8 @@ func checkSample(t *testing.T, pod string, s PodSample, now time.Time, maxAge ti
 	if s.MilliValue < 0 || s.MilliValue > MaxMilliValue {
 		t.Fatalf("pod %s: value %d outside [0, %d]", pod, s.MilliValue, MaxMilliValue)
 	}
-	if maxAge > 0 && now.Sub(s.Timestamp) > maxAge {
-		t.Fatalf("pod %s: stale sample %s accepted", pod, s.Timestamp)
+	if maxAge > 0 && now.Sub(Time(s.Timestamp)) > maxAge {
+		t.Fatalf("pod %s: stale sample %s accepted", pod, Time(s.Timestamp))
 	}
 	if s.Window < 0 {
 		t.Fatalf("pod %s: negative window %s", pod, s.Window)

@@ -84,7 +84,7 @@ func oursOnBenchWorkload(w *benchload.Workload, pods []*corev1.Pod, now time.Tim
 	target := int32(benchload.TargetUtilization)
 	samples := make(map[string]replicas.Sample, len(w.Samples))
 	for _, s := range w.Samples {
-		samples[s.Pod] = replicas.Sample{MilliValue: s.MilliValue, Timestamp: s.Timestamp, Window: s.Window}
+		samples[s.Pod] = replicas.Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTimestamp(s.Timestamp), Window: s.Window}
 	}
 	d := replicas.Decide(replicas.Input{
 		HPA: &autoscalingv2.HorizontalPodAutoscaler{

@@ -106,7 +106,7 @@ func (s *source) podSamples(identity string) (metrics.PodSamples, time.Time, err
 	}
 	out := make(metrics.PodSamples, len(m.samples))
 	for name, sm := range m.samples {
-		out[name] = metrics.PodSample{MilliValue: sm.value, Timestamp: sm.at.time(s.now), Window: sm.window}
+		out[name] = metrics.PodSample{MilliValue: sm.value, Timestamp: replicas.SampleTimestamp(sm.at.time(s.now)), Window: sm.window}
 	}
 	return out, m.metricTimestamp.time(s.now), nil
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 // Client answers each metrics.Client call from its maps, with the time At. A resource, metric
@@ -140,7 +141,7 @@ func (c *Client) Source() string { return c.Name }
 func Samples(milli int64, at time.Time, window time.Duration, pods ...string) metrics.PodSamples {
 	out := make(metrics.PodSamples, len(pods))
 	for _, p := range pods {
-		out[p] = metrics.PodSample{MilliValue: milli, Timestamp: at, Window: window}
+		out[p] = metrics.PodSample{MilliValue: milli, Timestamp: samples.Timestamp(at), Window: window}
 	}
 	return out
 }
