@@ -83,7 +83,7 @@ func (n *nsSelectors) unindex(name string) {
 func (n *nsSelectors) put(name string, sel labels.Selector) {
 	n.unindex(name)
 	n.sel[name] = sel
-	if key, ok := equalityKey(sel); ok {
+	if key, _, ok := equalityKey(sel); ok {
 		if n.byPair[key] == nil {
 			n.byPair[key] = map[string]struct{}{}
 		}

@@ -229,13 +229,15 @@ type IndexedPods struct {
 // Pods implements PodReader.
 func (p IndexedPods) Pods(_ context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
 	var out []*corev1.Pod
-	if key, ok := equalityKey(selector); ok {
+	if key, whole, ok := equalityKey(selector); ok {
 		objs, err := p.Indexer.ByIndex(labelPairIndex, namespace+"/"+key)
 		if err != nil {
 			return nil, fmt.Errorf("reading the pod cache: %w", err)
 		}
+		out = make([]*corev1.Pod, 0, len(objs))
 		for _, o := range objs {
-			if pod, ok := o.(*corev1.Pod); ok && selector.Matches(labels.Set(pod.Labels)) {
+			// When that one requirement is the whole selector, the index entry is the match.
+			if pod, ok := o.(*corev1.Pod); ok && (whole || selector.Matches(labels.Set(pod.Labels))) {
 				out = append(out, pod)
 			}
 		}
@@ -250,19 +252,19 @@ func (p IndexedPods) Pods(_ context.Context, namespace string, selector labels.S
 }
 
 // equalityKey returns "key=value" of the selector's first requirement that pins a label to
-// one value.
-func equalityKey(selector labels.Selector) (string, bool) {
+// one value, and whether that requirement is the whole selector.
+func equalityKey(selector labels.Selector) (key string, whole, ok bool) {
 	reqs, selectable := selector.Requirements()
 	if !selectable {
-		return "", false
+		return "", false, false
 	}
 	for _, r := range reqs {
 		switch r.Operator() {
 		case selection.Equals, selection.DoubleEquals, selection.In:
 			if vals := r.ValuesUnsorted(); len(vals) == 1 {
-				return r.Key() + "=" + vals[0], true
+				return r.Key() + "=" + vals[0], len(reqs) == 1, true
 			}
 		}
 	}
-	return "", false
+	return "", false, false
 }

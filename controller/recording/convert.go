@@ -3,6 +3,8 @@ package recording
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -90,6 +92,8 @@ func SyncOf(r Reconcile) Sync {
 		for i, p := range in.Pods {
 			s.Pods[i] = p.DeepCopy()
 		}
+		// run hands over pods in its cache's order; by name, recordings of the same pods read alike.
+		slices.SortFunc(s.Pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	}
 	if in.Metrics != nil {
 		s.Metrics = make([]Metric, len(in.Metrics))

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
@@ -282,5 +283,21 @@ func TestSyncsKeepTheirFileOrder(t *testing.T) {
 		if s.Line != i+3 {
 			t.Errorf("sync %d on line %d, want %d", i, s.Line, i+3)
 		}
+	}
+}
+
+func TestASyncRecordsPodsByNameWhateverTheCacheOrder(t *testing.T) {
+	in := replicas.Input{HPA: testHPA(), Now: t0, Config: replicas.DefaultConfig(),
+		Pods: []*corev1.Pod{testPod("web-2", true, t0), testPod("web-0", true, t0), testPod("web-1", false, t0)}}
+	s := SyncOf(Reconcile{Key: "shop/web", Input: in})
+	var got []string
+	for _, p := range s.Pods {
+		got = append(got, p.Name)
+	}
+	if want := []string{"web-0", "web-1", "web-2"}; !slices.Equal(got, want) {
+		t.Errorf("recorded pods %v, want %v", got, want)
+	}
+	if in.Pods[0].Name != "web-2" {
+		t.Errorf("the decision's input was reordered: %s first", in.Pods[0].Name)
 	}
 }
