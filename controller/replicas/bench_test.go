@@ -16,8 +16,8 @@ import (
 // decoder does, which the core takes as it is) and decides as
 // run does, without the per-pod account its line and table outputs never show; the parity
 // module runs upstream's calculator on the same workload (make bench-compare). Not timed here,
-// though run's gather does them per sync: listing the pods from the indexer (upstream's
-// benchmark times its lister) and sorting them by name.
+// though run's gather does it per sync: listing the pods from the indexer (upstream's
+// benchmark times its lister). Without the account, run does not sort them.
 func BenchmarkDecide(b *testing.B) { benchDecide(b, true) }
 
 // BenchmarkDecideWithPodTreatments is BenchmarkDecide with the per-pod account that explain
