@@ -13,10 +13,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas/benchload"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
@@ -235,4 +238,57 @@ func liveHeap() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
+}
+
+// BenchmarkListAndDecide is what run does per sync for one HPA over N pods that upstream's
+// calculator benchmark (test/parity, BenchmarkUpstreamResourceReplicas) times as well: list
+// the pods from the informer's indexer as run does (IndexedPods over the label-pair index;
+// upstream's lister scans the namespace index), build the sample map as the metrics layer
+// decodes it, and decide as run does, without the per-pod account. BenchmarkDecide in the
+// core times the last two only; make bench-compare runs the three side by side.
+func BenchmarkListAndDecide(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			now := time.Now()
+			w := benchload.New(n, now)
+			idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, labelPairIndex: podLabelPairs})
+			for i := range w.Pods {
+				if err := idx.Add(&w.Pods[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			selector, err := labels.Parse(benchload.Selector)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pods := IndexedPods{Indexer: idx}
+			h := testbuild.HPA(benchload.Namespace, "web", testbuild.Target("apps/v1", "Deployment", "web"), testbuild.Min(1),
+				testbuild.Max(int32(4*n)), testbuild.Metrics(testbuild.CPUUtilization(benchload.TargetUtilization)))
+			scale := &replicas.Scale{SpecReplicas: int32(n), StatusReplicas: int32(n), Selector: benchload.Selector}
+			cfg := replicas.DefaultConfig()
+			ctx := context.Background()
+			b.ReportAllocs()
+			cpu, _ := benchload.ProcessCPU()
+			for b.Loop() {
+				listed, err := pods.Pods(ctx, benchload.Namespace, selector)
+				if err != nil {
+					b.Fatal(err)
+				}
+				m := make(map[string]replicas.Sample, len(w.Samples))
+				for _, s := range w.Samples {
+					m[s.Pod] = replicas.Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTimestamp(s.Timestamp), Window: s.Window}
+				}
+				d := replicas.Decide(replicas.Input{
+					HPA: h, Scale: scale, Pods: listed,
+					Metrics: []replicas.MetricData{{PodSamples: m, Timestamp: now}},
+					History: replicas.History{Recommendations: []replicas.Recommendation{}},
+					Now:     now, Config: cfg, OmitPodTreatments: true,
+				})
+				if d.Phase != replicas.PhaseComputed || len(listed) != n {
+					b.Fatalf("phase %s (%v), %d pods listed", d.Phase, d.Err, len(listed))
+				}
+			}
+			benchload.CPUPerOp(b, cpu)
+		})
+	}
 }
