@@ -266,7 +266,9 @@ func faqExplain(ctx context.Context, ns string, dep *appsv1.Deployment, load faq
 					return fmt.Errorf("pod %s at %dm, want %dm", pm.Name, cpu, load.perPod)
 				}
 			}
-			return nil
+			// An earlier sample can show the load already, but explain (as upstream) counts a
+			// young pod's CPU only from one taken wholly after its readiness.
+			return samplesAfterReadiness(ctx, ns, sel)
 		})
 		if err != nil {
 			return "", fmt.Errorf("waiting for pod metrics: %w", err)

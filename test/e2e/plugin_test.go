@@ -17,6 +17,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
@@ -240,31 +241,43 @@ func waitSpecReplicas(t *testing.T, ns string, want int32) {
 // treats a young pod's CPU as unready.
 func waitMetricsAfterReadiness(t *testing.T, ns string) {
 	t.Helper()
+	eventually(t, 90*time.Second, "pod metrics cover a full window after readiness", func(ctx context.Context) error {
+		return samplesAfterReadiness(ctx, ns, map[string]string{"app": "web"})
+	})
+}
+
+// samplesAfterReadiness says which pod selected by sel is ready and has no metrics.k8s.io sample
+// whose window starts at or after its readiness (nil when none): within the CPU initialization
+// period the controller counts a pod's CPU only from such a sample.
+func samplesAfterReadiness(ctx context.Context, ns string, sel map[string]string) error {
 	mc, err := metricsclient.NewForConfig(shared.RESTConfig())
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	eventually(t, 90*time.Second, "pod metrics cover a full window after readiness", func(ctx context.Context) error {
-		list, err := mc.MetricsV1beta1().PodMetricses(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
-		if err != nil {
-			return err
-		}
-		sampled := map[string]time.Time{}
-		for _, pm := range list.Items {
-			sampled[pm.Name] = pm.Timestamp.Add(-pm.Window.Duration)
-		}
-		for _, p := range podsOf(t, ns, map[string]string{"app": "web"}) {
-			for _, c := range p.Status.Conditions {
-				if c.Type != corev1.PodReady {
-					continue
-				}
-				if start, ok := sampled[p.Name]; !ok || start.Before(c.LastTransitionTime.Time) {
-					return fmt.Errorf("pod %s: ready since %s, newest sample window starts %s", p.Name, c.LastTransitionTime, start)
-				}
+	selector := labels.SelectorFromSet(sel).String()
+	list, err := mc.MetricsV1beta1().PodMetricses(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return err
+	}
+	sampled := map[string]time.Time{}
+	for _, pm := range list.Items {
+		sampled[pm.Name] = pm.Timestamp.Add(-pm.Window.Duration)
+	}
+	pods, err := shared.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			if c.Type != corev1.PodReady {
+				continue
+			}
+			if start, ok := sampled[p.Name]; !ok || start.Before(c.LastTransitionTime.Time) {
+				return fmt.Errorf("pod %s: ready since %s, newest sample window starts %s", p.Name, c.LastTransitionTime, start)
 			}
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 func TestRunScalesUpWhenLoadRisesAndDownAfterStabilization(t *testing.T) {
