@@ -17,7 +17,8 @@ import (
 // run does, without the per-pod account its line and table outputs never show; the parity
 // module runs upstream's calculator on the same workload (make bench-compare). Not timed here,
 // though run's gather does it per sync: listing the pods from the indexer (upstream's
-// benchmark times its lister). Without the account, run does not sort them.
+// benchmark times its lister); controller's BenchmarkListAndDecide times that too. Without the
+// account, run does not sort them.
 func BenchmarkDecide(b *testing.B) { benchDecide(b, true) }
 
 // BenchmarkDecideWithPodTreatments is BenchmarkDecide with the per-pod account that explain
