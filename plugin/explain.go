@@ -296,15 +296,16 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 			fmt.Fprintln(o.Out, "---")
 		}
 		e, err := o.explain(ctx)
-		err = o.print(e, err)
-		switch {
-		case ctx.Err() != nil:
-			// Stopped in the middle: the explanation before this one stands.
-		case err != nil:
+		if err != nil && ctx.Err() != nil {
+			// Stopped in the middle: the explanation before this one stands. One that was
+			// made in full is printed and counts, even if the stop came as it was printed.
+			return last
+		}
+		if err := o.print(e, err); err != nil {
 			// A failing sync does not end the watch, as it does not stop the controller.
 			fmt.Fprintf(o.ErrOut, "error: %v\n", err)
 			last = alreadyReported{err}
-		default:
+		} else {
 			last = nil
 		}
 		select {

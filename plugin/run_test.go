@@ -254,12 +254,19 @@ func TestRunTableFrameFitsTheTerminal(t *testing.T) {
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
+	// written, when set, sees each write once it is in the buffer.
+	written func(p []byte)
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
+	n, err := s.b.Write(p)
+	written := s.written
+	s.mu.Unlock()
+	if written != nil {
+		written(p)
+	}
+	return n, err
 }
 
 func (s *syncBuffer) String() string {

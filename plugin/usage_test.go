@@ -90,11 +90,14 @@ func TestExplainWatchExitsWithTheLastExplanationsCode(t *testing.T) {
 	tests := []struct {
 		name string
 		// appear creates the HPA after the first explanation.
-		appear   bool
-		wantCode int
+		appear bool
+		// stopWhilePrinting stops the watch while the second explanation is being printed.
+		stopWhilePrinting bool
+		wantCode          int
 	}{
-		{"an HPA missing when stopped exits 3, its failure printed once per sync", false, ExitHPANotFound},
-		{"an HPA that appeared before the stop exits 0", true, ExitOK},
+		{"an HPA missing when stopped exits 3, its failure printed once per sync", false, false, ExitHPANotFound},
+		{"an HPA that appeared before the stop exits 0", true, false, ExitOK},
+		{"an explanation printed as the stop comes is the one that counts", true, true, ExitOK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,6 +126,15 @@ func TestExplainWatchExitsWithTheLastExplanationsCode(t *testing.T) {
 				if err := c.kube.Tracker().Add(hpa); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if tt.stopWhilePrinting {
+				out.mu.Lock()
+				out.written = func(p []byte) {
+					if strings.Contains(string(p), "Name:") {
+						cancel()
+					}
+				}
+				out.mu.Unlock()
 			}
 			clk.Step(15 * time.Second)
 			waitFor(2)
