@@ -235,8 +235,6 @@ func (c *CachedScales) cached(namespace string, ref autoscalingv2.CrossVersionOb
 	return s, true
 }
 
-// scaleRememberer is a ScaleTarget whose writes can carry the resource version of a scale
-// read elsewhere (ScaleClient).
 // scaleForgetter is a ScaleTarget that remembers something per target (ScaleClient) and is
 // told when a target's HPA is gone.
 type scaleForgetter interface {
@@ -250,6 +248,8 @@ func (c *CachedScales) Forget(namespace string, ref autoscalingv2.CrossVersionOb
 	}
 }
 
+// scaleRememberer is a ScaleTarget whose writes can carry the resource version of a scale
+// read elsewhere (ScaleClient).
 type scaleRememberer interface {
 	Remember(namespace string, ref autoscalingv2.CrossVersionObjectReference, gr schema.GroupResource, rv string)
 }

@@ -114,15 +114,15 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 		facts.HistoryHolder = rec.Record.Holder
 		facts.HistoryRecordedAt = rec.Record.At
 		sync := time.Duration(rec.Record.SyncMillis) * time.Millisecond
+		uses := fmt.Sprintf("kubectl hpa run keeps the recommendations and scale events its next decisions depend on in the HPA's annotation %s, and this decision uses them", history.Annotation)
+		const newest = " Its newest recommendation counts as made until now."
 		if w, ok := recordedWindowWarning(hpa, rec.Record, in.Config); ok {
 			// The window differs because the flags do, not because the spec changed since:
 			// the restore's note on a grown window would say the latter.
 			facts.Warnings = append(facts.Warnings, w)
-			facts.HistoryNote = fmt.Sprintf("kubectl hpa run keeps the recommendations and scale events its next decisions depend on in the HPA's annotation %s, and this decision uses them, but under another downscale stabilization window than run's (see the warning): run's next sync (every %s) decides under its own. Its newest recommendation counts as made until now.",
-				history.Annotation, sync)
+			facts.HistoryNote = fmt.Sprintf("%s, but under another downscale stabilization window than run's (see the warning): run's next sync (every %s) decides under its own.%s", uses, sync, newest)
 		} else {
-			facts.HistoryNote = fmt.Sprintf("kubectl hpa run keeps the recommendations and scale events its next decisions depend on in the HPA's annotation %s, and this decision uses them: it is the decision run makes at its next sync (every %s) if the metrics stay as they are. Its newest recommendation counts as made until now.",
-				history.Annotation, sync)
+			facts.HistoryNote = fmt.Sprintf("%s: it is the decision run makes at its next sync (every %s) if the metrics stay as they are.%s", uses, sync, newest)
 			for _, n := range rec.Restored.Notes {
 				facts.HistoryNote += " Note: " + n + "."
 			}
