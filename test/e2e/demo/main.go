@@ -149,8 +149,8 @@ func run() (err error) {
 			say(format, args...)
 		}
 	}
+	printCommands(os.Stderr, wrapper)
 	go driveLoad(ctx, c, announce)
-	printCommands(wrapper)
 	if term.IsTerminal(int(os.Stdout.Fd())) {
 		var phases []string
 		for _, p := range cycle() {
@@ -169,16 +169,19 @@ func run() (err error) {
 }
 
 // printCommands prints, one to a line and ready to paste, what a user may run against the
-// cluster from another terminal.
-func printCommands(wrapper string) {
-	say("poke at the cluster from another terminal while this runs (as root: the API server lives in a private network namespace):")
+// cluster from another terminal. The block goes out in one write: the load driver says its
+// phases on the same stream, and a line of it inside the block would split what a user copies.
+func printCommands(w io.Writer, wrapper string) {
+	var b strings.Builder
+	b.WriteString("demo: poke at the cluster from another terminal while this runs (as root: the API server lives in a private network namespace):\n")
 	for _, args := range [][]string{
 		{"get", "hpa,deploy,pods", "-n", demoNamespace},
 		{"hpa", "explain", demoApp, "-n", demoNamespace},
 		{"hpa", "run", "-n", demoNamespace, "--dry-run=client"},
 	} {
-		fmt.Fprintf(os.Stderr, "%s%s %s\n", commandIndent, wrapper, strings.Join(args, " "))
+		fmt.Fprintf(&b, "%s%s %s\n", commandIndent, wrapper, strings.Join(args, " "))
 	}
+	_, _ = io.WriteString(w, b.String())
 }
 
 // commandIndent starts each printed command line: a shell ignores it when the line is pasted.
