@@ -174,7 +174,7 @@ func newCmdRun(o *RunOptions) *cobra.Command {
 	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "Name of the Lease")
 	fs.StringVar(&o.LeaseNamespace, "leader-elect-lease-namespace", o.LeaseNamespace, "Namespace of the Lease (default: the namespace watched, or the kubeconfig's with -A)")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a standby waits after the holder's last renewal before taking the Lease over (whole seconds)")
-	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the holder keeps retrying a renewal before it stops writing and campaigns for the Lease again; less than the lease duration")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the holder keeps retrying a renewal before it stops writing and campaigns for the Lease again; with the retry period and 1s more, less than the lease duration")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often the holder renews and a standby tries to acquire the Lease")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second each API client (Kubernetes, scales, metrics) may send; a sync costs one request per HPA in steady state")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests each API client may send in a burst above --kube-api-qps")

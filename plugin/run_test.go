@@ -132,6 +132,13 @@ func TestRunValidate(t *testing.T) {
 		{"zero api qps", func(o *RunOptions) { o.KubeAPIQPS = 0 }, true},
 		{"zero api burst", func(o *RunOptions) { o.KubeAPIBurst = 0 }, true},
 		{"bad metrics source", func(o *RunOptions) { o.Metrics.Source = "carrier-pigeon" }, true},
+		{"lease timings a standby could beat by its whole-second view", func(o *RunOptions) {
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
+		}, true},
+		{"the same lease timings are not checked when writing nothing", func(o *RunOptions) {
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
+			o.DryRun = "client"
+		}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

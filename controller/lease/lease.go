@@ -68,11 +68,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("the lease duration must be at least 1s, got %v", c.LeaseDuration)
 	case c.LeaseDuration <= c.RenewDeadline:
 		return fmt.Errorf("the lease duration (%v) must be greater than the renew deadline (%v)", c.LeaseDuration, c.RenewDeadline)
-	case c.RenewDeadline+c.RetryPeriod >= c.LeaseDuration:
+	case c.RenewDeadline+c.RetryPeriod+time.Second >= c.LeaseDuration.Truncate(time.Second):
 		// The holder gives up writing only a retry period plus the renew deadline after its
-		// last renewal, and a standby may take over a lease duration after it: the first must
-		// come first, or both could write.
-		return fmt.Errorf("the lease duration (%v) must be greater than the renew deadline (%v) plus the retry period (%v)", c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
+		// last renewal. A standby counts the lease duration, stored in whole seconds, from
+		// when it saw the record change, and the record holds renewTime to the second:
+		// renewals within one second look alike to it, so it may count from up to a second
+		// before the holder's last renewal. The holder must stop first, or both could write.
+		return fmt.Errorf("the lease duration (%v, %v in whole seconds as the Lease stores it) must be greater than the renew deadline (%v) plus the retry period (%v) plus 1s: "+
+			"a standby sees renewals to the second, so it may take over up to 1s before the lease duration has passed since the holder's last renewal",
+			c.LeaseDuration, c.LeaseDuration.Truncate(time.Second), c.RenewDeadline, c.RetryPeriod)
 	case c.RenewDeadline <= retryJittered:
 		return fmt.Errorf("the renew deadline (%v) must be greater than %v times the retry period (%v), %v", c.RenewDeadline, leaderelection.JitterFactor, c.RetryPeriod, retryJittered)
 	}

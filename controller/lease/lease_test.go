@@ -35,11 +35,17 @@ func TestConfigValidateRefusesTimingsTheElectorCannotKeep(t *testing.T) {
 		wantErr string
 	}{
 		{"zero values take kube-controller-manager's defaults", Config{}, ""},
-		{"short timings for tests", Config{LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 250 * time.Millisecond}, ""},
+		{"short timings for tests", Config{LeaseDuration: 3 * time.Second, RenewDeadline: time.Second, RetryPeriod: 250 * time.Millisecond}, ""},
 		{"a lease shorter than a second cannot be stored", Config{LeaseDuration: 900 * time.Millisecond, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, "at least 1s"},
 		{"the lease must outlast the renew deadline", Config{LeaseDuration: 5 * time.Second, RenewDeadline: 5 * time.Second}, "greater than the renew deadline"},
-		{"the renew deadline must allow a jittered retry", Config{LeaseDuration: 5 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 2 * time.Second}, "times the retry period"},
+		{"the renew deadline must allow a jittered retry", Config{LeaseDuration: 10 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 2 * time.Second}, "times the retry period"},
 		{"the holder must stop writing before a standby may take over", Config{LeaseDuration: 5 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: 1500 * time.Millisecond}, "plus the retry period"},
+		// A standby compares the Lease's record as stored, renewTime to the second: renewals
+		// within one second look alike to it, so it may count the lease duration from up to
+		// a second before the holder's last renewal.
+		{"a standby may take over a second early, so the holder must stop a second sooner", Config{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond}, "plus 1s"},
+		{"kube-controller-manager's timings less their 2s to spare are refused", Config{LeaseDuration: 15 * time.Second, RenewDeadline: 12 * time.Second, RetryPeriod: 2 * time.Second}, "plus 1s"},
+		{"the lease duration counts in whole seconds, as the Lease stores it", Config{LeaseDuration: 3900 * time.Millisecond, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 500 * time.Millisecond}, "3s in whole seconds"},
 		{"a negative retry period", Config{RetryPeriod: -time.Second}, "must be positive"},
 	}
 	for _, tc := range cases {
@@ -171,7 +177,7 @@ func TestRunTermsStopsWritingWhenTheLeaseIsLostAndResumesWhenReacquired(t *testi
 			done := make(chan error, 1)
 			go func() {
 				done <- RunTerms(ctx, kube, Config{Namespace: ns, Name: "kubectl-hpa", Identity: "me",
-					LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond},
+					LeaseDuration: 3 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond},
 					func(ctx context.Context, term Term) error {
 						terms++
 						n := terms
@@ -312,7 +318,7 @@ func TestRunTermsTellsAStandbyWhoHoldsTheLeaseAndSinceWhen(t *testing.T) {
 	}
 	waits := make(chan waiting, 10)
 	acquired := make(chan struct{}, 10)
-	cfg := Config{Namespace: ns, Name: "kubectl-hpa", Identity: "me", LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond,
+	cfg := Config{Namespace: ns, Name: "kubectl-hpa", Identity: "me", LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond,
 		OnWaiting:  func(holder string, since time.Time) { waits <- waiting{holder, since} },
 		OnAcquired: func() { acquired <- struct{}{} }}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -431,7 +431,7 @@ func TestLifeSignalMidReconcileStopsWithinTwoSecondsReleasingTheLeaseWithNoHalfA
 func TestLifeOnlyTheLeaseHolderWritesAndTheStandbyTakesOverAfterAKill(t *testing.T) {
 	t.Parallel()
 	const (
-		leaseDuration = 3 * time.Second
+		leaseDuration = 4 * time.Second
 		retryPeriod   = 500 * time.Millisecond
 		latency       = time.Second
 	)

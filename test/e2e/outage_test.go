@@ -19,7 +19,7 @@ import (
 )
 
 // outageFor is how long the API server stays down: well past run's renew deadline (2s) and
-// lease duration (3s), so that run loses the Lease and the Lease expires.
+// lease duration (4s), so that run loses the Lease and the Lease expires.
 const outageFor = 8 * time.Second
 
 // outageLeaseWrites keeps the applied writes of leases among reqs.
@@ -45,7 +45,7 @@ func TestOutageLongerThanTheRenewDeadlineRunCampaignsAgainAndWritesAgain(t *test
 	createDeployment(t, ns, deploymentSpec{replicas: 1})
 	createHPA(t, ns, hpaSpec{min: 2})
 	r := startRun(t, pluginAs(t, user), "-n", ns, "--sync-period=1s", "-o", "json",
-		"--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms")
+		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms")
 	waitSpecReplicas(t, ns, 2)
 	before, err := lifeGetLease(ctx, ns)
 	if err != nil {
