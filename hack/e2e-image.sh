@@ -10,8 +10,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:?OUT must be set}
 platform=${HOST_PLATFORM:?HOST_PLATFORM must be set}
 tools=$("$root/hack/krew-tools.sh" | tail -n1)
-rm -rf "$out" && mkdir -p "$out"
-DIST=$out/oci IMAGE_PLATFORMS=$platform "$root/hack/image.sh" >/dev/null
-"$tools/oci-image" unpack -layout "$out/oci/image" -ref "$VERSION" -platform "$platform" \
-  -rootfs "$out/rootfs" -config "$out/config.json" >"$out/digest"
+# Built beside OUT and moved into place whole: a build cut short (Ctrl-C, a killed make) leaves
+# the previous image, or none, never a half-unpacked one for the next test run.
+tmp=$out.tmp
+rm -rf "$tmp" && mkdir -p "$tmp"
+DIST=$tmp/oci IMAGE_PLATFORMS=$platform "$root/hack/image.sh" >/dev/null
+"$tools/oci-image" unpack -layout "$tmp/oci/image" -ref "$VERSION" -platform "$platform" \
+  -rootfs "$tmp/rootfs" -config "$tmp/config.json" >"$tmp/digest"
+rm -rf "$out" && mv "$tmp" "$out"
 echo "e2e-image: $(cat "$out/digest") ($platform) unpacked into $out/rootfs"
