@@ -119,8 +119,18 @@ func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
 		}
 	}()
 
+	// The bounds are the demo's own: its cluster start as the suite's (3 min), then its waits
+	// for pod metrics (90s) and for a full Heapster window (3 min), plus the explanations.
+	stderr.waitFor(t, 3*time.Minute, "the demo's cluster is ready", func(lines []string) bool {
+		for _, l := range lines {
+			if strings.HasPrefix(l, "demo: cluster ready in ") {
+				return true
+			}
+		}
+		return false
+	})
 	var commands []string
-	stderr.waitFor(t, 4*time.Minute, "the demo prints the commands to poke at it", func(lines []string) bool {
+	stderr.waitFor(t, 90*time.Second+3*time.Minute+time.Minute, "the demo prints the commands to poke at it", func(lines []string) bool {
 		commands = nil
 		for i, l := range lines {
 			if strings.Contains(l, "poke at the cluster from another terminal") {

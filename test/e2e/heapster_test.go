@@ -297,12 +297,25 @@ func TestHeapsterRealRunScalesUpAndDown(t *testing.T) {
 		msgs = append(msgs, e.Message)
 	}
 	sort.Strings(msgs)
-	want := []string{
-		"New size: 1; reason: All metrics below target",
-		"New size: 4; reason: cpu resource utilization (percentage of request) above target",
+	// One scale-up to 4, and down to 1. On the way down, a Heapster sample whose 5s rate window
+	// straddles the load change reads between the two loads; if it was taken after the three new
+	// pods had their first rate, its recommendation (2 or 3) is still in the stabilization window
+	// when the last 4 leaves it, and the count steps down through it, as upstream's would.
+	up, down := "New size: 4; reason: cpu resource utilization (percentage of request) above target", "New size: 1; reason: All metrics below target"
+	var ups, downs int
+	for _, m := range msgs {
+		switch {
+		case m == up:
+			ups++
+		case m == down:
+			downs++
+		case m == "New size: 2; reason: All metrics below target" || m == "New size: 3; reason: All metrics below target":
+		default:
+			t.Errorf("unexpected SuccessfulRescale event %q", m)
+		}
 	}
-	if !slices.Equal(msgs, want) {
-		t.Errorf("SuccessfulRescale events %q, want %q", msgs, want)
+	if ups != 1 || downs != 1 {
+		t.Errorf("SuccessfulRescale events %q, want one %q, one %q and, between them, only steps down", msgs, up, down)
 	}
 
 	reqs, err := shared.AuditSince(mark, cluster.AuditFilter{User: user})

@@ -72,7 +72,7 @@ func TestPrometheusReadsTheLoadModelFromCadvisor(t *testing.T) {
 	time.Sleep(time.Until(t0.Add(time.Minute + 6*time.Second)))
 	cpuSel := fmt.Sprintf(`container_cpu_usage_seconds_total{job=%q,namespace=%q,pod=~"web-.+",container!=""}`, cluster.PrometheusJob, ns)
 	memSel := fmt.Sprintf(`container_memory_working_set_bytes{job=%q,namespace=%q,pod=~"web-.+",container!=""}`, cluster.PrometheusJob, ns)
-	at := time.Now()
+	at := promExactRateEnd(t, api, cpuSel, t0.Add(time.Minute), time.Now())
 	rates := promQuery(t, api, "rate("+cpuSel+"[1m])", at)
 	mems := promQuery(t, api, memSel, at)
 	if len(rates) != replicas || len(mems) != replicas {
@@ -120,7 +120,9 @@ func TestPrometheusReadsTheLoadModelFromCadvisor(t *testing.T) {
 	// The second step; a 15s window (three scrapes) shows both plateaus in a range query.
 	shared.Load().Set(w, cluster.Load{CPUMilli: 600, MemoryBytes: replicas * 96 << 20})
 	t1 := time.Now()
-	time.Sleep(time.Until(t1.Add(35 * time.Second)))
+	// Six points on the second plateau: a missed scrape spoils the three 15s windows that would
+	// hold it, and at least two must remain.
+	time.Sleep(time.Until(t1.Add(50 * time.Second)))
 	end := time.Now()
 	rng := promv1.Range{Start: t0, End: end, Step: 5 * time.Second}
 	// scraped counts, per pod, the samples Prometheus stored in (at-15s, at]: a scrape missed
@@ -196,4 +198,50 @@ func TestPrometheusReadsTheLoadModelFromCadvisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("rate("+cpuSel+"[15s])", 0.1, 0.2, 0.0005, true)
+}
+
+// promExactRateEnd picks when to evaluate rate(sel[1m]) so that it reads the counters' exact
+// slope: the newest scrape time T in [from, to] where every series has a sample at T and one
+// within 1.1 scrape intervals after T-1m. rate() extrapolates a window's first and last samples
+// to its ends only that close to them; at an arbitrary time, a scrape late or missed on a
+// loaded machine leaves the last sample further from the end and the rate reads low.
+func promExactRateEnd(t *testing.T, api promv1.API, sel string, from, to time.Time) time.Time {
+	t.Helper()
+	const window = time.Minute
+	reach := 11 * cluster.DefaultPrometheusScrapeInterval / 10
+	v, _, err := api.Query(context.Background(), fmt.Sprintf("%s[%ds]", sel, int(to.Sub(from)/time.Second)+int(window/time.Second)+10), to)
+	if err != nil {
+		t.Fatalf("raw samples of %s: %v", sel, err)
+	}
+	m, _ := v.(model.Matrix)
+	if len(m) == 0 {
+		t.Fatalf("no raw samples of %s up to %s", sel, to.Format(time.RFC3339))
+	}
+	has := func(s *model.SampleStream, lo, hi time.Time) bool { // a sample in (lo, hi]
+		for _, p := range s.Values {
+			if ts := p.Timestamp.Time(); ts.After(lo) && !ts.After(hi) {
+				return true
+			}
+		}
+		return false
+	}
+	first := m[0].Values
+	for i := len(first) - 1; i >= 0; i-- {
+		end := first[i].Timestamp.Time()
+		if end.Before(from) {
+			break
+		}
+		ok := true
+		for _, s := range m {
+			if !has(s, end.Add(-time.Millisecond), end) || !has(s, end.Add(-window), end.Add(-window+reach)) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return end
+		}
+	}
+	t.Fatalf("no scrape of %s between %s and %s ends a %v window with a sample near each end: %v", sel, from.Format(time.RFC3339), to.Format(time.RFC3339), window, m)
+	return time.Time{}
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -71,13 +72,58 @@ func rbacBind(t *testing.T, ns, role string, subject rbacv1.Subject) {
 		if _, err := rbac.RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		return
+	} else {
+		crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: ref, Subjects: []rbacv1.Subject{subject}}
+		if _, err := rbac.ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rbac.ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	}
-	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: ref, Subjects: []rbacv1.Subject{subject}}
-	if _, err := rbac.ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+	rbacWaitEffective(t, ns, role, subject)
+}
+
+// rbacWaitEffective waits until the API server's authorizer grants subject every permission
+// of role in ns (cluster-wide when ns is ""): it reads roles and bindings from a cache, so a
+// command run right after the binding's creation could still be refused.
+func rbacWaitEffective(t *testing.T, ns, role string, subject rbacv1.Subject) {
+	t.Helper()
+	r, err := shared.Client().RbacV1().ClusterRoles().Get(context.Background(), role, metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = rbac.ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	spec := authorizationv1.SubjectAccessReviewSpec{User: subject.Name}
+	if subject.Kind == rbacv1.ServiceAccountKind {
+		spec.User = "system:serviceaccount:" + subject.Namespace + ":" + subject.Name
+		spec.Groups = []string{"system:serviceaccounts", "system:serviceaccounts:" + subject.Namespace}
+	}
+	var attrs []authorizationv1.ResourceAttributes
+	for _, rule := range r.Rules {
+		for _, g := range rule.APIGroups {
+			for _, res := range rule.Resources {
+				for _, v := range rule.Verbs {
+					resource, sub, _ := strings.Cut(res, "/")
+					a := authorizationv1.ResourceAttributes{Namespace: ns, Group: g, Resource: resource, Subresource: sub, Verb: v}
+					if len(rule.ResourceNames) > 0 {
+						a.Name = rule.ResourceNames[0]
+					}
+					attrs = append(attrs, a)
+				}
+			}
+		}
+	}
+	eventually(t, 30*time.Second, fmt.Sprintf("the authorizer grants %s %s's permissions", spec.User, role), func(ctx context.Context) error {
+		for _, a := range attrs {
+			spec.ResourceAttributes = &a
+			sar, err := shared.Client().AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			if !sar.Status.Allowed {
+				return fmt.Errorf("%s %s/%s in %q not allowed yet: %s", a.Verb, a.Group, a.Resource, ns, sar.Status.Reason)
+			}
+		}
+		return nil
+	})
 }
 
 func rbacUserSubject(user string) rbacv1.Subject {

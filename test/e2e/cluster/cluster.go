@@ -39,6 +39,9 @@ import (
 	heapsterstandin "github.com/kubectl-hpa/kubectl-hpa/test/standin/heapster"
 )
 
+// DefaultPrometheusScrapeInterval is Config.PrometheusScrapeInterval when it is zero.
+const DefaultPrometheusScrapeInterval = 5 * time.Second
+
 // Config says what to start. The zero value (plus BinDir) is a complete cluster.
 type Config struct {
 	// BinDir holds kube-apiserver, kube-controller-manager, etcd, metrics-server, heapster and
@@ -63,7 +66,7 @@ type Config struct {
 	// own default is 60s).
 	HeapsterResolution time.Duration
 	// PrometheusScrapeInterval is how often Prometheus scrapes each node's /metrics/cadvisor
-	// (default 5s).
+	// (default DefaultPrometheusScrapeInterval).
 	PrometheusScrapeInterval time.Duration
 	// UpstreamHPA also runs kube-controller-manager's horizontal-pod-autoscaler controller.
 	UpstreamHPA bool
@@ -117,7 +120,7 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("cluster: HeapsterResolution %s is below Heapster's minimum of 5s", c.HeapsterResolution)
 	}
 	if c.PrometheusScrapeInterval == 0 {
-		c.PrometheusScrapeInterval = 5 * time.Second
+		c.PrometheusScrapeInterval = DefaultPrometheusScrapeInterval
 	}
 	if c.Nodes > 1 {
 		// Heapster dials every node's InternalIP on one kubelet port; the stand-in's nodes
