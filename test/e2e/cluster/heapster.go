@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -141,13 +142,26 @@ func (h *Heapster) Stop() error {
 }
 
 // RemoveEndpoints deletes the Service's EndpointSlice (Heapster keeps running): the service
-// proxy then has no endpoint to send a request to.
+// proxy then has no endpoint to send a request to. It returns once the proxy says so: the API
+// server reads EndpointSlices from a cache, which may still hold the deleted one for a moment.
 func (h *Heapster) RemoveEndpoints(ctx context.Context) error {
 	err := h.c.client.DiscoveryV1().EndpointSlices(metav1.NamespaceSystem).Delete(ctx, h.service+"-e2e", metav1.DeleteOptions{})
 	if err != nil {
 		return fmt.Errorf("heapster %s: deleting its endpointslice: %w", h.service, err)
 	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		_, err := h.c.client.CoreV1().Services(metav1.NamespaceSystem).ProxyGet("http", h.service, "", "/healthz", nil).DoRaw(ctx)
+		if err != nil && strings.Contains(err.Error(), "no endpoints available") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("heapster %s: the service proxy still reaches it after its endpointslice was deleted (last: %v): %w", h.service, err, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // bindHeapster gives heapsterUser what Heapster reads: the API server's bootstrap role
