@@ -304,12 +304,12 @@ func TestHeapsterRealRunScalesUpAndDown(t *testing.T) {
 	up, down := "New size: 4; reason: cpu resource utilization (percentage of request) above target", "New size: 1; reason: All metrics below target"
 	var ups, downs int
 	for _, m := range msgs {
-		switch {
-		case m == up:
+		switch m {
+		case up:
 			ups++
-		case m == down:
+		case down:
 			downs++
-		case m == "New size: 2; reason: All metrics below target" || m == "New size: 3; reason: All metrics below target":
+		case "New size: 2; reason: All metrics below target", "New size: 3; reason: All metrics below target":
 		default:
 			t.Errorf("unexpected SuccessfulRescale event %q", m)
 		}

@@ -158,7 +158,11 @@ func (h *Heapster) RemoveEndpoints(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("heapster %s: the service proxy still reaches it after its endpointslice was deleted (last: %v): %w", h.service, err, ctx.Err())
+			answer := "success"
+			if err != nil {
+				answer = err.Error()
+			}
+			return fmt.Errorf("heapster %s: the service proxy still reaches it 30s after its endpointslice was deleted (its last answer: %s)", h.service, answer)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
