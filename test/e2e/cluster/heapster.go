@@ -152,15 +152,16 @@ func (h *Heapster) RemoveEndpoints(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
-		_, err := h.c.client.CoreV1().Services(metav1.NamespaceSystem).ProxyGet("http", h.service, "", "/healthz", nil).DoRaw(ctx)
-		if err != nil && strings.Contains(err.Error(), "no endpoints available") {
+		// The proxy's answer is in the body; the error says only 503.
+		body, err := h.c.client.CoreV1().Services(metav1.NamespaceSystem).ProxyGet("http", h.service, "", "/healthz", nil).DoRaw(ctx)
+		if err != nil && strings.Contains(string(body), "no endpoints available") {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			answer := "success"
 			if err != nil {
-				answer = err.Error()
+				answer = err.Error() + ": " + string(body)
 			}
 			return fmt.Errorf("heapster %s: the service proxy still reaches it 30s after its endpointslice was deleted (its last answer: %s)", h.service, answer)
 		case <-time.After(100 * time.Millisecond):
