@@ -134,8 +134,9 @@ bench-parity:
 	cd test/parity && $(GO) test -run '^$$' -bench BenchmarkUpstream -benchmem ./...
 
 ## bench-compare: BenchmarkDecide (as run decides), BenchmarkDecideWithPodTreatments (as explain
-## does) and BenchmarkListAndDecide (as run decides, its pod listing included) beside upstream's calculator on the one shared workload (controller/replicas/benchload),
-## alternating COUNT runs of each, side by side with benchstat
+## does) and BenchmarkListAndDecide (as run decides, its pod listing included) beside upstream's
+## calculator on the one shared workload (controller/replicas/benchload), alternating COUNT runs
+## of each, side by side with benchstat
 bench-compare:
 	GO=$(GO) COUNT=$(or $(COUNT),6) hack/bench-compare.sh
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,6 +49,13 @@ func (l *lineLog) snapshot() ([]string, bool) {
 func (l *lineLog) String() string {
 	lines, _ := l.snapshot()
 	return strings.Join(lines, "\n")
+}
+
+// lineContaining matches a log with a line that contains sub.
+func lineContaining(sub string) func([]string) bool {
+	return func(lines []string) bool {
+		return slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, sub) })
+	}
 }
 
 // waitFor polls the log until match finds what it wants in it.
@@ -121,14 +129,7 @@ func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
 
 	// The bounds are the demo's own: its cluster start as the suite's (3 min), then its waits
 	// for pod metrics (90s) and for a full Heapster window (3 min), plus the explanations.
-	stderr.waitFor(t, 3*time.Minute, "the demo's cluster is ready", func(lines []string) bool {
-		for _, l := range lines {
-			if strings.HasPrefix(l, "demo: cluster ready in ") {
-				return true
-			}
-		}
-		return false
-	})
+	stderr.waitFor(t, 3*time.Minute, "the demo's cluster is ready", lineContaining("demo: cluster ready in "))
 	var commands []string
 	stderr.waitFor(t, 90*time.Second+3*time.Minute+time.Minute, "the demo prints the commands to poke at it", func(lines []string) bool {
 		commands = nil
@@ -189,14 +190,7 @@ func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
 	var dryLines lineLog
 	go dryLines.follow(dryOut)
 	go dryErr.follow(dryErrR)
-	dryLines.waitFor(t, time.Minute, "the dry run decides for demo/web", func(lines []string) bool {
-		for _, l := range lines {
-			if strings.Contains(l, " demo/web ") {
-				return true
-			}
-		}
-		return false
-	})
+	dryLines.waitFor(t, time.Minute, "the dry run decides for demo/web", lineContaining(" demo/web "))
 	// Ctrl-C: the terminal signals the command's process group.
 	if err := syscall.Kill(-dry.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -206,14 +200,7 @@ func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
 	}
 
 	// The demo's own run writes (it holds the Lease) before it is stopped.
-	stdout.waitFor(t, time.Minute, "the demo's run decides for demo/web", func(lines []string) bool {
-		for _, l := range lines {
-			if strings.Contains(l, " demo/web ") {
-				return true
-			}
-		}
-		return false
-	})
+	stdout.waitFor(t, time.Minute, "the demo's run decides for demo/web", lineContaining(" demo/web "))
 	// Ctrl-C in `make demo | tee log`: the terminal signals the foreground group, and tee,
 	// the pipe's reader, is gone.
 	outR.Close()

@@ -140,11 +140,7 @@ func TestPrometheusReadsTheLoadModelFromCadvisor(t *testing.T) {
 			if s.Metric["pod"] != pod {
 				continue
 			}
-			for _, pt := range s.Values {
-				if ts := pt.Timestamp.Time(); ts.After(at.Add(-15*time.Second)) && !ts.After(at) {
-					n++
-				}
-			}
+			n += promSamplesIn(s, at.Add(-15*time.Second), at)
 		}
 		return n
 	}
@@ -217,14 +213,6 @@ func promExactRateEnd(t *testing.T, api promv1.API, sel string, from, to time.Ti
 	if len(m) == 0 {
 		t.Fatalf("no raw samples of %s up to %s", sel, to.Format(time.RFC3339))
 	}
-	has := func(s *model.SampleStream, lo, hi time.Time) bool { // a sample in (lo, hi]
-		for _, p := range s.Values {
-			if ts := p.Timestamp.Time(); ts.After(lo) && !ts.After(hi) {
-				return true
-			}
-		}
-		return false
-	}
 	first := m[0].Values
 	for i := len(first) - 1; i >= 0; i-- {
 		end := first[i].Timestamp.Time()
@@ -233,7 +221,7 @@ func promExactRateEnd(t *testing.T, api promv1.API, sel string, from, to time.Ti
 		}
 		ok := true
 		for _, s := range m {
-			if !has(s, end.Add(-time.Millisecond), end) || !has(s, end.Add(-window), end.Add(-window+reach)) {
+			if promSamplesIn(s, end.Add(-time.Millisecond), end) == 0 || promSamplesIn(s, end.Add(-window), end.Add(-window+reach)) == 0 {
 				ok = false
 				break
 			}
@@ -244,4 +232,15 @@ func promExactRateEnd(t *testing.T, api promv1.API, sel string, from, to time.Ti
 	}
 	t.Fatalf("no scrape of %s between %s and %s ends a %v window with a sample near each end: %v", sel, from.Format(time.RFC3339), to.Format(time.RFC3339), window, m)
 	return time.Time{}
+}
+
+// promSamplesIn counts the samples of s stamped in (lo, hi].
+func promSamplesIn(s *model.SampleStream, lo, hi time.Time) int {
+	n := 0
+	for _, p := range s.Values {
+		if ts := p.Timestamp.Time(); ts.After(lo) && !ts.After(hi) {
+			n++
+		}
+	}
+	return n
 }
