@@ -22,7 +22,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas/benchload"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 // BenchmarkSyncPass1000HPAs measures one full sync pass (every HPA reconciled once) over
@@ -40,7 +40,7 @@ func benchSyncPass(b *testing.B, workers int) {
 	hpas := make([]*autoscalingv2.HorizontalPodAutoscaler, n)
 	var pods []*corev1.Pod
 	scales := map[string]int32{}
-	m := &fakemetrics.Client{Name: "fixture", At: t0.Add(-10 * time.Second), BySelector: map[string]metrics.PodSamples{}}
+	m := &fakemetrics.Client{Name: "fixture", At: t0.Add(-10 * time.Second), BySelector: map[string]fakemetrics.Values{}}
 	for i := range n {
 		app := fmt.Sprintf("app-%04d", i)
 		hpas[i] = newHPA(app, testbuild.TargetName(app))
@@ -274,9 +274,9 @@ func BenchmarkListAndDecide(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				m := make(map[string]replicas.Sample, len(w.Samples))
+				m := samples.NewPodSamples(len(w.Samples))
 				for _, s := range w.Samples {
-					m[s.Pod] = replicas.Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTimestamp(s.Timestamp), Window: s.Window}
+					m.Add(s.Pod, replicas.Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTimestamp(s.Timestamp), Window: s.Window})
 				}
 				d := replicas.Decide(replicas.Input{
 					HPA: h, Scale: scale, Pods: listed,

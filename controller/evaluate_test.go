@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 // oneHPA serves one HPA, or err.
@@ -68,7 +69,7 @@ type signalMetrics struct {
 	reads   atomic.Int32
 }
 
-func (m *signalMetrics) PodResource(ctx context.Context, ns string, res corev1.ResourceName, sel labels.Selector, c string) (metrics.PodSamples, time.Time, error) {
+func (m *signalMetrics) PodResource(ctx context.Context, ns string, res corev1.ResourceName, sel labels.Selector, c string) (*metrics.PodSamples, time.Time, error) {
 	if m.reads.Add(1) == 1 {
 		close(m.started)
 	}
@@ -151,10 +152,10 @@ func TestEvaluate(t *testing.T) {
 			Now: t0, Config: replicas.DefaultConfig(), WithoutHistory: true,
 			Amend: func(in *replicas.Input, d replicas.Decision) error {
 				asRead = d.DesiredReplicas
-				in.Metrics = []replicas.MetricData{{PodSamples: map[string]replicas.Sample{
+				in.Metrics = []replicas.MetricData{{PodSamples: samples.PodSamplesOf(map[string]replicas.Sample{
 					"web-1": {MilliValue: 50, Timestamp: replicas.SampleTimestamp(t0.Add(-10 * time.Second)), Window: 30 * time.Second},
 					"web-2": {MilliValue: 50, Timestamp: replicas.SampleTimestamp(t0.Add(-10 * time.Second)), Window: 30 * time.Second},
-				}, Timestamp: t0.Add(-10 * time.Second)}}
+				}), Timestamp: t0.Add(-10 * time.Second)}}
 				return nil
 			},
 		})

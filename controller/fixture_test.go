@@ -28,7 +28,6 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 )
 
 // t0 is the fixtures' "now".
@@ -144,8 +143,8 @@ func testMapper() apimeta.RESTMapper {
 }
 
 // cpuMetrics is the fixtures' metrics client: s for cpu (nothing else), read 10 s before t0.
-func cpuMetrics(s metrics.PodSamples) *fakemetrics.Client {
-	return &fakemetrics.Client{Name: "fixture", At: t0.Add(-10 * time.Second), Resource: map[corev1.ResourceName]metrics.PodSamples{corev1.ResourceCPU: s}}
+func cpuMetrics(s fakemetrics.Values) *fakemetrics.Client {
+	return &fakemetrics.Client{Name: "fixture", At: t0.Add(-10 * time.Second), Resource: map[corev1.ResourceName]fakemetrics.Values{corev1.ResourceCPU: s}}
 }
 
 // failingMetrics fails every read with err.
@@ -154,7 +153,7 @@ func failingMetrics(err error) *fakemetrics.Client {
 }
 
 // cpuAt gives every named pod the same cpu usage in millicores, sampled 10 s before t0 over 30 s.
-func cpuAt(milli int64, pods ...string) metrics.PodSamples {
+func cpuAt(milli int64, pods ...string) fakemetrics.Values {
 	return fakemetrics.Samples(milli, t0.Add(-10*time.Second), 30*time.Second, pods...)
 }
 

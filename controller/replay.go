@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 // InputPast is a Past whose history depends on the gathered input (the pods, the scale and
@@ -153,7 +156,7 @@ func readReplaySeries(ctx context.Context, r *prometheus.Reader, in replicas.Inp
 	// The live samples say when metrics-server scraped and over which window.
 	var anchor time.Time
 	for _, m := range in.Metrics {
-		for _, s := range m.PodSamples {
+		for s := range m.PodSamples.Values() {
 			if at := replicas.SampleTime(s.Timestamp); at.After(anchor) {
 				anchor, plan.sampleWindow = at, s.Window
 			}
@@ -464,18 +467,20 @@ func metricsAt(in replicas.Input, series []MetricSeries, t time.Time, maxAge, wi
 		d := replicas.MetricData{Source: "prometheus"}
 		switch {
 		case m.Pods != nil:
-			d.PodSamples = map[string]replicas.Sample{}
-			for pod, pt := range m.Pods.At(t, maxAge) {
+			at := m.Pods.At(t, maxAge)
+			d.PodSamples = samples.NewPodSamples(len(at))
+			for _, pod := range slices.Sorted(maps.Keys(at)) {
+				pt := at[pod]
 				if !exists[pod] {
 					gone[pod] = true
 					continue
 				}
-				d.PodSamples[pod] = replicas.Sample{MilliValue: pt.MilliValue, Timestamp: replicas.SampleTimestamp(pt.Time), Window: window}
+				d.PodSamples.Add(pod, replicas.Sample{MilliValue: pt.MilliValue, Timestamp: replicas.SampleTimestamp(pt.Time), Window: window})
 				if pt.Time.After(d.Timestamp) {
 					d.Timestamp = pt.Time
 				}
 			}
-			if len(d.PodSamples) == 0 {
+			if d.PodSamples.Len() == 0 {
 				d.Err = fmt.Errorf("no samples at %s", t.UTC().Format(time.RFC3339))
 			}
 		default:

@@ -283,8 +283,8 @@ func TestNewClientAgainstAnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []PodSamples{{"a": {MilliValue: 120, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}, {"a": {MilliValue: 7000, Timestamp: samples.Timestamp(ts), Window: time.Minute}}}
-	if diff := cmp.Diff(want, []PodSamples{cpu, qps}); diff != "" {
+	want := []sampleMap{{"a": {MilliValue: 120, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}, {"a": {MilliValue: 7000, Timestamp: samples.Timestamp(ts), Window: time.Minute}}}
+	if diff := cmp.Diff(want, []sampleMap{cpu.Map(), qps.Map()}); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if want := "metrics.k8s.io/v1beta1, custom.metrics.k8s.io/v1beta1, external.metrics.k8s.io (not served)"; c.Source() != want {
@@ -308,7 +308,7 @@ func TestNewClientAgainstAnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, podName(0), 100, podName(1), 300), cpu); diff != "" {
+	if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, podName(0), 100, podName(1), 300), cpu.Map()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -157,7 +157,7 @@ func TestHTTPSHeapsterURLIsVerified(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, podName(0), 250), got); diff != "" {
+				if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, podName(0), 250), got.Map()); diff != "" {
 					t.Errorf("samples (-want +got):\n%s", diff)
 				}
 				return

@@ -192,7 +192,7 @@ func TestCachedDiscoveryStillShowsALongRunAMetricsAPIRegisteredLater(t *testing.
 	if err != nil {
 		t.Fatalf("after the custom metrics API was registered: %v", err)
 	}
-	if got["a"].MilliValue != 7000 {
-		t.Errorf("samples %v, want a at 7", got)
+	if s, _ := got.Get("a"); s.MilliValue != 7000 {
+		t.Errorf("samples %v, want a at 7", got.Map())
 	}
 }

@@ -134,7 +134,7 @@ func (h *heapsterClient) timeoutErr(ctx context.Context, err error, hint string)
 	return fmt.Errorf("%s did not answer in time: %w; %s", h.where, err, hint)
 }
 
-func (h *heapsterClient) PodResource(ctx context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, container string) (PodSamples, time.Time, error) {
+func (h *heapsterClient) PodResource(ctx context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, container string) (*PodSamples, time.Time, error) {
 	if selector == nil {
 		selector = labels.Everything()
 	}
@@ -158,7 +158,7 @@ func (h *heapsterClient) PodResource(ctx context.Context, namespace string, res 
 	return got, ts, nil
 }
 
-func (h *heapsterClient) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (PodSamples, time.Time, error) {
+func (h *heapsterClient) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (*PodSamples, time.Time, error) {
 	// The controller turns an absent selector into labels.Nothing(), as upstream does, so
 	// only a selector with requirements asks for a filter Heapster cannot apply.
 	var filter labels.Requirements

@@ -70,14 +70,14 @@ func TestHeapsterFaultsFailTheReadWithTheCause(t *testing.T) {
 				f := heapsterFixture{now: minute(0), pods: 2, scenario: sc, direct: direct, timeout: 200 * time.Millisecond}
 				c := f.client(t)
 				var err error
-				var got PodSamples
+				var got *PodSamples
 				if tc.pods {
 					got, _, err = c.PodsMetric(context.Background(), testNamespace, "qps", testSelector, nil)
 				} else {
 					got, _, err = c.PodResource(context.Background(), testNamespace, corev1.ResourceCPU, testSelector, "")
 				}
 				if err == nil {
-					t.Fatalf("no error, samples %v", got)
+					t.Fatalf("no error, samples %v", got.Map())
 				}
 				msg := err.Error()
 				if strings.Contains(msg, "\n") {

@@ -86,8 +86,8 @@ func recordedClient(t *testing.T) Client {
 
 func TestRecordedHeapster16AnswersGiveTheLoadOfTheRecording(t *testing.T) {
 	web := labels.SelectorFromSet(labels.Set{"app": "web"})
-	both := func(milli int64, window time.Duration) PodSamples {
-		out := PodSamples{}
+	both := func(milli int64, window time.Duration) sampleMap {
+		out := sampleMap{}
 		for _, p := range recordedPods {
 			out[p] = PodSample{MilliValue: milli, Timestamp: samples.Timestamp(recordedLast), Window: window}
 		}
@@ -95,19 +95,19 @@ func TestRecordedHeapster16AnswersGiveTheLoadOfTheRecording(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		read func(Client) (PodSamples, time.Time, error)
-		want PodSamples
+		read func(Client) (*PodSamples, time.Time, error)
+		want sampleMap
 	}{
-		{"cpu from metrics.k8s.io/v1alpha1 after the 1.4 path's 404", func(c Client) (PodSamples, time.Time, error) {
+		{"cpu from metrics.k8s.io/v1alpha1 after the 1.4 path's 404", func(c Client) (*PodSamples, time.Time, error) {
 			return c.PodResource(context.Background(), "demo", corev1.ResourceCPU, web, "")
 		}, both(75, time.Minute)},
-		{"memory from metrics.k8s.io/v1alpha1", func(c Client) (PodSamples, time.Time, error) {
+		{"memory from metrics.k8s.io/v1alpha1", func(c Client) (*PodSamples, time.Time, error) {
 			return c.PodResource(context.Background(), "demo", corev1.ResourceMemory, web, "")
 		}, both(64<<20*1000, time.Minute)},
-		{"cpu/usage_rate from the model API, the minute's average in milli-units", func(c Client) (PodSamples, time.Time, error) {
+		{"cpu/usage_rate from the model API, the minute's average in milli-units", func(c Client) (*PodSamples, time.Time, error) {
 			return c.PodsMetric(context.Background(), "demo", "cpu/usage_rate", web, nil)
 		}, both(75*1000, time.Minute)},
-		{"memory/working_set from the model API", func(c Client) (PodSamples, time.Time, error) {
+		{"memory/working_set from the model API", func(c Client) (*PodSamples, time.Time, error) {
 			return c.PodsMetric(context.Background(), "demo", "memory/working_set", web, nil)
 		}, both(64<<20*1000, time.Minute)},
 	}
@@ -120,7 +120,7 @@ func TestRecordedHeapster16AnswersGiveTheLoadOfTheRecording(t *testing.T) {
 			if !ts.Equal(recordedLast) {
 				t.Errorf("timestamp %s, want %s", ts, recordedLast)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, got.Map()); diff != "" {
 				t.Errorf("samples (-want +got):\n%s", diff)
 			}
 		})

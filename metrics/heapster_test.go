@@ -207,8 +207,11 @@ func qpsScenario(pods int, series [][]point) *heapsterstandin.Scenario {
 	return sc
 }
 
-func podSamplesAt(ts time.Time, window time.Duration, kv ...any) PodSamples {
-	out := PodSamples{}
+// sampleMap is what a client answered, as a map to compare (PodSamples.Map).
+type sampleMap = map[string]PodSample
+
+func podSamplesAt(ts time.Time, window time.Duration, kv ...any) sampleMap {
+	out := sampleMap{}
 	for i := 0; i < len(kv); i += 2 {
 		out[kv[i].(string)] = PodSample{MilliValue: int64(kv[i+1].(int)), Timestamp: samples.Timestamp(ts), Window: window}
 	}
@@ -225,7 +228,7 @@ func TestHeapsterResourceLikeTheHeapsterEraClient(t *testing.T) {
 		pods     int
 		reported [][]int64
 		minute   int
-		want     PodSamples
+		want     sampleMap
 		wantErr  string
 	}{
 		{name: "one container per pod gives each pod its usage", pods: 3, reported: [][]int64{{5000}, {5000}, {5000}}, minute: 1,
@@ -249,7 +252,7 @@ func TestHeapsterResourceLikeTheHeapsterEraClient(t *testing.T) {
 			if tc.wantErr != "" {
 				return
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, got.Map()); diff != "" {
 				t.Errorf("samples (-want +got):\n%s", diff)
 			}
 			if !ts.Equal(minute(tc.minute)) {
@@ -267,7 +270,7 @@ func TestHeapsterPodsMetricLikeTheHeapsterEraClient(t *testing.T) {
 		pods    int
 		series  [][]point
 		raw     string // served instead of the stand-in, for answers Heapster itself never gives
-		want    PodSamples
+		want    sampleMap
 		wantTS  time.Time
 		wantErr string
 	}{
@@ -278,9 +281,9 @@ func TestHeapsterPodsMetricLikeTheHeapsterEraClient(t *testing.T) {
 		{name: "pods with an empty series are left out", pods: 3, series: [][]point{{{4000, 4}}, {}, {{2000, 4}}},
 			want: podSamplesAt(minute(4), time.Minute, podName(0), 4000000, podName(2), 2000000), wantTS: minute(4)},
 		{name: "the time is the oldest of the pods' newest samples", pods: 2, series: [][]point{{{1, 3}, {2, 4}}, {{3, 2}}},
-			want: PodSamples{podName(0): {MilliValue: 2000, Timestamp: samples.Timestamp(minute(4)), Window: time.Minute}, podName(1): {MilliValue: 3000, Timestamp: samples.Timestamp(minute(2)), Window: time.Minute}}, wantTS: minute(2)},
+			want: sampleMap{podName(0): {MilliValue: 2000, Timestamp: samples.Timestamp(minute(4)), Window: time.Minute}, podName(1): {MilliValue: 3000, Timestamp: samples.Timestamp(minute(2)), Window: time.Minute}}, wantTS: minute(2)},
 		{name: "no pod with data gives no samples and a zero time", pods: 2, series: [][]point{{}, {}},
-			want: PodSamples{}},
+			want: sampleMap{}},
 		{name: "fewer items than pods is an error", pods: 3,
 			raw:     `{"items":[{"metrics":[{"timestamp":"2015-11-10T12:34:00Z","value":4000}],"latestTimestamp":"2015-11-10T12:34:00Z"}]}`,
 			wantErr: "requested metrics for 3 pods, got metrics for 1"},
@@ -301,7 +304,7 @@ func TestHeapsterPodsMetricLikeTheHeapsterEraClient(t *testing.T) {
 			if tc.wantErr != "" {
 				return
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, got.Map()); diff != "" {
 				t.Errorf("samples (-want +got):\n%s", diff)
 			}
 			if !ts.Equal(tc.wantTS) {
@@ -341,7 +344,7 @@ func TestHeapsterResourceRequestCarriesTheSelector(t *testing.T) {
 	if want := "/apis/metrics/v1alpha1/namespaces/test-namespace/pods?labelSelector=name%3Dtest-pod"; got.String() != want {
 		t.Errorf("request %s, want %s", got, want)
 	}
-	if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, "a", 1000), got0); diff != "" {
+	if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, "a", 1000), got0.Map()); diff != "" {
 		t.Errorf("samples (-want +got):\n%s", diff)
 	}
 }
@@ -353,7 +356,7 @@ func TestHeapsterContainerResource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, podName(0), 7), got); diff != "" {
+	if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, podName(0), 7), got.Map()); diff != "" {
 		t.Errorf("samples (-want +got):\n%s", diff)
 	}
 }
@@ -494,7 +497,7 @@ func TestHeapsterDirectURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, podName(0), 260, podName(1), 400), got); diff != "" {
+	if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, podName(0), 260, podName(1), 400), got.Map()); diff != "" {
 		t.Errorf("samples (-want +got):\n%s", diff)
 	}
 	if !strings.HasPrefix(c.Source(), "heapster at http://127.0.0.1:") {
@@ -554,7 +557,7 @@ func TestHeapsterResourceReadsHeapster14AndHeapster16Paths(t *testing.T) {
 				if tc.wantErr != "" {
 					break
 				}
-				if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, "a", 90), got); diff != "" {
+				if diff := cmp.Diff(podSamplesAt(minute(0), time.Minute, "a", 90), got.Map()); diff != "" {
 					t.Errorf("samples (-want +got):\n%s", diff)
 				}
 			}

@@ -46,9 +46,9 @@ type Client interface {
 	// selector, summed over containers, or of the one named container when container
 	// is not empty. A pod lacking the resource in any container in scope is omitted.
 	// The time is the first item's timestamp.
-	PodResource(ctx context.Context, namespace string, resource corev1.ResourceName, selector labels.Selector, container string) (PodSamples, time.Time, error)
+	PodResource(ctx context.Context, namespace string, resource corev1.ResourceName, selector labels.Selector, container string) (*PodSamples, time.Time, error)
 	// PodsMetric returns a per-pod custom metric for pods matching selector.
-	PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (PodSamples, time.Time, error)
+	PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (*PodSamples, time.Time, error)
 	// ObjectMetric returns one object's metric value in milli-units.
 	ObjectMetric(ctx context.Context, namespace, metricName string, object autoscalingv2.CrossVersionObjectReference, metricSelector labels.Selector) (int64, time.Time, error)
 	// ExternalMetric returns every value of an external metric matching selector, in milli-units.

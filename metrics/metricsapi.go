@@ -91,7 +91,7 @@ func (a *apiClient) Source() string {
 	}, ", ")
 }
 
-func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, container string) (PodSamples, time.Time, error) {
+func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, container string) (*PodSamples, time.Time, error) {
 	const what = "unable to fetch metrics from resource metrics API"
 	if selector == nil {
 		selector = labels.Everything()
@@ -157,7 +157,7 @@ func podUsages[M, C any](list []M, pod func(*M) (string, time.Time, time.Duratio
 	return items
 }
 
-func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (PodSamples, time.Time, error) {
+func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (*PodSamples, time.Time, error) {
 	const what = "unable to fetch metrics from custom metrics API"
 	selector, metricSelector = orEverything(selector), orEverything(metricSelector)
 	v, err := a.customVersions.version(ctx)
@@ -175,20 +175,19 @@ func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from custom metrics API (%s) for metric %s of pods in %s matching %q", gv, metricName, namespace, selector.String())}
 	}
 	now := a.clock.Now()
-	out := make(PodSamples, len(list.Items))
+	out := samples.NewPodSamples(len(list.Items))
 	for _, m := range list.Items {
 		name := m.DescribedObject.Name
 		s, err := a.customSample(m, "pod "+name, now)
 		if err == nil && name == "" {
 			err = errors.New("an item names no pod")
 		}
-		if _, dup := out[name]; err == nil && dup {
+		if err == nil && !out.Add(name, s) {
 			err = fmt.Errorf("pod %s is listed twice", name)
 		}
 		if err != nil {
 			return nil, time.Time{}, SourceFailure{fmt.Errorf("custom metrics API (%s): metric %s: %w", gv, metricName, err)}
 		}
-		out[name] = s
 	}
 	return out, list.Items[0].Timestamp.Time, nil
 }

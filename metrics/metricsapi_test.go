@@ -125,14 +125,14 @@ func TestResourceMetricsAPI(t *testing.T) {
 	tests := []struct {
 		name      string
 		container string
-		want      PodSamples
+		want      sampleMap
 	}{
 		{name: "usage is summed over containers and pods lacking cpu anywhere are left out",
-			want: PodSamples{"a": {MilliValue: 260, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}, "b": {MilliValue: 400, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}},
+			want: sampleMap{"a": {MilliValue: 260, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}, "b": {MilliValue: 400, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}},
 		{name: "one container's usage; pods without it are left out", container: "side",
-			want: PodSamples{"a": {MilliValue: 10, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}},
+			want: sampleMap{"a": {MilliValue: 10, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}},
 		{name: "one container's usage; a pod whose container lacks cpu is left out", container: "app",
-			want: PodSamples{"a": {MilliValue: 250, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}, "b": {MilliValue: 400, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}, "c": {MilliValue: 100, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}},
+			want: sampleMap{"a": {MilliValue: 250, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}, "b": {MilliValue: 400, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}, "c": {MilliValue: 100, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -146,7 +146,7 @@ func TestResourceMetricsAPI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, got.Map()); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 			if !gotTS.Equal(ts) || gotSelector != "app=web" {
@@ -173,7 +173,7 @@ func TestResourceMetricsAPIPrefersV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(PodSamples{"a": {MilliValue: 1024000, Timestamp: samples.Timestamp(ts), Window: time.Minute}}, got); diff != "" {
+	if diff := cmp.Diff(sampleMap{"a": {MilliValue: 1024000, Timestamp: samples.Timestamp(ts), Window: time.Minute}}, got.Map()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if want := "metrics.k8s.io/v1, custom.metrics.k8s.io (not served), external.metrics.k8s.io (not served)"; c.Source() != want {
@@ -299,8 +299,8 @@ func TestCustomMetricsPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := PodSamples{"a": {MilliValue: 1500, Timestamp: samples.Timestamp(apiNow), Window: time.Minute}, "b": {MilliValue: 2000, Timestamp: samples.Timestamp(apiNow.Add(-time.Second)), Window: 30 * time.Second}}
-	if diff := cmp.Diff(want, podSamples); diff != "" {
+	want := sampleMap{"a": {MilliValue: 1500, Timestamp: samples.Timestamp(apiNow), Window: time.Minute}, "b": {MilliValue: 2000, Timestamp: samples.Timestamp(apiNow.Add(-time.Second)), Window: 30 * time.Second}}
+	if diff := cmp.Diff(want, podSamples.Map()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if !ts.Equal(apiNow) {

@@ -403,11 +403,11 @@ func metricsFromOptions(ctx context.Context, o *ExplainOptions, cfg *rest.Config
 // unavailableMetrics answers every read with why no metrics source could be chosen.
 type unavailableMetrics struct{ err error }
 
-func (u unavailableMetrics) PodResource(context.Context, string, corev1.ResourceName, labels.Selector, string) (metrics.PodSamples, time.Time, error) {
+func (u unavailableMetrics) PodResource(context.Context, string, corev1.ResourceName, labels.Selector, string) (*metrics.PodSamples, time.Time, error) {
 	return nil, time.Time{}, u.err
 }
 
-func (u unavailableMetrics) PodsMetric(context.Context, string, string, labels.Selector, labels.Selector) (metrics.PodSamples, time.Time, error) {
+func (u unavailableMetrics) PodsMetric(context.Context, string, string, labels.Selector, labels.Selector) (*metrics.PodSamples, time.Time, error) {
 	return nil, time.Time{}, u.err
 }
 

@@ -26,6 +26,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 // roundBarrier holds every request of a round until all of that round's requests have
@@ -93,14 +94,14 @@ func (b *roundBarrier) pass(key string) {
 // barrierMetrics is a metrics.Client whose reads take part in the barrier.
 type barrierMetrics struct {
 	b       *roundBarrier
-	samples metrics.PodSamples
+	samples *metrics.PodSamples
 }
 
-func (m *barrierMetrics) PodResource(_ context.Context, _ string, res corev1.ResourceName, _ labels.Selector, _ string) (metrics.PodSamples, time.Time, error) {
+func (m *barrierMetrics) PodResource(_ context.Context, _ string, res corev1.ResourceName, _ labels.Selector, _ string) (*metrics.PodSamples, time.Time, error) {
 	m.b.pass("metrics PodResource " + string(res))
 	return m.samples, now.Add(-30 * time.Second), nil
 }
-func (m *barrierMetrics) PodsMetric(context.Context, string, string, labels.Selector, labels.Selector) (metrics.PodSamples, time.Time, error) {
+func (m *barrierMetrics) PodsMetric(context.Context, string, string, labels.Selector, labels.Selector) (*metrics.PodSamples, time.Time, error) {
 	m.b.pass("metrics PodsMetric")
 	return nil, time.Time{}, nil
 }
@@ -214,7 +215,7 @@ current-context: other
 	o := NewExplainOptions(configFlags, streams)
 	o.Clock = clocktesting.NewFakeClock(now)
 	o.newMetrics = func(context.Context, *ExplainOptions, *rest.Config, discovery.DiscoveryInterface) (metrics.Client, metrics.Selection, error) {
-		return &barrierMetrics{b: b, samples: f.m.Resource[corev1.ResourceCPU]}, metrics.Selection{}, nil
+		return &barrierMetrics{b: b, samples: samples.PodSamplesOf(f.m.Resource[corev1.ResourceCPU])}, metrics.Selection{}, nil
 	}
 	root.AddCommand(newCmdExplain(o))
 	// The context flag picks the namespace "shop" from the kubeconfig: no -n.

@@ -76,7 +76,7 @@ func newFixture() *fixture {
 		namespaces: []string{"shop"},
 		served:     []string{"metrics.k8s.io/v1beta1"},
 		m: &fakemetrics.Client{Name: "metrics.k8s.io/v1beta1 (fake)", At: now.Add(-30 * time.Second),
-			Resource: map[corev1.ResourceName]metrics.PodSamples{}},
+			Resource: map[corev1.ResourceName]fakemetrics.Values{}},
 	}
 	f.setPods(4, "500m", "400m")
 	return f
@@ -86,7 +86,7 @@ func newFixture() *fixture {
 // a scale of n replicas.
 func (f *fixture) setPods(n int, request, usage string) {
 	f.pods = nil
-	f.m.Resource[corev1.ResourceCPU] = metrics.PodSamples{}
+	f.m.Resource[corev1.ResourceCPU] = fakemetrics.Values{}
 	for i := range n {
 		f.addPod(fmt.Sprintf("web-%d", i), request, usage, true, time.Hour, "abc")
 	}

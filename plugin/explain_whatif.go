@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
@@ -236,7 +237,7 @@ func applyAssumes(in *replicas.Input, wis []whatIf, before []replicas.MetricResu
 		switch spec.Type {
 		case autoscalingv2.ResourceMetricSourceType, autoscalingv2.ContainerResourceMetricSourceType, autoscalingv2.PodsMetricSourceType:
 			resourceName, container := resourceOf(spec)
-			samples := make(map[string]replicas.Sample, len(in.Pods))
+			assumed := samples.NewPodSamples(len(in.Pods))
 			for _, p := range in.Pods {
 				v := int64(0)
 				if w.percent != nil {
@@ -252,9 +253,9 @@ func applyAssumes(in *replicas.Input, wis []whatIf, before []replicas.MetricResu
 				} else {
 					v = w.quantity.MilliValue()
 				}
-				samples[p.Name] = replicas.Sample{MilliValue: v, Timestamp: replicas.SampleTimestamp(in.Now)}
+				assumed.Add(p.Name, replicas.Sample{MilliValue: v, Timestamp: replicas.SampleTimestamp(in.Now)})
 			}
-			md.PodSamples = samples
+			md.PodSamples = assumed
 		case autoscalingv2.ObjectMetricSourceType, autoscalingv2.ExternalMetricSourceType:
 			if w.percent != nil {
 				return nil, fmt.Errorf("--assume %s=%s: %s metrics take a quantity, not a percentage", w.metric, w.raw, spec.Type)

@@ -3,6 +3,7 @@ package recording
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 // ControllerOf is the header's record of the decision core's configuration, beside run's
@@ -160,8 +162,8 @@ func (e *Error) Err() error {
 func metricOf(m replicas.MetricData) Metric {
 	out := Metric{Error: errorOf(m.Err), Value: m.Value, Values: append([]int64(nil), m.Values...), Timestamp: m.Timestamp, Source: m.Source}
 	if m.PodSamples != nil {
-		out.PodSamples = make(map[string]Sample, len(m.PodSamples))
-		for name, s := range m.PodSamples {
+		out.PodSamples = make(map[string]Sample, m.PodSamples.Len())
+		for name, s := range m.PodSamples.All() {
 			out.PodSamples[name] = Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTime(s.Timestamp), Window: Duration(s.Window)}
 		}
 	}
@@ -170,14 +172,21 @@ func metricOf(m replicas.MetricData) Metric {
 
 // Data is the metric as the core reads it.
 func (m Metric) Data() replicas.MetricData {
-	d := replicas.MetricData{Err: m.Error.Err(), Value: m.Value, Values: append([]int64(nil), m.Values...), Timestamp: m.Timestamp, Source: m.Source}
-	if m.PodSamples != nil {
-		d.PodSamples = make(map[string]replicas.Sample, len(m.PodSamples))
-		for name, s := range m.PodSamples {
-			d.PodSamples[name] = replicas.Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTimestamp(s.Timestamp), Window: time.Duration(s.Window)}
-		}
+	return replicas.MetricData{Err: m.Error.Err(), PodSamples: m.Samples(), Value: m.Value, Values: append([]int64(nil), m.Values...), Timestamp: m.Timestamp, Source: m.Source}
+}
+
+// Samples is PodSamples as the metrics layer hands them over (nil for none), in the order of
+// the pods' names.
+func (m Metric) Samples() *replicas.PodSamples {
+	if m.PodSamples == nil {
+		return nil
 	}
-	return d
+	out := samples.NewPodSamples(len(m.PodSamples))
+	for _, name := range slices.Sorted(maps.Keys(m.PodSamples)) {
+		s := m.PodSamples[name]
+		out.Add(name, replicas.Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTimestamp(s.Timestamp), Window: time.Duration(s.Window)})
+	}
+	return out
 }
 
 // HistoryOf is the controller's history as recorded.

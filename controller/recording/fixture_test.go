@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 // t0 carries nanoseconds, as run's clock does: a recording must keep them.
@@ -47,12 +48,12 @@ func testPod(name string, ready bool, started time.Time) *corev1.Pod {
 		testbuild.StartedAt(started), testbuild.ReadySince(status, started.Add(5*time.Second)))
 }
 
-func samples(window time.Duration, milli ...int64) map[string]replicas.Sample {
+func webSamples(window time.Duration, milli ...int64) *replicas.PodSamples {
 	out := map[string]replicas.Sample{}
 	for i, m := range milli {
 		out[fmt.Sprintf("web-%d", i)] = replicas.Sample{MilliValue: m, Timestamp: replicas.SampleTimestamp(t0.Add(-7*time.Second - 250*time.Millisecond)), Window: window}
 	}
-	return out
+	return samples.PodSamplesOf(out)
 }
 
 // reconciles are decisions of every shape a recording must carry, each decided and settled
@@ -72,7 +73,7 @@ func reconciles() map[string]Reconcile {
 	cases := map[string]replicas.Input{}
 
 	up := in(testHPA(testbuild.CPUUtilization(50)), held)
-	up.Metrics = []replicas.MetricData{{PodSamples: samples(15*time.Second+500*time.Millisecond, 180, 190, 10), Timestamp: t0.Add(-7 * time.Second), Source: "metrics.k8s.io/v1beta1"}}
+	up.Metrics = []replicas.MetricData{{PodSamples: webSamples(15*time.Second+500*time.Millisecond, 180, 190, 10), Timestamp: t0.Add(-7 * time.Second), Source: "metrics.k8s.io/v1beta1"}}
 	cases["cpu scale-up with a held history"] = up
 
 	first := up

@@ -24,6 +24,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 var t0 = time.Date(2026, 12, 1, 19, 0, 0, 0, time.UTC)
@@ -83,21 +84,21 @@ func (w *world) pod(i int32) *corev1.Pod {
 		testbuild.StartedAt(start), testbuild.ReadySince(corev1.ConditionTrue, start))
 }
 
-func (w *world) PodResource(context.Context, string, corev1.ResourceName, labels.Selector, string) (metrics.PodSamples, time.Time, error) {
+func (w *world) PodResource(context.Context, string, corev1.ResourceName, labels.Selector, string) (*metrics.PodSamples, time.Time, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.load < 0 {
 		return nil, time.Time{}, errors.New("the server is currently unable to handle the request (get pods.metrics.k8s.io)")
 	}
 	now := w.clock.Now()
-	out := metrics.PodSamples{}
+	out := samples.NewPodSamples(int(w.replicas))
 	for i := range w.replicas {
-		out[w.podName(i)] = metrics.PodSample{MilliValue: w.load / int64(w.replicas), Timestamp: replicas.SampleTimestamp(now.Add(-3*time.Second - 250*time.Millisecond)), Window: 15 * time.Second}
+		out.Add(w.podName(i), metrics.PodSample{MilliValue: w.load / int64(w.replicas), Timestamp: replicas.SampleTimestamp(now.Add(-3*time.Second - 250*time.Millisecond)), Window: 15 * time.Second})
 	}
 	return out, now.Add(-3 * time.Second), nil
 }
 
-func (w *world) PodsMetric(context.Context, string, string, labels.Selector, labels.Selector) (metrics.PodSamples, time.Time, error) {
+func (w *world) PodsMetric(context.Context, string, string, labels.Selector, labels.Selector) (*metrics.PodSamples, time.Time, error) {
 	return nil, time.Time{}, errors.New("no custom metrics")
 }
 

@@ -121,19 +121,8 @@ func selectorOf(ls *metav1.LabelSelector) string {
 	return sel.String()
 }
 
-func podSamples(m recording.Metric) metrics.PodSamples {
-	if m.PodSamples == nil {
-		return nil
-	}
-	out := make(metrics.PodSamples, len(m.PodSamples))
-	for name, v := range m.PodSamples {
-		out[name] = metrics.PodSample{MilliValue: v.MilliValue, Timestamp: replicas.SampleTimestamp(v.Timestamp), Window: v.Window.Std()}
-	}
-	return out
-}
-
 // PodResource implements metrics.Client.
-func (s *Source) PodResource(_ context.Context, _ string, resource corev1.ResourceName, _ labels.Selector, container string) (metrics.PodSamples, time.Time, error) {
+func (s *Source) PodResource(_ context.Context, _ string, resource corev1.ResourceName, _ labels.Selector, container string) (*metrics.PodSamples, time.Time, error) {
 	m, err := s.metric(func(spec autoscalingv2.MetricSpec) bool {
 		switch spec.Type {
 		case autoscalingv2.ResourceMetricSourceType:
@@ -146,11 +135,11 @@ func (s *Source) PodResource(_ context.Context, _ string, resource corev1.Resour
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	return podSamples(m), m.Timestamp, m.Error.Err()
+	return m.Samples(), m.Timestamp, m.Error.Err()
 }
 
 // PodsMetric implements metrics.Client.
-func (s *Source) PodsMetric(_ context.Context, _ string, name string, _ labels.Selector, metricSelector labels.Selector) (metrics.PodSamples, time.Time, error) {
+func (s *Source) PodsMetric(_ context.Context, _ string, name string, _ labels.Selector, metricSelector labels.Selector) (*metrics.PodSamples, time.Time, error) {
 	m, err := s.metric(func(spec autoscalingv2.MetricSpec) bool {
 		return spec.Type == autoscalingv2.PodsMetricSourceType && spec.Pods != nil && spec.Pods.Metric.Name == name &&
 			selectorOf(spec.Pods.Metric.Selector) == metricSelector.String()
@@ -158,7 +147,7 @@ func (s *Source) PodsMetric(_ context.Context, _ string, name string, _ labels.S
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	return podSamples(m), m.Timestamp, m.Error.Err()
+	return m.Samples(), m.Timestamp, m.Error.Err()
 }
 
 // ObjectMetric implements metrics.Client.

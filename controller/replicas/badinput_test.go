@@ -127,10 +127,7 @@ func deepCopyInput(in Input) Input {
 	for i, m := range in.Metrics {
 		out.Metrics[i] = m
 		if m.PodSamples != nil {
-			out.Metrics[i].PodSamples = make(map[string]Sample, len(m.PodSamples))
-			for k, v := range m.PodSamples {
-				out.Metrics[i].PodSamples[k] = v
-			}
+			out.Metrics[i].PodSamples = m.PodSamples.Clone()
 		}
 		out.Metrics[i].Values = cloneSlice(m.Values)
 	}

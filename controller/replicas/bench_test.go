@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas/benchload"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 // BenchmarkDecide turns benchload's workload into an Input as run's controller does per sync
@@ -39,9 +40,9 @@ func benchDecide(b *testing.B, omitPodTreatments bool) {
 				for i := range w.Pods {
 					pods[i] = &w.Pods[i]
 				}
-				m := make(map[string]Sample, len(w.Samples))
+				m := samples.NewPodSamples(len(w.Samples))
 				for _, s := range w.Samples {
-					m[s.Pod] = Sample{MilliValue: s.MilliValue, Timestamp: SampleTimestamp(s.Timestamp), Window: s.Window}
+					m.Add(s.Pod, Sample{MilliValue: s.MilliValue, Timestamp: SampleTimestamp(s.Timestamp), Window: s.Window})
 				}
 				d := Decide(Input{
 					HPA: h, Scale: scale, Pods: pods,

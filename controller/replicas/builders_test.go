@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 // Test-only constants of upstream's tests (hpa-spec.md E.0).
@@ -92,14 +93,22 @@ func withData(m ...MetricData) inputOpt {
 }
 func withHistory(h History) inputOpt { return func(in *Input) { in.History = h } }
 
-// samples builds pod samples for test-pod-<i> with the given milli-values, at the zero time
+// podValues builds pod samples for test-pod-<i> with the given milli-values, at the zero time
 // with a one-minute window as upstream's calculator fixtures report them.
-func samples(values ...int64) MetricData {
+func podValues(values ...int64) MetricData {
 	m := make(map[string]Sample, len(values))
 	for i, v := range values {
 		m[podName(i)] = Sample{MilliValue: v, Window: time.Minute}
 	}
-	return MetricData{PodSamples: m}
+	return MetricData{PodSamples: sampleSet(m)}
+}
+
+// sampleSet is m as the metrics layer hands samples over (nil for nil).
+func sampleSet(m map[string]Sample) *PodSamples {
+	if m == nil {
+		return nil
+	}
+	return samples.PodSamplesOf(m)
 }
 
 func podName(i int) string { return fmt.Sprintf("test-pod-%d", i) }

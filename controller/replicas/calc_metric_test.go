@@ -61,9 +61,8 @@ func reportedUsage(t *testing.T, s autoscalingv2.MetricStatus) int64 {
 	return 0
 }
 
-func values(v ...int64) MetricData    { return MetricData{Values: v} }
-func objValue(v int64) MetricData     { return MetricData{Value: v} }
-func podValues(v ...int64) MetricData { return samples(v...) }
+func values(v ...int64) MetricData { return MetricData{Values: v} }
+func objValue(v int64) MetricData  { return MetricData{Value: v} }
 
 func TestPodsMetricMatchesUpstreamCalculator(t *testing.T) {
 	T, F := corev1.ConditionTrue, corev1.ConditionFalse

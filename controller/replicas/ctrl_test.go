@@ -78,7 +78,7 @@ func hzCPU(levels ...int64) MetricData {
 	for i, v := range levels {
 		m[podName(i)] = Sample{MilliValue: v, Timestamp: SampleTimestamp(testNow), Window: time.Minute}
 	}
-	return MetricData{PodSamples: m, Timestamp: testNow}
+	return MetricData{PodSamples: sampleSet(m), Timestamp: testNow}
 }
 
 func hotPod() []testbuild.PodOption {

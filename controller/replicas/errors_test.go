@@ -59,7 +59,7 @@ func TestPodMetricFailuresAreSentinels(t *testing.T) {
 	noPods.Metrics = []MetricData{hzCPU(100)}
 	noSamples := input(hpa(testbuild.Metrics(testbuild.CPUUtilization(50))), 2)
 	noSamples.Pods = []*corev1.Pod{pod(podName(0)), pod(podName(1))}
-	noSamples.Metrics = []MetricData{{PodSamples: map[string]Sample{}}}
+	noSamples.Metrics = []MetricData{{PodSamples: sampleSet(map[string]Sample{})}}
 	objectNoPods := input(hpa(testbuild.Metrics(testbuild.ObjectValue(testDeployment, "qps", 1000))), 2)
 	objectNoPods.Pods = nil
 	objectNoPods.Metrics = []MetricData{{Value: 5000}}

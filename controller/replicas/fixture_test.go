@@ -107,12 +107,12 @@ func (f calcFixture) resourceData() MetricData {
 		}
 		m[name] = s
 	}
-	return MetricData{PodSamples: m}
+	return MetricData{PodSamples: sampleSet(m)}
 }
 
 // customData reports values per pod as upstream's fake custom metrics client does.
 func (f calcFixture) customData() MetricData {
-	return samples(f.values...)
+	return podValues(f.values...)
 }
 
 func hasError(err error, want string) bool {

@@ -70,7 +70,7 @@ func scenario(seed uint64) Input {
 		pods[i] = p
 	}
 
-	podSamples := func(scale int64) map[string]Sample {
+	podSamples := func(scale int64) *PodSamples {
 		m := map[string]Sample{}
 		for _, p := range pods {
 			if r.IntN(7) == 0 {
@@ -81,7 +81,7 @@ func scenario(seed uint64) Input {
 		if r.IntN(6) == 0 {
 			m["gone-pod"] = Sample{MilliValue: int64(r.IntN(int(scale))), Timestamp: SampleTimestamp(testNow), Window: time.Minute}
 		}
-		return m
+		return sampleSet(m)
 	}
 	nMetrics := 1 + r.IntN(3)
 	var specs []autoscalingv2.MetricSpec

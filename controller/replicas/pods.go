@@ -63,7 +63,7 @@ type requestSpec struct {
 // len(pods)), unless pts is nil (Input.OmitPodTreatments): the counts and totals are the same.
 // resource is "" for custom (Pods) metrics; the readiness rules apply only to cpu.
 // One pass over the pods keeps each pod's memory touched once, which matters at thousands of pods.
-func (c *calc) group(samples map[string]Sample, res corev1.ResourceName, pts []PodTreatment, rs requestSpec) grouping {
+func (c *calc) group(samples *PodSamples, res corev1.ResourceName, pts []PodTreatment, rs requestSpec) grouping {
 	var g grouping
 	cpu := res == corev1.ResourceCPU
 	var memo requestMemo
@@ -78,7 +78,7 @@ func (c *calc) group(samples map[string]Sample, res corev1.ResourceName, pts []P
 }
 
 // treat classifies one pod into pt and counts it in g.
-func (c *calc) treat(g *grouping, pt *PodTreatment, pod *corev1.Pod, samples map[string]Sample, res corev1.ResourceName, cpu bool, memo *requestMemo, rs requestSpec) {
+func (c *calc) treat(g *grouping, pt *PodTreatment, pod *corev1.Pod, samples *PodSamples, res corev1.ResourceName, cpu bool, memo *requestMemo, rs requestSpec) {
 	if pod == nil {
 		pt.Class, pt.Why = PodIgnored, whyNilPod
 		g.ignored++
@@ -88,7 +88,7 @@ func (c *calc) treat(g *grouping, pt *PodTreatment, pod *corev1.Pod, samples map
 	if rs.enabled && g.requestErr == nil {
 		pt.Request, g.requestErr = memo.request(pod, rs.container, res, rs.podLevel)
 	}
-	s, found := samples[pod.Name]
+	s, found := samples.Get(pod.Name)
 	if found {
 		pt.Usage, pt.HasSample = s.MilliValue, true
 	}
@@ -181,7 +181,7 @@ func (c *calc) utilization(d *decision, r *MetricResult, md MetricData, res core
 	}
 	pts := c.treatments(r)
 	g := c.group(md.PodSamples, res, pts, requestSpec{enabled: true, container: container, podLevel: c.podLevel, fillPercent: int64(max(100, target))})
-	entries := len(md.PodSamples) - g.removed
+	entries := md.PodSamples.Len() - g.removed
 	if entries == 0 {
 		return 0, 0, 0, ErrNoPodMetrics
 	}
@@ -201,7 +201,7 @@ func (c *calc) utilization(d *decision, r *MetricResult, md MetricData, res core
 	if container != "" {
 		scope = "of container " + container + "'s request"
 	}
-	d.groupingLine(r, g, len(md.PodSamples)-(g.ready+g.removed))
+	d.groupingLine(r, g, md.PodSamples.Len()-(g.ready+g.removed))
 	d.line().s(r.Name).s(": ").i(int64(g.ready)).s(" ready pods use ").milli(usageSum).s(" of ").milli(reqSum).s(" requested = ").i(int64(util)).s("% ").s(scope).
 		s(" vs target ").i(int64(target)).s("% -> ratio ").f3(ratio).end("metric", r.Index)
 
@@ -272,12 +272,12 @@ func (c *calc) plainPods(d *decision, r *MetricResult, md MetricData, fetchErr e
 	}
 	pts := c.treatments(r)
 	g := c.group(md.PodSamples, res, pts, requestSpec{})
-	entries := len(md.PodSamples) - g.removed
+	entries := md.PodSamples.Len() - g.removed
 	if entries == 0 {
 		return 0, 0, ErrNoPodMetrics
 	}
 	var total int64
-	for _, s := range md.PodSamples {
+	for s := range md.PodSamples.Values() {
 		total += s.MilliValue
 	}
 	total -= g.removedSum

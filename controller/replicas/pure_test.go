@@ -122,7 +122,7 @@ func TestGroupPodsMatchesUpstream(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &calc{pods: tc.pods, now: now, cpuInit: testCPUInit, delay: testReadinessDelay}
 			pts := make([]PodTreatment, len(tc.pods))
-			g := c.group(tc.samples, tc.res, pts, requestSpec{})
+			g := c.group(sampleSet(tc.samples), tc.res, pts, requestSpec{})
 			got := want{Ready: g.ready}
 			for _, pt := range pts {
 				switch pt.Class {
@@ -317,7 +317,7 @@ func TestGroupRequestOfPodsSharingContainerArrays(t *testing.T) {
 			}
 			c := &calc{pods: tc.pods, now: testNow, cpuInit: testCPUInit, delay: testReadinessDelay, podLevel: true}
 			pts := make([]PodTreatment, len(tc.pods))
-			g := c.group(samples, corev1.ResourceCPU, pts, requestSpec{enabled: true, podLevel: true})
+			g := c.group(sampleSet(samples), corev1.ResourceCPU, pts, requestSpec{enabled: true, podLevel: true})
 			for i, p := range tc.pods {
 				want, err := PodRequest(p, "", corev1.ResourceCPU, true)
 				if err != nil {

@@ -9,11 +9,12 @@
 package replicas
 
 import (
-	"math"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 // Config holds the controller-wide settings (kube-controller-manager flags and the
@@ -109,7 +110,7 @@ type MetricData struct {
 	Err error
 	// PodSamples: Resource, ContainerResource and Pods metrics; pod name -> sample.
 	// Pods omitted here are "missing". Samples for pods not in Input.Pods are kept ("superfluous").
-	PodSamples map[string]Sample
+	PodSamples *PodSamples
 	// Value: Object metrics, the single value in milli-units.
 	Value int64
 	// Values: External metrics, every sample matching the metric selector, in milli-units.
@@ -121,52 +122,18 @@ type MetricData struct {
 	Source string
 }
 
-// Sample is one pod's metric value: MilliValue observed at Timestamp over Window.
-//
-// It names an unnamed struct type, as the metrics layer's samples.PodSample does: the two are
-// one type, so the per-pod map the metrics layer decodes is a MetricData.PodSamples as it is,
-// without a copy per sync, while neither package imports the other.
-//
-// Timestamp is SampleTimestamp(t), not a time.Time: 24 bytes without pointers instead of 40
-// with one make the map a sync builds a quarter smaller, and neither its build nor the
-// garbage collector has pointers to follow in its values; at a thousand pods the map is most
-// of a decision's cost. SampleTime turns it back.
-type Sample = struct {
-	MilliValue int64
-	Timestamp  int64
-	Window     time.Duration
-}
+// Sample is one pod's metric value: MilliValue observed at Timestamp (SampleTimestamp of the
+// instant, Unix nanoseconds) over Window. It is the metrics layer's samples.PodSample.
+type Sample = samples.PodSample
 
-// SampleTimestamp is Sample.Timestamp for t: its Unix time in nanoseconds, except that the
-// zero time is 0, as in a Sample literal without a Timestamp (the Unix epoch itself becomes
-// 1ns after it), and that times before 1677-09-22 or after 2262-04-11 (beyond an int64 of
-// nanoseconds) are clamped to the nearest representable one. The metrics layer's
-// samples.Timestamp is the same function.
-func SampleTimestamp(t time.Time) int64 {
-	if sec := t.Unix(); sec > math.MinInt64/1_000_000_000 && sec < math.MaxInt64/1_000_000_000 {
-		if ns := t.UnixNano(); ns != 0 { // this far from the limits it cannot overflow
-			return ns
-		}
-		return 1
-	}
-	switch {
-	case t.IsZero():
-		return 0
-	case t.Before(time.Unix(0, math.MinInt64)):
-		return math.MinInt64
-	case t.After(time.Unix(0, math.MaxInt64)):
-		return math.MaxInt64
-	}
-	return t.UnixNano()
-}
+// PodSamples is one metric's samples by pod name, as the metrics layer decodes them.
+type PodSamples = samples.PodSamples
+
+// SampleTimestamp is Sample.Timestamp for t (samples.Timestamp).
+func SampleTimestamp(t time.Time) int64 { return samples.Timestamp(t) }
 
 // SampleTime is the instant of a Sample.Timestamp, in UTC (the zero time for 0).
-func SampleTime(ts int64) time.Time {
-	if ts == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ts).UTC()
-}
+func SampleTime(ts int64) time.Time { return samples.Time(ts) }
 
 // History is the in-memory state upstream keeps per HPA key.
 type History struct {

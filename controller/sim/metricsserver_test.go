@@ -14,7 +14,7 @@ import (
 
 // scrapedPod is a world with one Ready pod started at start, whose demand is cpuMilli; the
 // scrapes happen at the given offsets from the start.
-func scrapedPod(t *testing.T, cpuMilli string, start time.Time, scrapes ...time.Duration) (metrics.PodSamples, error) {
+func scrapedPod(t *testing.T, cpuMilli string, start time.Time, scrapes ...time.Duration) (*metrics.PodSamples, error) {
 	t.Helper()
 	s := Spec{Model: DefaultModel(), Load: curve(t, "time,cpu\n0,"+cpuMilli+"\n"), Workload: Workload{Name: "web", Replicas: 1, Pod: podSpec("200m")},
 		Variants: []Variant{{Name: "v", HPA: cpuHPA(50, 1, 10, nil)}}, Duration: time.Hour, Start: start}
@@ -68,14 +68,14 @@ func TestMetricsServerEmulation(t *testing.T) {
 			got, err := scrapedPod(t, tc.cpu, tc.start, tc.scrapes...)
 			if tc.want == nil {
 				if err == nil {
-					t.Errorf("samples %v, want none", got)
+					t.Errorf("samples %v, want none", got.Map())
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, ok := got["web-000001"]
+			s, ok := got.Get("web-000001")
 			if !ok || s != *tc.want {
 				t.Errorf("sample %+v (present %v), want %+v", s, ok, *tc.want)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 // freshContainerWindow is metrics-server's freshContainerWindowMetricsResolution: a container
@@ -247,8 +248,8 @@ func (w *world) scrape(t time.Time) {
 // resource metrics client: per container, the counter difference over the window in whole
 // nanocores (a Quantity read with MilliValue, which rounds up), memory in bytes; the pod's
 // timestamp as served (RFC 3339, whole seconds) and its window.
-func (w *world) podResource(res corev1.ResourceName, container string) (metrics.PodSamples, time.Time, error) {
-	out := make(metrics.PodSamples, len(w.pods))
+func (w *world) podResource(res corev1.ResourceName, container string) (*metrics.PodSamples, time.Time, error) {
+	out := samples.NewPodSamples(len(w.pods))
 	var first time.Time
 	ci := -1
 	if container != "" {
@@ -298,9 +299,9 @@ func (w *world) podResource(res corev1.ResourceName, container string) (metrics.
 		if first.IsZero() {
 			first = ts
 		}
-		out[p.obj.Name] = metrics.PodSample{MilliValue: sum, Timestamp: replicas.SampleTimestamp(ts), Window: window}
+		out.Add(p.obj.Name, metrics.PodSample{MilliValue: sum, Timestamp: replicas.SampleTimestamp(ts), Window: window})
 	}
-	if len(out) == 0 {
+	if out.Len() == 0 {
 		return nil, time.Time{}, errors.New("no metrics returned from resource metrics API")
 	}
 	return out, first, nil
@@ -326,11 +327,11 @@ func (w *world) Pods(context.Context, string, labels.Selector) ([]*corev1.Pod, e
 	return w.objs, nil
 }
 
-func (w *world) PodResource(_ context.Context, _ string, res corev1.ResourceName, _ labels.Selector, container string) (metrics.PodSamples, time.Time, error) {
+func (w *world) PodResource(_ context.Context, _ string, res corev1.ResourceName, _ labels.Selector, container string) (*metrics.PodSamples, time.Time, error) {
 	return w.podResource(res, container)
 }
 
-func (w *world) PodsMetric(_ context.Context, _ string, name string, _, _ labels.Selector) (metrics.PodSamples, time.Time, error) {
+func (w *world) PodsMetric(_ context.Context, _ string, name string, _, _ labels.Selector) (*metrics.PodSamples, time.Time, error) {
 	return w.podsMetric(name)
 }
 
@@ -375,13 +376,13 @@ func (w *world) total(name string) (int64, error) {
 
 // podsMetric spreads a Pods metric's demand evenly over the Ready pods (the others report 0),
 // as an adapter reading the pods' own counters would see it.
-func (w *world) podsMetric(name string) (metrics.PodSamples, time.Time, error) {
+func (w *world) podsMetric(name string) (*metrics.PodSamples, time.Time, error) {
 	total, err := w.total(name)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	ts := w.now.Truncate(time.Second)
-	out := make(metrics.PodSamples, len(w.pods))
+	out := samples.NewPodSamples(len(w.pods))
 	for _, p := range w.pods {
 		if !p.isStarted {
 			continue
@@ -390,9 +391,9 @@ func (w *world) podsMetric(name string) (metrics.PodSamples, time.Time, error) {
 		if p.isReady && w.readyCount > 0 {
 			v = total / w.readyCount
 		}
-		out[p.obj.Name] = metrics.PodSample{MilliValue: v, Timestamp: replicas.SampleTimestamp(ts), Window: time.Minute}
+		out.Add(p.obj.Name, metrics.PodSample{MilliValue: v, Timestamp: replicas.SampleTimestamp(ts), Window: time.Minute})
 	}
-	if len(out) == 0 {
+	if out.Len() == 0 {
 		return nil, time.Time{}, errors.New("no metrics returned from custom metrics API")
 	}
 	return out, ts, nil

@@ -33,16 +33,16 @@ type ContainerUsage struct {
 // pod lacking the resource in any container in scope (or lacking the container) is left
 // out, and the time is the first item's timestamp. Unlike upstream it refuses duplicates,
 // unnamed pods, negative, huge and stale values instead of passing them on.
-func PodResourceSamples(items []PodUsage, res corev1.ResourceName, container string, now time.Time, maxAge time.Duration) (PodSamples, time.Time, error) {
-	out := make(PodSamples, len(items))
+func PodResourceSamples(items []PodUsage, res corev1.ResourceName, container string, now time.Time, maxAge time.Duration) (*PodSamples, time.Time, error) {
+	out := NewPodSamples(len(items))
 	// A repeated pod is found in out, or among the pods left out (rare: kept apart so that a
-	// sync builds one map per metric, not two).
+	// sync builds no map).
 	var leftOut map[string]bool
 	for _, it := range items {
 		if it.Name == "" {
 			return nil, time.Time{}, fmt.Errorf("an item has no pod name")
 		}
-		if _, dup := out[it.Name]; dup || leftOut[it.Name] {
+		if _, dup := out.Get(it.Name); dup || leftOut[it.Name] {
 			return nil, time.Time{}, fmt.Errorf("pod %s is listed twice", it.Name)
 		}
 		sum, ok, err := podResourceValue(it, res, container)
@@ -62,7 +62,7 @@ func PodResourceSamples(items []PodUsage, res corev1.ResourceName, container str
 		if it.Window < 0 {
 			return nil, time.Time{}, fmt.Errorf("pod %s: negative window %s", it.Name, it.Window)
 		}
-		out[it.Name] = PodSample{MilliValue: sum, Timestamp: Timestamp(it.Timestamp), Window: it.Window}
+		out.Add(it.Name, PodSample{MilliValue: sum, Timestamp: Timestamp(it.Timestamp), Window: it.Window})
 	}
 	return out, items[0].Timestamp, nil
 }
@@ -271,13 +271,13 @@ func collapseSamples(points []modelPoint, window time.Duration) (milli int64, ne
 // HeapsterPodsSamples matches model API items to the requested pods by position and
 // collapses each; the time is the oldest of the per-pod newest timestamps (zero if no pod
 // had data). Pods with an empty series are left out, as upstream.
-func HeapsterPodsSamples(podNames []string, list ModelResultList, now time.Time, maxAge time.Duration) (PodSamples, time.Time, error) {
+func HeapsterPodsSamples(podNames []string, list ModelResultList, now time.Time, maxAge time.Duration) (*PodSamples, time.Time, error) {
 	if len(list.Items) != len(podNames) {
 		// Heapster answers every requested pod, with an empty series if it has no data, so
 		// a different count means items cannot be matched to pods.
 		return nil, time.Time{}, fmt.Errorf("requested metrics for %d pods, got metrics for %d", len(podNames), len(list.Items))
 	}
-	out := make(PodSamples, len(podNames))
+	out := NewPodSamples(len(podNames))
 	var oldest time.Time
 	found := false
 	for i, item := range list.Items {
@@ -291,7 +291,7 @@ func HeapsterPodsSamples(podNames []string, list ModelResultList, now time.Time,
 		if err := CheckFresh(ts, now, maxAge, "the newest sample of pod "+podNames[i]); err != nil {
 			return nil, time.Time{}, err
 		}
-		out[podNames[i]] = PodSample{MilliValue: v, Timestamp: Timestamp(ts), Window: time.Minute}
+		out.Add(podNames[i], PodSample{MilliValue: v, Timestamp: Timestamp(ts), Window: time.Minute})
 		if !found || ts.Before(oldest) {
 			oldest, found = ts, true
 		}

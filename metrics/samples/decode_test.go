@@ -95,11 +95,11 @@ func TestHeapsterPodsSamplesMatchesItemsByPosition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := PodSamples{
+	want := map[string]PodSample{
 		"b": {MilliValue: 2000, Timestamp: Timestamp(fixedTimestamp), Window: time.Minute},
 		"a": {MilliValue: 1000, Timestamp: Timestamp(fixedTimestamp.Add(-time.Minute)), Window: time.Minute},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got.Map()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if !ts.Equal(fixedTimestamp.Add(-time.Minute)) {

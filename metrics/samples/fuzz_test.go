@@ -31,7 +31,7 @@ func FuzzHeapsterPodMetrics(f *testing.F) {
 			for _, it := range items {
 				names[it.Name] = true
 			}
-			for pod, s := range got {
+			for pod, s := range got.All() {
 				if !names[pod] {
 					t.Fatalf("sample for pod %q that was not listed", pod)
 				}
@@ -61,7 +61,7 @@ func FuzzHeapsterModel(f *testing.F) {
 		if len(list.Items) != len(names) {
 			t.Fatalf("accepted %d items for %d pods", len(list.Items), len(names))
 		}
-		for pod, s := range got {
+		for pod, s := range got.All() {
 			checkSample(t, pod, s, now, maxAge)
 			if Time(s.Timestamp).Before(ts) {
 				t.Fatalf("pod %s newest sample %s is older than the returned time %s", pod, Time(s.Timestamp), ts)

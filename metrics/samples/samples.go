@@ -15,15 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// PodSample is one pod's value of a metric. It names an unnamed struct type, as the decision
-// core's replicas.Sample does, so that the controller hands the core the PodSamples decoded
-// here as they are: keep the two field lists identical (the controller's build fails otherwise).
-type PodSample = struct {
+// PodSample is one pod's value of a metric (the decision core's replicas.Sample).
+type PodSample struct {
 	// MilliValue is the value in milli-units (millicores for cpu, milli-bytes for memory).
 	MilliValue int64
 	// Timestamp is when the value was observed, as Timestamp(t) gives it (Unix nanoseconds, 0
 	// for no time; Time turns it back): without a time.Time's pointer and 16 of its bytes, the
-	// per-pod map a sync builds is a quarter smaller. Window is the period the value covers.
+	// garbage collector has no pointer to follow in a sync's samples. Window is the period the value covers.
 	Timestamp int64
 	Window    time.Duration
 }
@@ -58,9 +56,6 @@ func Time(ts int64) time.Time {
 	}
 	return time.Unix(0, ts).UTC()
 }
-
-// PodSamples maps pod name to its sample. Pods without a value are absent.
-type PodSamples map[string]PodSample
 
 // MaxMilliValue is the largest milli-value a sample may carry (1e16: 1e13 cores, or about
 // 9 TiB of memory, per pod). Anything larger is treated as garbage rather than load, so

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	podsamples "github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
 // hpa is the scenario's HPA: only this metric, bounds that never clamp.
@@ -99,23 +101,24 @@ func (s *source) metric(identity string) (*scenario, error) {
 	return m, nil
 }
 
-func (s *source) podSamples(identity string) (metrics.PodSamples, time.Time, error) {
+func (s *source) podSamples(identity string) (*metrics.PodSamples, time.Time, error) {
 	m, err := s.metric(identity)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	out := make(metrics.PodSamples, len(m.samples))
-	for name, sm := range m.samples {
-		out[name] = metrics.PodSample{MilliValue: sm.value, Timestamp: replicas.SampleTimestamp(sm.at.time(s.now)), Window: sm.window}
+	out := podsamples.NewPodSamples(len(m.samples))
+	for _, name := range slices.Sorted(maps.Keys(m.samples)) {
+		sm := m.samples[name]
+		out.Add(name, metrics.PodSample{MilliValue: sm.value, Timestamp: replicas.SampleTimestamp(sm.at.time(s.now)), Window: sm.window})
 	}
 	return out, m.metricTimestamp.time(s.now), nil
 }
 
-func (s *source) PodResource(_ context.Context, _ string, res corev1.ResourceName, _ labels.Selector, container string) (metrics.PodSamples, time.Time, error) {
+func (s *source) PodResource(_ context.Context, _ string, res corev1.ResourceName, _ labels.Selector, container string) (*metrics.PodSamples, time.Time, error) {
 	return s.podSamples(fmt.Sprintf("resource/%s/%s", res, container))
 }
 
-func (s *source) PodsMetric(_ context.Context, _, name string, _, _ labels.Selector) (metrics.PodSamples, time.Time, error) {
+func (s *source) PodsMetric(_ context.Context, _, name string, _, _ labels.Selector) (*metrics.PodSamples, time.Time, error) {
 	return s.podSamples("pods/" + name)
 }
 

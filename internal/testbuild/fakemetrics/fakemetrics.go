@@ -7,7 +7,6 @@ package fakemetrics
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -20,6 +19,9 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
 )
 
+// Values is what the fake serves for one metric: a sample per pod name.
+type Values = map[string]metrics.PodSample
+
 // Client answers each metrics.Client call from its maps, with the time At. A resource, metric
 // name or selector it has no entry for is an error, as is every call while Err is set. Fill the
 // maps before the code under test reads them, or change them through Set.
@@ -29,12 +31,12 @@ type Client struct {
 	// At is the time every answer carries.
 	At time.Time
 	// Resource answers PodResource per resource, whatever the selector and container.
-	Resource map[corev1.ResourceName]metrics.PodSamples
+	Resource map[corev1.ResourceName]Values
 	// BySelector, when set, answers PodResource per pod selector (its String()) instead of
 	// Resource, for any resource: many HPAs in one fixture.
-	BySelector map[string]metrics.PodSamples
+	BySelector map[string]Values
 	// Pods, Objects and External answer PodsMetric, ObjectMetric and ExternalMetric by metric name.
-	Pods     map[string]metrics.PodSamples
+	Pods     map[string]Values
 	Objects  map[string]int64
 	External map[string][]int64
 	// Err, when set, fails every call.
@@ -47,11 +49,11 @@ type Client struct {
 var _ metrics.Client = (*Client)(nil)
 
 // Set replaces the samples PodResource answers for res, safely while the code under test reads.
-func (c *Client) Set(res corev1.ResourceName, s metrics.PodSamples) {
+func (c *Client) Set(res corev1.ResourceName, s Values) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.Resource == nil {
-		c.Resource = map[corev1.ResourceName]metrics.PodSamples{}
+		c.Resource = map[corev1.ResourceName]Values{}
 	}
 	c.Resource[res] = s
 }
@@ -71,7 +73,7 @@ func (c *Client) record(call string) {
 }
 
 // PodResource answers from BySelector, or else Resource.
-func (c *Client) PodResource(_ context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, _ string) (metrics.PodSamples, time.Time, error) {
+func (c *Client) PodResource(_ context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, _ string) (*metrics.PodSamples, time.Time, error) {
 	c.record(fmt.Sprintf("PodResource %s %s %s", namespace, res, selector))
 	if c.Err != nil {
 		return nil, time.Time{}, c.Err
@@ -88,15 +90,13 @@ func (c *Client) PodResource(_ context.Context, namespace string, res corev1.Res
 	return own(s), c.At, nil
 }
 
-// own is the caller's copy of s, never nil: the code under test may keep or change it.
-func own(s metrics.PodSamples) metrics.PodSamples {
-	out := make(metrics.PodSamples, len(s))
-	maps.Copy(out, s)
-	return out
+// own is s as a metrics client answers, never nil, and the caller's to keep.
+func own(s Values) *metrics.PodSamples {
+	return samples.PodSamplesOf(s)
 }
 
 // PodsMetric answers from Pods.
-func (c *Client) PodsMetric(_ context.Context, namespace, name string, _, _ labels.Selector) (metrics.PodSamples, time.Time, error) {
+func (c *Client) PodsMetric(_ context.Context, namespace, name string, _, _ labels.Selector) (*metrics.PodSamples, time.Time, error) {
 	c.record("PodsMetric " + namespace + " " + name)
 	if c.Err != nil {
 		return nil, time.Time{}, c.Err
@@ -138,8 +138,8 @@ func (c *Client) ExternalMetric(_ context.Context, namespace, name string, _ lab
 func (c *Client) Source() string { return c.Name }
 
 // Samples gives every named pod the value milli (milli-units), sampled at at over window.
-func Samples(milli int64, at time.Time, window time.Duration, pods ...string) metrics.PodSamples {
-	out := make(metrics.PodSamples, len(pods))
+func Samples(milli int64, at time.Time, window time.Duration, pods ...string) Values {
+	out := make(Values, len(pods))
 	for _, p := range pods {
 		out[p] = metrics.PodSample{MilliValue: milli, Timestamp: samples.Timestamp(at), Window: window}
 	}
