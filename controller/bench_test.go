@@ -243,8 +243,8 @@ func liveHeap() uint64 {
 // BenchmarkListAndDecide is what run does per sync for one HPA over N pods that upstream's
 // calculator benchmark (test/parity, BenchmarkUpstreamResourceReplicas) times as well: list
 // the pods from the informer's indexer as run does (IndexedPods over the label-pair index;
-// upstream's lister scans the namespace index), build the sample map as the metrics layer
-// decodes it, and decide as run does, without the per-pod account. BenchmarkDecide in the
+// upstream's lister scans the namespace index), fill the PodSamples as a metrics decoder
+// does, and decide as run does, without the per-pod account. BenchmarkDecide in the
 // core times the last two only; make bench-compare runs the three side by side.
 func BenchmarkListAndDecide(b *testing.B) {
 	for _, n := range []int{1000, 10000} {

@@ -13,8 +13,8 @@ import (
 
 // BenchmarkDecide turns benchload's workload into an Input as run's controller does per sync
 // (a pod slice from the informer cache, whose stripped pods share one container array; the
-// sample map as the metrics layer decodes it, each time turned into Unix nanoseconds as its
-// decoder does, which the core takes as it is) and decides as
+// PodSamples a metrics decoder fills, each time turned into Unix nanoseconds as the decoder
+// does, which the core takes as it is) and decides as
 // run does, without the per-pod account its line and table outputs never show; the parity
 // module runs upstream's calculator on the same workload (make bench-compare). Not timed here,
 // though run's gather does it per sync: listing the pods from the indexer (upstream's

@@ -108,7 +108,7 @@ type MetricData struct {
 	// Err is the fetch error (metrics API absent, empty answer, ...); the core wraps it the way
 	// upstream wraps the metrics client error and attributes the condition reason.
 	Err error
-	// PodSamples: Resource, ContainerResource and Pods metrics; pod name -> sample.
+	// PodSamples: Resource, ContainerResource and Pods metrics; a sample per pod name.
 	// Pods omitted here are "missing". Samples for pods not in Input.Pods are kept ("superfluous").
 	PodSamples *PodSamples
 	// Value: Object metrics, the single value in milli-units.

@@ -27,7 +27,7 @@ const (
 	UsageMilli = 300
 )
 
-// Sample is one pod's metric as the metrics layer hands it over, before it becomes a map entry.
+// Sample is one pod's metric as a metrics decoder reads it, before it is added to a PodSamples.
 type Sample struct {
 	Pod        string
 	MilliValue int64
