@@ -72,7 +72,7 @@ test:
 test-unit:
 	$(GO) test -race -count=1 -timeout 5m ./...
 
-## test-fuzz: every fuzz target of the decision core for FUZZTIME, the metrics decoders' for
+## test-fuzz: every fuzz target of the decision core for FUZZTIME, the metrics decoders' and sample set's for
 ## METRICS_FUZZTIME, the recording decoder's for RECORDING_FUZZTIME, the simulator's load parser
 ## for LOAD_FUZZTIME and the history record's for HISTORY_FUZZTIME
 test-fuzz: test-fuzz-core test-fuzz-history test-fuzz-metrics test-fuzz-recording test-fuzz-load
@@ -150,11 +150,13 @@ METRICS_FUZZTIME ?= 30000x
 .PHONY: test-fuzz-metrics
 
 test-fuzz-metrics:
-	@targets=$$(hack/fuzz-targets.sh metrics/samples); \
-	[ -n "$$targets" ] || { echo "no fuzz targets found in metrics/samples"; exit 1; }; \
-	for target in $$targets; do \
-		echo "fuzz $$target, -fuzztime $(METRICS_FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(METRICS_FUZZTIME) -parallel 2 ./metrics/samples || exit 1; \
+	@for pkg in metrics/samples metrics/sampleset; do \
+		targets=$$(hack/fuzz-targets.sh $$pkg); \
+		[ -n "$$targets" ] || { echo "no fuzz targets found in $$pkg"; exit 1; }; \
+		for target in $$targets; do \
+			echo "fuzz $$pkg $$target, -fuzztime $(METRICS_FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(METRICS_FUZZTIME) -parallel 2 ./$$pkg || exit 1; \
+		done; \
 	done
 
 # ---- recordings: fuzzing the decoder of run --record files ----

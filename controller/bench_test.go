@@ -22,7 +22,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas/benchload"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // BenchmarkSyncPass1000HPAs measures one full sync pass (every HPA reconciled once) over
@@ -274,7 +274,7 @@ func BenchmarkListAndDecide(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				m := samples.NewPodSamples(len(w.Samples))
+				m := sampleset.New(len(w.Samples))
 				for _, s := range w.Samples {
 					m.Add(s.Pod, replicas.Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTimestamp(s.Timestamp), Window: s.Window})
 				}

@@ -295,7 +295,7 @@ func fetchAll(ctx context.Context, m metrics.Client, hpa *autoscalingv2.Horizont
 
 // fetch reads one metric spec. Unknown metric types fetch nothing: the core reports
 // InvalidMetricSourceType for them. Pod samples go to the core as the client decoded them (one
-// samples.PodSamples, which the core reads).
+// sampleset.Set, which the core reads).
 func fetch(ctx context.Context, m metrics.Client, namespace string, spec autoscalingv2.MetricSpec, selector labels.Selector) replicas.MetricData {
 	d := replicas.MetricData{Source: m.Source()}
 	switch spec.Type {

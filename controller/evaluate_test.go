@@ -16,7 +16,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // oneHPA serves one HPA, or err.
@@ -152,7 +152,7 @@ func TestEvaluate(t *testing.T) {
 			Now: t0, Config: replicas.DefaultConfig(), WithoutHistory: true,
 			Amend: func(in *replicas.Input, d replicas.Decision) error {
 				asRead = d.DesiredReplicas
-				in.Metrics = []replicas.MetricData{{PodSamples: samples.PodSamplesOf(map[string]replicas.Sample{
+				in.Metrics = []replicas.MetricData{{PodSamples: sampleset.Of(map[string]replicas.Sample{
 					"web-1": {MilliValue: 50, Timestamp: replicas.SampleTimestamp(t0.Add(-10 * time.Second)), Window: 30 * time.Second},
 					"web-2": {MilliValue: 50, Timestamp: replicas.SampleTimestamp(t0.Add(-10 * time.Second)), Window: 30 * time.Second},
 				}), Timestamp: t0.Add(-10 * time.Second)}}

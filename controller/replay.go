@@ -15,7 +15,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // InputPast is a Past whose history depends on the gathered input (the pods, the scale and
@@ -468,7 +468,7 @@ func metricsAt(in replicas.Input, series []MetricSeries, t time.Time, maxAge, wi
 		switch {
 		case m.Pods != nil:
 			at := m.Pods.At(t, maxAge)
-			d.PodSamples = samples.NewPodSamples(len(at))
+			d.PodSamples = sampleset.New(len(at))
 			for _, pod := range slices.Sorted(maps.Keys(at)) {
 				pt := at[pod]
 				if !exists[pod] {

@@ -2,8 +2,8 @@
 # The import rules golangci-lint's depguard cannot express (.golangci.yml has the direct ones),
 # from `go list` (with the e2e, soak and fidelity tags, so that every package of the module is seen):
 #  - the decision core controller/replicas depends, transitively, on no client-go, cli-runtime,
-#    kubectl, metrics, cobra/pflag, nor any other package of this module than metrics/samples
-#    (the decoders' leaf, whose PodSamples it reads);
+#    kubectl, metrics, cobra/pflag, nor any other package of this module than metrics/sampleset
+#    (the per-pod samples it reads, a leaf of the standard library);
 #  - product code depends, transitively, on nothing of k8s.io/kubernetes;
 #  - the README's Layout table lists every package of the main module, no other, and for each
 #    exactly its imports of this module (tests' imports aside), and those imports point
@@ -19,12 +19,12 @@ fail() { echo "import check: $*"; status=1; }
 impure=()
 for dep in $(go list -tags "$tags" -deps "$mod/controller/replicas"); do
   case "$dep" in
-    "$mod/controller/replicas"|"$mod/metrics/samples") ;;
+    "$mod/controller/replicas"|"$mod/metrics/sampleset") ;;
     "$mod"/*|k8s.io/client-go/*|github.com/spf13/*|k8s.io/cli-runtime/*|k8s.io/kubectl/*|k8s.io/metrics/*) impure+=("$dep");;
   esac
 done
 if [ ${#impure[@]} -gt 0 ]; then
-  fail "controller/replicas depends on ${#impure[@]} packages it must not (${impure[*]:0:3} ...): the core stays pure, stdlib + k8s.io/api + k8s.io/apimachinery + metrics/samples; which import pulls one in: go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./controller/replicas | grep ${impure[0]}"
+  fail "controller/replicas depends on ${#impure[@]} packages it must not (${impure[*]:0:3} ...): the core stays pure, stdlib + k8s.io/api + k8s.io/apimachinery + metrics/sampleset; which import pulls one in: go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./controller/replicas | grep ${impure[0]}"
 fi
 if bad=$(go list -tags "$tags" -deps ./cmd/... ./plugin/... ./controller/... ./metrics/... | grep '^k8s.io/kubernetes/'); then
   fail "product code depends on k8s.io/kubernetes ($(echo $bad | cut -d' ' -f1-3) ...); only the test/parity module may"

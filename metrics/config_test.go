@@ -24,7 +24,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 	heapsterstandin "github.com/kubectl-hpa/kubectl-hpa/test/standin/heapster"
 )
 
@@ -283,7 +283,7 @@ func TestNewClientAgainstAnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []sampleMap{{"a": {MilliValue: 120, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}, {"a": {MilliValue: 7000, Timestamp: samples.Timestamp(ts), Window: time.Minute}}}
+	want := []sampleMap{{"a": {MilliValue: 120, Timestamp: sampleset.Timestamp(ts), Window: 15 * time.Second}}, {"a": {MilliValue: 7000, Timestamp: sampleset.Timestamp(ts), Window: time.Minute}}}
 	if diff := cmp.Diff(want, []sampleMap{cpu.Map(), qps.Map()}); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // The real Heapster's answers (testdata/heapster-v1.6.0-beta.1/README.md says how and when they
@@ -89,7 +89,7 @@ func TestRecordedHeapster16AnswersGiveTheLoadOfTheRecording(t *testing.T) {
 	both := func(milli int64, window time.Duration) sampleMap {
 		out := sampleMap{}
 		for _, p := range recordedPods {
-			out[p] = PodSample{MilliValue: milli, Timestamp: samples.Timestamp(recordedLast), Window: window}
+			out[p] = PodSample{MilliValue: milli, Timestamp: sampleset.Timestamp(recordedLast), Window: window}
 		}
 		return out
 	}

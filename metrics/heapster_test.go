@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 	heapsterstandin "github.com/kubectl-hpa/kubectl-hpa/test/standin/heapster"
 )
 
@@ -213,7 +213,7 @@ type sampleMap = map[string]PodSample
 func podSamplesAt(ts time.Time, window time.Duration, kv ...any) sampleMap {
 	out := sampleMap{}
 	for i := 0; i < len(kv); i += 2 {
-		out[kv[i].(string)] = PodSample{MilliValue: int64(kv[i+1].(int)), Timestamp: samples.Timestamp(ts), Window: window}
+		out[kv[i].(string)] = PodSample{MilliValue: int64(kv[i+1].(int)), Timestamp: sampleset.Timestamp(ts), Window: window}
 	}
 	return out
 }
@@ -281,7 +281,7 @@ func TestHeapsterPodsMetricLikeTheHeapsterEraClient(t *testing.T) {
 		{name: "pods with an empty series are left out", pods: 3, series: [][]point{{{4000, 4}}, {}, {{2000, 4}}},
 			want: podSamplesAt(minute(4), time.Minute, podName(0), 4000000, podName(2), 2000000), wantTS: minute(4)},
 		{name: "the time is the oldest of the pods' newest samples", pods: 2, series: [][]point{{{1, 3}, {2, 4}}, {{3, 2}}},
-			want: sampleMap{podName(0): {MilliValue: 2000, Timestamp: samples.Timestamp(minute(4)), Window: time.Minute}, podName(1): {MilliValue: 3000, Timestamp: samples.Timestamp(minute(2)), Window: time.Minute}}, wantTS: minute(2)},
+			want: sampleMap{podName(0): {MilliValue: 2000, Timestamp: sampleset.Timestamp(minute(4)), Window: time.Minute}, podName(1): {MilliValue: 3000, Timestamp: sampleset.Timestamp(minute(2)), Window: time.Minute}}, wantTS: minute(2)},
 		{name: "no pod with data gives no samples and a zero time", pods: 2, series: [][]point{{}, {}},
 			want: sampleMap{}},
 		{name: "fewer items than pods is an error", pods: 3,

@@ -26,15 +26,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // PodSample is one pod's value of a metric, and PodSamples a value per pod name; they are
 // package samples' (where the checks on values live), named here too because every Client
 // method returns them.
 type (
-	PodSample  = samples.PodSample
-	PodSamples = samples.PodSamples
+	PodSample  = sampleset.Sample
+	PodSamples = sampleset.Set
 )
 
 // Client is what the controller asks for numbers. Each method mirrors one metric

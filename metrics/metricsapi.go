@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // defaultCustomWindow is the window of a custom metric value without windowSeconds, as upstream.
@@ -175,7 +176,7 @@ func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from custom metrics API (%s) for metric %s of pods in %s matching %q", gv, metricName, namespace, selector.String())}
 	}
 	now := a.clock.Now()
-	out := samples.NewPodSamples(len(list.Items))
+	out := sampleset.New(len(list.Items))
 	for _, m := range list.Items {
 		name := m.DescribedObject.Name
 		s, err := a.customSample(m, "pod "+name, now)
@@ -270,7 +271,7 @@ func (a *apiClient) customSample(m cmv1beta2.MetricValue, what string, now time.
 	if err := samples.CheckFresh(m.Timestamp.Time, now, a.maxAge, "the value of "+what); err != nil {
 		return PodSample{}, err
 	}
-	return PodSample{MilliValue: v, Timestamp: samples.Timestamp(m.Timestamp.Time), Window: window}, nil
+	return PodSample{MilliValue: v, Timestamp: sampleset.Timestamp(m.Timestamp.Time), Window: window}, nil
 }
 
 // versionError explains why no version of a metrics API could be chosen; hint says

@@ -29,7 +29,7 @@ import (
 	externalfake "k8s.io/metrics/pkg/client/external_metrics/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 var apiNow = time.Date(2026, time.January, 2, 3, 4, 5, 0, time.UTC)
@@ -128,11 +128,11 @@ func TestResourceMetricsAPI(t *testing.T) {
 		want      sampleMap
 	}{
 		{name: "usage is summed over containers and pods lacking cpu anywhere are left out",
-			want: sampleMap{"a": {MilliValue: 260, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}, "b": {MilliValue: 400, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}},
+			want: sampleMap{"a": {MilliValue: 260, Timestamp: sampleset.Timestamp(ts), Window: 15 * time.Second}, "b": {MilliValue: 400, Timestamp: sampleset.Timestamp(ts), Window: 15 * time.Second}}},
 		{name: "one container's usage; pods without it are left out", container: "side",
-			want: sampleMap{"a": {MilliValue: 10, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}},
+			want: sampleMap{"a": {MilliValue: 10, Timestamp: sampleset.Timestamp(ts), Window: 15 * time.Second}}},
 		{name: "one container's usage; a pod whose container lacks cpu is left out", container: "app",
-			want: sampleMap{"a": {MilliValue: 250, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}, "b": {MilliValue: 400, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}, "c": {MilliValue: 100, Timestamp: samples.Timestamp(ts), Window: 15 * time.Second}}},
+			want: sampleMap{"a": {MilliValue: 250, Timestamp: sampleset.Timestamp(ts), Window: 15 * time.Second}, "b": {MilliValue: 400, Timestamp: sampleset.Timestamp(ts), Window: 15 * time.Second}, "c": {MilliValue: 100, Timestamp: sampleset.Timestamp(ts), Window: 15 * time.Second}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,7 +173,7 @@ func TestResourceMetricsAPIPrefersV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(sampleMap{"a": {MilliValue: 1024000, Timestamp: samples.Timestamp(ts), Window: time.Minute}}, got.Map()); diff != "" {
+	if diff := cmp.Diff(sampleMap{"a": {MilliValue: 1024000, Timestamp: sampleset.Timestamp(ts), Window: time.Minute}}, got.Map()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if want := "metrics.k8s.io/v1, custom.metrics.k8s.io (not served), external.metrics.k8s.io (not served)"; c.Source() != want {
@@ -299,7 +299,7 @@ func TestCustomMetricsPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := sampleMap{"a": {MilliValue: 1500, Timestamp: samples.Timestamp(apiNow), Window: time.Minute}, "b": {MilliValue: 2000, Timestamp: samples.Timestamp(apiNow.Add(-time.Second)), Window: 30 * time.Second}}
+	want := sampleMap{"a": {MilliValue: 1500, Timestamp: sampleset.Timestamp(apiNow), Window: time.Minute}, "b": {MilliValue: 2000, Timestamp: sampleset.Timestamp(apiNow.Add(-time.Second)), Window: 30 * time.Second}}
 	if diff := cmp.Diff(want, podSamples.Map()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

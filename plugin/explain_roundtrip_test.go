@@ -26,7 +26,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // roundBarrier holds every request of a round until all of that round's requests have
@@ -215,7 +215,7 @@ current-context: other
 	o := NewExplainOptions(configFlags, streams)
 	o.Clock = clocktesting.NewFakeClock(now)
 	o.newMetrics = func(context.Context, *ExplainOptions, *rest.Config, discovery.DiscoveryInterface) (metrics.Client, metrics.Selection, error) {
-		return &barrierMetrics{b: b, samples: samples.PodSamplesOf(f.m.Resource[corev1.ResourceCPU])}, metrics.Selection{}, nil
+		return &barrierMetrics{b: b, samples: sampleset.Of(f.m.Resource[corev1.ResourceCPU])}, metrics.Selection{}, nil
 	}
 	root.AddCommand(newCmdExplain(o))
 	// The context flag picks the namespace "shop" from the kubeconfig: no -n.

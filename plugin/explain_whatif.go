@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
@@ -237,7 +237,7 @@ func applyAssumes(in *replicas.Input, wis []whatIf, before []replicas.MetricResu
 		switch spec.Type {
 		case autoscalingv2.ResourceMetricSourceType, autoscalingv2.ContainerResourceMetricSourceType, autoscalingv2.PodsMetricSourceType:
 			resourceName, container := resourceOf(spec)
-			assumed := samples.NewPodSamples(len(in.Pods))
+			assumed := sampleset.New(len(in.Pods))
 			for _, p := range in.Pods {
 				v := int64(0)
 				if w.percent != nil {

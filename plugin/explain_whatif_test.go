@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
@@ -41,7 +41,7 @@ func TestAssumedPercentIsOfTheRequestTheCoreDividesBy(t *testing.T) {
 			in := replicas.Input{
 				HPA: f.hpa, Pods: f.pods, Now: now, Config: replicas.DefaultConfig(),
 				Scale:   &replicas.Scale{SpecReplicas: 4, StatusReplicas: 4, Selector: "app=web"},
-				Metrics: []replicas.MetricData{{PodSamples: samples.NewPodSamples(0)}},
+				Metrics: []replicas.MetricData{{PodSamples: sampleset.New(0)}},
 			}
 			wis, err := parseWhatIfs(nil, []string{"cpu=90%"})
 			if err != nil {

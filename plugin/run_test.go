@@ -21,7 +21,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 var runNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -54,7 +54,7 @@ func runTestReports() []controller.Report {
 	}
 	base := func(hpa *autoscalingv2.HorizontalPodAutoscaler, milli int64) replicas.Input {
 		return replicas.Input{HPA: hpa, Scale: &replicas.Scale{SpecReplicas: 2, StatusReplicas: 2, Selector: "app=web"}, Pods: pods,
-			Metrics: []replicas.MetricData{{PodSamples: samples.PodSamplesOf(map[string]replicas.Sample{"web-1": sample(milli), "web-2": sample(milli)}), Timestamp: runNow, Source: "metrics.k8s.io/v1beta1"}},
+			Metrics: []replicas.MetricData{{PodSamples: sampleset.Of(map[string]replicas.Sample{"web-1": sample(milli), "web-2": sample(milli)}), Timestamp: runNow, Source: "metrics.k8s.io/v1beta1"}},
 			Now:     runNow, Config: replicas.DefaultConfig()}
 	}
 	missing := replicas.Input{HPA: runTestHPA("gone", "gone"), Now: runNow, Config: replicas.DefaultConfig(),

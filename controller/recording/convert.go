@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // ControllerOf is the header's record of the decision core's configuration, beside run's
@@ -181,7 +181,7 @@ func (m Metric) Samples() *replicas.PodSamples {
 	if m.PodSamples == nil {
 		return nil
 	}
-	out := samples.NewPodSamples(len(m.PodSamples))
+	out := sampleset.New(len(m.PodSamples))
 	for _, name := range slices.Sorted(maps.Keys(m.PodSamples)) {
 		s := m.PodSamples[name]
 		out.Add(name, replicas.Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTimestamp(s.Timestamp), Window: time.Duration(s.Window)})

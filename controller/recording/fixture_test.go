@@ -12,7 +12,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // t0 carries nanoseconds, as run's clock does: a recording must keep them.
@@ -53,7 +53,7 @@ func webSamples(window time.Duration, milli ...int64) *replicas.PodSamples {
 	for i, m := range milli {
 		out[fmt.Sprintf("web-%d", i)] = replicas.Sample{MilliValue: m, Timestamp: replicas.SampleTimestamp(t0.Add(-7*time.Second - 250*time.Millisecond)), Window: window}
 	}
-	return samples.PodSamplesOf(out)
+	return sampleset.Of(out)
 }
 
 // reconciles are decisions of every shape a recording must carry, each decided and settled

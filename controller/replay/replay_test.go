@@ -24,7 +24,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 var t0 = time.Date(2026, 12, 1, 19, 0, 0, 0, time.UTC)
@@ -91,7 +91,7 @@ func (w *world) PodResource(context.Context, string, corev1.ResourceName, labels
 		return nil, time.Time{}, errors.New("the server is currently unable to handle the request (get pods.metrics.k8s.io)")
 	}
 	now := w.clock.Now()
-	out := samples.NewPodSamples(int(w.replicas))
+	out := sampleset.New(int(w.replicas))
 	for i := range w.replicas {
 		out.Add(w.podName(i), metrics.PodSample{MilliValue: w.load / int64(w.replicas), Timestamp: replicas.SampleTimestamp(now.Add(-3*time.Second - 250*time.Millisecond)), Window: 15 * time.Second})
 	}

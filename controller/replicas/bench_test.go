@@ -8,7 +8,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas/benchload"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // BenchmarkDecide turns benchload's workload into an Input as run's controller does per sync
@@ -40,7 +40,7 @@ func benchDecide(b *testing.B, omitPodTreatments bool) {
 				for i := range w.Pods {
 					pods[i] = &w.Pods[i]
 				}
-				m := samples.NewPodSamples(len(w.Samples))
+				m := sampleset.New(len(w.Samples))
 				for _, s := range w.Samples {
 					m.Add(s.Pod, Sample{MilliValue: s.MilliValue, Timestamp: SampleTimestamp(s.Timestamp), Window: s.Window})
 				}

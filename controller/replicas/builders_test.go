@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // Test-only constants of upstream's tests (hpa-spec.md E.0).
@@ -108,7 +108,7 @@ func sampleSet(m map[string]Sample) *PodSamples {
 	if m == nil {
 		return nil
 	}
-	return samples.PodSamplesOf(m)
+	return sampleset.Of(m)
 }
 
 func podName(i int) string { return fmt.Sprintf("test-pod-%d", i) }

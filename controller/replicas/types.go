@@ -14,7 +14,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // Config holds the controller-wide settings (kube-controller-manager flags and the
@@ -123,17 +123,17 @@ type MetricData struct {
 }
 
 // Sample is one pod's metric value: MilliValue observed at Timestamp (SampleTimestamp of the
-// instant, Unix nanoseconds) over Window. It is the metrics layer's samples.PodSample.
-type Sample = samples.PodSample
+// instant, Unix nanoseconds) over Window. It is the metrics layer's sampleset.Sample.
+type Sample = sampleset.Sample
 
 // PodSamples is one metric's samples by pod name, as the metrics layer decodes them.
-type PodSamples = samples.PodSamples
+type PodSamples = sampleset.Set
 
-// SampleTimestamp is Sample.Timestamp for t (samples.Timestamp).
-func SampleTimestamp(t time.Time) int64 { return samples.Timestamp(t) }
+// SampleTimestamp is Sample.Timestamp for t (sampleset.Timestamp).
+func SampleTimestamp(t time.Time) int64 { return sampleset.Timestamp(t) }
 
 // SampleTime is the instant of a Sample.Timestamp, in UTC (the zero time for 0).
-func SampleTime(ts int64) time.Time { return samples.Time(ts) }
+func SampleTime(ts int64) time.Time { return sampleset.Time(ts) }
 
 // History is the in-memory state upstream keeps per HPA key.
 type History struct {

@@ -16,7 +16,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // freshContainerWindow is metrics-server's freshContainerWindowMetricsResolution: a container
@@ -249,7 +249,7 @@ func (w *world) scrape(t time.Time) {
 // nanocores (a Quantity read with MilliValue, which rounds up), memory in bytes; the pod's
 // timestamp as served (RFC 3339, whole seconds) and its window.
 func (w *world) podResource(res corev1.ResourceName, container string) (*metrics.PodSamples, time.Time, error) {
-	out := samples.NewPodSamples(len(w.pods))
+	out := sampleset.New(len(w.pods))
 	var first time.Time
 	ci := -1
 	if container != "" {
@@ -382,7 +382,7 @@ func (w *world) podsMetric(name string) (*metrics.PodSamples, time.Time, error) 
 		return nil, time.Time{}, err
 	}
 	ts := w.now.Truncate(time.Second)
-	out := samples.NewPodSamples(len(w.pods))
+	out := sampleset.New(len(w.pods))
 	for _, p := range w.pods {
 		if !p.isStarted {
 			continue

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // PodUsage is one pod's entry of a PodMetrics list, whichever API served it.
@@ -33,8 +35,8 @@ type ContainerUsage struct {
 // pod lacking the resource in any container in scope (or lacking the container) is left
 // out, and the time is the first item's timestamp. Unlike upstream it refuses duplicates,
 // unnamed pods, negative, huge and stale values instead of passing them on.
-func PodResourceSamples(items []PodUsage, res corev1.ResourceName, container string, now time.Time, maxAge time.Duration) (*PodSamples, time.Time, error) {
-	out := NewPodSamples(len(items))
+func PodResourceSamples(items []PodUsage, res corev1.ResourceName, container string, now time.Time, maxAge time.Duration) (*sampleset.Set, time.Time, error) {
+	out := sampleset.New(len(items))
 	// A repeated pod is found in out, or among the pods left out (rare: kept apart so that a
 	// sync builds no map).
 	var leftOut map[string]bool
@@ -62,7 +64,7 @@ func PodResourceSamples(items []PodUsage, res corev1.ResourceName, container str
 		if it.Window < 0 {
 			return nil, time.Time{}, fmt.Errorf("pod %s: negative window %s", it.Name, it.Window)
 		}
-		out.Add(it.Name, PodSample{MilliValue: sum, Timestamp: Timestamp(it.Timestamp), Window: it.Window})
+		out.Add(it.Name, sampleset.Sample{MilliValue: sum, Timestamp: sampleset.Timestamp(it.Timestamp), Window: it.Window}) // not a repeat: checked above
 	}
 	return out, items[0].Timestamp, nil
 }
@@ -271,13 +273,13 @@ func collapseSamples(points []modelPoint, window time.Duration) (milli int64, ne
 // HeapsterPodsSamples matches model API items to the requested pods by position and
 // collapses each; the time is the oldest of the per-pod newest timestamps (zero if no pod
 // had data). Pods with an empty series are left out, as upstream.
-func HeapsterPodsSamples(podNames []string, list ModelResultList, now time.Time, maxAge time.Duration) (*PodSamples, time.Time, error) {
+func HeapsterPodsSamples(podNames []string, list ModelResultList, now time.Time, maxAge time.Duration) (*sampleset.Set, time.Time, error) {
 	if len(list.Items) != len(podNames) {
 		// Heapster answers every requested pod, with an empty series if it has no data, so
 		// a different count means items cannot be matched to pods.
 		return nil, time.Time{}, fmt.Errorf("requested metrics for %d pods, got metrics for %d", len(podNames), len(list.Items))
 	}
-	out := NewPodSamples(len(podNames))
+	out := sampleset.New(len(podNames))
 	var oldest time.Time
 	found := false
 	for i, item := range list.Items {
@@ -291,7 +293,9 @@ func HeapsterPodsSamples(podNames []string, list ModelResultList, now time.Time,
 		if err := CheckFresh(ts, now, maxAge, "the newest sample of pod "+podNames[i]); err != nil {
 			return nil, time.Time{}, err
 		}
-		out.Add(podNames[i], PodSample{MilliValue: v, Timestamp: Timestamp(ts), Window: time.Minute})
+		if !out.Add(podNames[i], sampleset.Sample{MilliValue: v, Timestamp: sampleset.Timestamp(ts), Window: time.Minute}) {
+			return nil, time.Time{}, fmt.Errorf("pod %s is listed twice", podNames[i])
+		}
 		if !found || ts.Before(oldest) {
 			oldest, found = ts, true
 		}

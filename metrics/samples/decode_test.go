@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // fixedTimestamp is the reference time of the decoders' tests (the Heapster era's).
@@ -95,9 +97,9 @@ func TestHeapsterPodsSamplesMatchesItemsByPosition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]PodSample{
-		"b": {MilliValue: 2000, Timestamp: Timestamp(fixedTimestamp), Window: time.Minute},
-		"a": {MilliValue: 1000, Timestamp: Timestamp(fixedTimestamp.Add(-time.Minute)), Window: time.Minute},
+	want := map[string]sampleset.Sample{
+		"b": {MilliValue: 2000, Timestamp: sampleset.Timestamp(fixedTimestamp), Window: time.Minute},
+		"a": {MilliValue: 1000, Timestamp: sampleset.Timestamp(fixedTimestamp.Add(-time.Minute)), Window: time.Minute},
 	}
 	if diff := cmp.Diff(want, got.Map()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -105,6 +107,15 @@ func TestHeapsterPodsSamplesMatchesItemsByPosition(t *testing.T) {
 	if !ts.Equal(fixedTimestamp.Add(-time.Minute)) {
 		t.Errorf("time %s", ts)
 	}
+}
+
+func TestHeapsterPodsSamplesRefusesAPodAskedForTwice(t *testing.T) {
+	list := ModelResultList{Items: []modelResult{
+		{Metrics: []modelPoint{pt(0, "2")}},
+		{Metrics: []modelPoint{pt(0, "3")}},
+	}}
+	_, _, err := HeapsterPodsSamples([]string{"a", "a"}, list, fixedTimestamp, time.Hour)
+	checkErr(t, err, "pod a is listed twice")
 }
 
 func TestPodResourceSamplesRefusesBadItems(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // The seed corpora live in testdata/fuzz/<target>; `make test-fuzz-metrics` runs each
@@ -63,20 +65,20 @@ func FuzzHeapsterModel(f *testing.F) {
 		}
 		for pod, s := range got.All() {
 			checkSample(t, pod, s, now, maxAge)
-			if Time(s.Timestamp).Before(ts) {
-				t.Fatalf("pod %s newest sample %s is older than the returned time %s", pod, Time(s.Timestamp), ts)
+			if sampleset.Time(s.Timestamp).Before(ts) {
+				t.Fatalf("pod %s newest sample %s is older than the returned time %s", pod, sampleset.Time(s.Timestamp), ts)
 			}
 		}
 	})
 }
 
-func checkSample(t *testing.T, pod string, s PodSample, now time.Time, maxAge time.Duration) {
+func checkSample(t *testing.T, pod string, s sampleset.Sample, now time.Time, maxAge time.Duration) {
 	t.Helper()
 	if s.MilliValue < 0 || s.MilliValue > MaxMilliValue {
 		t.Fatalf("pod %s: value %d outside [0, %d]", pod, s.MilliValue, MaxMilliValue)
 	}
-	if maxAge > 0 && now.Sub(Time(s.Timestamp)) > maxAge {
-		t.Fatalf("pod %s: stale sample %s accepted", pod, Time(s.Timestamp))
+	if maxAge > 0 && now.Sub(sampleset.Time(s.Timestamp)) > maxAge {
+		t.Fatalf("pod %s: stale sample %s accepted", pod, sampleset.Time(s.Timestamp))
 	}
 	if s.Window < 0 {
 		t.Fatalf("pod %s: negative window %s", pod, s.Window)

@@ -15,48 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// PodSample is one pod's value of a metric (the decision core's replicas.Sample).
-type PodSample struct {
-	// MilliValue is the value in milli-units (millicores for cpu, milli-bytes for memory).
-	MilliValue int64
-	// Timestamp is when the value was observed, as Timestamp(t) gives it (Unix nanoseconds, 0
-	// for no time; Time turns it back): without a time.Time's pointer and 16 of its bytes, the
-	// garbage collector has no pointer to follow in a sync's samples. Window is the period the value covers.
-	Timestamp int64
-	Window    time.Duration
-}
-
-// Timestamp is PodSample.Timestamp for t: its Unix time in nanoseconds, except that the zero
-// time is 0 (the Unix epoch itself becomes 1ns after it), and that times before 1677-09-22 or
-// after 2262-04-11 (beyond an int64 of nanoseconds) are clamped to the nearest representable
-// one. It is the decision core's replicas.SampleTimestamp (the controller's tests check that
-// they agree).
-func Timestamp(t time.Time) int64 {
-	if sec := t.Unix(); sec > math.MinInt64/1_000_000_000 && sec < math.MaxInt64/1_000_000_000 {
-		if ns := t.UnixNano(); ns != 0 { // this far from the limits it cannot overflow
-			return ns
-		}
-		return 1
-	}
-	switch {
-	case t.IsZero():
-		return 0
-	case t.Before(time.Unix(0, math.MinInt64)):
-		return math.MinInt64
-	case t.After(time.Unix(0, math.MaxInt64)):
-		return math.MaxInt64
-	}
-	return t.UnixNano()
-}
-
-// Time is the instant of a PodSample.Timestamp, in UTC (the zero time for 0).
-func Time(ts int64) time.Time {
-	if ts == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ts).UTC()
-}
-
 // MaxMilliValue is the largest milli-value a sample may carry (1e16: 1e13 cores, or about
 // 9 TiB of memory, per pod). Anything larger is treated as garbage rather than load, so
 // that the controller's sums over pods cannot overflow int64.

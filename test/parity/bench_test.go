@@ -15,7 +15,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas/benchload"
-	podsamples "github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // benchMetrics builds the sample map on every call, as upstream's metrics client does from the
@@ -83,7 +83,7 @@ func BenchmarkUpstreamResourceReplicas(b *testing.B) {
 // oursOnBenchWorkload is our core's proposal for the benchmark workload.
 func oursOnBenchWorkload(w *benchload.Workload, pods []*corev1.Pod, now time.Time) (int32, error) {
 	target := int32(benchload.TargetUtilization)
-	samples := podsamples.NewPodSamples(len(w.Samples))
+	samples := sampleset.New(len(w.Samples))
 	for _, s := range w.Samples {
 		samples.Add(s.Pod, replicas.Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTimestamp(s.Timestamp), Window: s.Window})
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
-	podsamples "github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // hpa is the scenario's HPA: only this metric, bounds that never clamp.
@@ -106,7 +106,7 @@ func (s *source) podSamples(identity string) (*metrics.PodSamples, time.Time, er
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	out := podsamples.NewPodSamples(len(m.samples))
+	out := sampleset.New(len(m.samples))
 	for _, name := range slices.Sorted(maps.Keys(m.samples)) {
 		sm := m.samples[name]
 		out.Add(name, metrics.PodSample{MilliValue: sm.value, Timestamp: replicas.SampleTimestamp(sm.at.time(s.now)), Window: sm.window})

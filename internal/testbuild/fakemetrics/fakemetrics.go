@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // Values is what the fake serves for one metric: a sample per pod name.
@@ -92,7 +92,7 @@ func (c *Client) PodResource(_ context.Context, namespace string, res corev1.Res
 
 // own is s as a metrics client answers, never nil, and the caller's to keep.
 func own(s Values) *metrics.PodSamples {
-	return samples.PodSamplesOf(s)
+	return sampleset.Of(s)
 }
 
 // PodsMetric answers from Pods.
@@ -141,7 +141,7 @@ func (c *Client) Source() string { return c.Name }
 func Samples(milli int64, at time.Time, window time.Duration, pods ...string) Values {
 	out := make(Values, len(pods))
 	for _, p := range pods {
-		out[p] = metrics.PodSample{MilliValue: milli, Timestamp: samples.Timestamp(at), Window: window}
+		out[p] = metrics.PodSample{MilliValue: milli, Timestamp: sampleset.Timestamp(at), Window: window}
 	}
 	return out
 }

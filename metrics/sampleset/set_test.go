@@ -1,4 +1,4 @@
-package samples
+package sampleset
 
 import (
 	"fmt"
@@ -8,9 +8,7 @@ import (
 	"time"
 )
 
-func TestPodSamplesKeepsOneSamplePerPodInTheOrderAdded(t *testing.T) {
-	a := PodSample{MilliValue: 1, Timestamp: 10, Window: time.Minute}
-	b := PodSample{MilliValue: 2, Timestamp: 20, Window: 30 * time.Second}
+func TestSetKeepsOneSamplePerPodInTheOrderAdded(t *testing.T) {
 	tests := []struct {
 		name      string
 		capacity  int
@@ -26,14 +24,22 @@ func TestPodSamplesKeepsOneSamplePerPodInTheOrderAdded(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := NewPodSamples(tc.capacity)
+			p := New(tc.capacity)
+			// Each add carries its own value, so that a repeat's value would show if it replaced
+			// the first.
+			first := map[string]Sample{}
 			for i, name := range tc.add {
-				s := a
-				if i%2 == 1 {
-					s = b
-				}
+				s := Sample{MilliValue: int64(i + 1), Timestamp: int64(10 * (i + 1)), Window: time.Duration(i+1) * time.Second}
 				if got := p.Add(name, s); got != tc.wantAdded[i] {
 					t.Errorf("Add(%q) = %v, want %v", name, got, tc.wantAdded[i])
+				}
+				if _, seen := first[name]; !seen {
+					first[name] = s
+				}
+			}
+			for name, want := range first {
+				if got, ok := p.Get(name); !ok || got != want {
+					t.Errorf("Get(%q) = %+v, %v, want the first sample added, %+v", name, got, ok, want)
 				}
 			}
 			var order []string
@@ -56,8 +62,32 @@ func TestPodSamplesKeepsOneSamplePerPodInTheOrderAdded(t *testing.T) {
 	}
 }
 
-func TestNilPodSamplesIsEmpty(t *testing.T) {
-	var p *PodSamples
+func TestOfNilIsEmptyNotNil(t *testing.T) {
+	p := Of(nil)
+	if p == nil || p.Len() != 0 {
+		t.Fatalf("Of(nil) = %v", p)
+	}
+	if !p.Add("a", Sample{MilliValue: 1}) {
+		t.Error("cannot add to Of(nil)")
+	}
+}
+
+func TestValuesYieldsTheSamplesInTheOrderAdded(t *testing.T) {
+	p := New(0)
+	for i, name := range []string{"c", "a", "b"} {
+		p.Add(name, Sample{MilliValue: int64(i)})
+	}
+	var got []int64
+	for s := range p.Values() {
+		got = append(got, s.MilliValue)
+	}
+	if !slices.Equal(got, []int64{0, 1, 2}) {
+		t.Errorf("Values yielded %v, want [0 1 2]", got)
+	}
+}
+
+func TestNilSetIsEmpty(t *testing.T) {
+	var p *Set
 	if p.Len() != 0 {
 		t.Errorf("Len = %d", p.Len())
 	}
@@ -73,25 +103,25 @@ func TestNilPodSamplesIsEmpty(t *testing.T) {
 	if p.Map() != nil || p.Clone() != nil {
 		t.Error("Map or Clone of nil is not nil")
 	}
-	if !p.Equal(NewPodSamples(3)) || !NewPodSamples(0).Equal(p) {
-		t.Error("nil does not equal an empty PodSamples")
+	if !p.Equal(New(3)) || !New(0).Equal(p) {
+		t.Error("nil does not equal an empty Set")
 	}
 }
 
-func TestPodSamplesEqualCloneAndMap(t *testing.T) {
-	m := map[string]PodSample{"b": {MilliValue: 2}, "a": {MilliValue: 1}, "c": {MilliValue: 3}}
-	p := PodSamplesOf(m)
+func TestSetEqualCloneAndMap(t *testing.T) {
+	m := map[string]Sample{"b": {MilliValue: 2}, "a": {MilliValue: 1}, "c": {MilliValue: 3}}
+	p := Of(m)
 	var names []string
 	for name := range p.All() {
 		names = append(names, name)
 	}
 	if !slices.Equal(names, []string{"a", "b", "c"}) {
-		t.Errorf("PodSamplesOf added %q, want the names in order", names)
+		t.Errorf("Of added %q, want the names in order", names)
 	}
 	if !maps.Equal(p.Map(), m) {
 		t.Errorf("Map = %v, want %v", p.Map(), m)
 	}
-	reversed := NewPodSamples(0)
+	reversed := New(0)
 	for _, name := range []string{"c", "b", "a"} {
 		reversed.Add(name, m[name])
 	}
@@ -99,27 +129,40 @@ func TestPodSamplesEqualCloneAndMap(t *testing.T) {
 		t.Error("the same samples added in another order are not Equal")
 	}
 	c := p.Clone()
-	c.Add("d", PodSample{MilliValue: 4})
-	if p.Len() != 3 || p.Equal(c) {
-		t.Error("adding to a clone changed the original, or Equal missed the extra pod")
+	// Enough pods to grow the clone's index, which must not be the original's.
+	for i := range 20 {
+		c.Add(fmt.Sprintf("extra-%d", i), Sample{MilliValue: int64(100 + i)})
 	}
-	other := PodSamplesOf(map[string]PodSample{"a": {MilliValue: 1}, "b": {MilliValue: 2}, "c": {MilliValue: 4}})
+	if p.Len() != 3 || p.Equal(c) {
+		t.Error("adding to a clone changed the original's length, or Equal missed the extra pods")
+	}
+	for name, want := range m {
+		for _, q := range []*Set{p, c} {
+			if got, ok := q.Get(name); !ok || got != want {
+				t.Errorf("after adding to the clone, Get(%q) = %+v, %v, want %+v", name, got, ok, want)
+			}
+		}
+	}
+	if _, ok := p.Get("extra-0"); ok {
+		t.Error("the original finds a pod added to its clone")
+	}
+	other := Of(map[string]Sample{"a": {MilliValue: 1}, "b": {MilliValue: 2}, "c": {MilliValue: 4}})
 	if p.Equal(other) {
 		t.Error("Equal missed a different value")
 	}
 }
 
-// FuzzPodSamplesActsLikeAMap checks the container against a map fed the same names: Add reports
+// FuzzSetActsLikeAMap checks the container against a map fed the same names: Add reports
 // a repeat exactly when the map has the name, and every name, and only those, is found.
-func FuzzPodSamplesActsLikeAMap(f *testing.F) {
+func FuzzSetActsLikeAMap(f *testing.F) {
 	f.Add([]byte("web-1\x00web-2\x00web-1\x00\x00"), uint8(0))
 	f.Add([]byte("a\x00b\x00c\x00d\x00e\x00f\x00g\x00h\x00i\x00j"), uint8(3))
 	f.Fuzz(func(t *testing.T, data []byte, capacity uint8) {
-		p := NewPodSamples(int(capacity))
-		m := map[string]PodSample{}
+		p := New(int(capacity))
+		m := map[string]Sample{}
 		var order []string
 		for i, name := range splitNames(data) {
-			s := PodSample{MilliValue: int64(i), Timestamp: int64(len(name))}
+			s := Sample{MilliValue: int64(i), Timestamp: int64(len(name))}
 			_, had := m[name]
 			if added := p.Add(name, s); added == had {
 				t.Fatalf("Add(%q) = %v with the name already added: %v", name, added, had)
@@ -150,7 +193,7 @@ func FuzzPodSamplesActsLikeAMap(f *testing.F) {
 	})
 }
 
-func mapHas(m map[string]PodSample, k string) bool { _, ok := m[k]; return ok }
+func mapHas(m map[string]Sample, k string) bool { _, ok := m[k]; return ok }
 
 func splitNames(data []byte) []string {
 	var out []string
@@ -164,16 +207,16 @@ func splitNames(data []byte) []string {
 	return append(out, string(data[start:]))
 }
 
-func BenchmarkPodSamplesAddAndGet(b *testing.B) {
+func BenchmarkSetAddAndGet(b *testing.B) {
 	names := make([]string, 1000)
 	for i := range names {
 		names[i] = fmt.Sprintf("web-5d8f9c7b4-%05d", i)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		p := NewPodSamples(len(names))
+		p := New(len(names))
 		for i, n := range names {
-			p.Add(n, PodSample{MilliValue: int64(i)})
+			p.Add(n, Sample{MilliValue: int64(i)})
 		}
 		for _, n := range names {
 			if _, ok := p.Get(n); !ok {

@@ -1,4 +1,4 @@
-package replicas
+package sampleset
 
 import (
 	"math"
@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-func TestSampleTimestampRoundTrips(t *testing.T) {
+func TestTimestampRoundTrips(t *testing.T) {
 	local := time.FixedZone("UTC+2", 2*3600)
 	for _, tc := range []struct {
 		name string
 		in   time.Time
-		want time.Time // SampleTime(SampleTimestamp(in))
+		want time.Time // Time(Timestamp(in))
 	}{
 		{"the zero time stays the zero time", time.Time{}, time.Time{}},
 		{"an instant keeps its nanoseconds", time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.UTC), time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.UTC)},
@@ -24,13 +24,13 @@ func TestSampleTimestampRoundTrips(t *testing.T) {
 		{"year 1 but not the zero time is clamped", time.Time{}.Add(time.Nanosecond), time.Unix(0, math.MinInt64).UTC()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := SampleTime(SampleTimestamp(tc.in))
+			got := Time(Timestamp(tc.in))
 			if !got.Equal(tc.want) || got.IsZero() != tc.want.IsZero() {
-				t.Errorf("SampleTime(SampleTimestamp(%s)) = %s, want %s", tc.in, got, tc.want)
+				t.Errorf("Time(Timestamp(%s)) = %s, want %s", tc.in, got, tc.want)
 			}
 		})
 	}
-	if ts := (Sample{}).Timestamp; !SampleTime(ts).IsZero() {
-		t.Errorf("a Sample without a Timestamp is at %s, want the zero time", SampleTime(ts))
+	if ts := (Sample{}).Timestamp; !Time(ts).IsZero() {
+		t.Errorf("a Sample without a Timestamp is at %s, want the zero time", Time(ts))
 	}
 }
