@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // scenario draws a random but API-valid Input from seed: pods with phases, readiness and start
@@ -269,8 +270,8 @@ func perPodTarget(spec autoscalingv2.MetricSpec) bool {
 	return false
 }
 
-// FuzzDecideOrderIndependence: shuffling pods (and their samples' map) changes nothing; the
-// count does not depend on the order of metrics either (max over metrics).
+// FuzzDecideOrderIndependence: shuffling the pods, or the order their samples were added in,
+// changes nothing; the count does not depend on the order of metrics either (max over metrics).
 func FuzzDecideOrderIndependence(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, seed uint64) {
@@ -283,6 +284,31 @@ func FuzzDecideOrderIndependence(f *testing.F) {
 		r.Shuffle(len(shuffled.Pods), func(i, j int) { shuffled.Pods[i], shuffled.Pods[j] = shuffled.Pods[j], shuffled.Pods[i] })
 		if ds := Decide(shuffled); !cmp.Equal(d, ds, decisionCmp) {
 			t.Fatalf("pod order changed the decision:\n%s", cmp.Diff(d, ds, decisionCmp))
+		}
+
+		resampled := in
+		resampled.Metrics = slices.Clone(in.Metrics)
+		for i, m := range resampled.Metrics {
+			if m.PodSamples == nil {
+				continue
+			}
+			type named struct {
+				pod string
+				s   Sample
+			}
+			var all []named
+			for pod, s := range m.PodSamples.All() {
+				all = append(all, named{pod, s})
+			}
+			r.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+			set := sampleset.New(len(all))
+			for _, n := range all {
+				set.Add(n.pod, n.s)
+			}
+			resampled.Metrics[i].PodSamples = set
+		}
+		if ds := Decide(resampled); !cmp.Equal(d, ds, decisionCmp) {
+			t.Fatalf("the samples' order changed the decision:\n%s", cmp.Diff(d, ds, decisionCmp))
 		}
 
 		reversed := in

@@ -74,7 +74,7 @@ func New(n int, now time.Time) Workload {
 		if m := i % 50; m == 3 || m == 17 || m == 31 {
 			continue
 		}
-		// A decoder's pod name is its own string, not the pod object's: a map probe then
+		// A decoder's pod name is its own string, not the pod object's: a lookup then
 		// compares the bytes, as it does in a controller, instead of matching on the pointer.
 		w.Samples = append(w.Samples, Sample{Pod: strings.Clone(name), MilliValue: UsageMilli, Timestamp: now.Add(-15 * time.Second), Window: 30 * time.Second})
 	}
