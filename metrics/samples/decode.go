@@ -37,8 +37,8 @@ type ContainerUsage struct {
 // unnamed pods, negative, huge and stale values instead of passing them on.
 func PodResourceSamples(items []PodUsage, res corev1.ResourceName, container string, now time.Time, maxAge time.Duration) (*sampleset.Set, time.Time, error) {
 	out := sampleset.New(len(items))
-	// A repeated pod is found in out, or among the pods left out (rare: kept apart so that a
-	// sync builds no map).
+	// A repeated pod is found in out, or among the pods left out (rare: kept in a map of their
+	// own, made only when a pod is left out).
 	var leftOut map[string]bool
 	for _, it := range items {
 		if it.Name == "" {
