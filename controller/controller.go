@@ -569,7 +569,7 @@ func (c *Controller) reconcile(ctx context.Context, ev *Evaluation, start time.T
 		rep.ScaleWritten = scaleErr == nil
 	}
 	rep.ScaleWriteErr = scaleErr
-	out, kept := Settle(in, d, scaleErr, reason == "")
+	out, kept := replicas.Settle(in, d, scaleErr, reason == "")
 	rep.Outcome, rep.Kept = out, kept
 	c.record(hpa, out.Events, events)
 

@@ -10,7 +10,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/klog/v2"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
 
@@ -19,19 +19,19 @@ import (
 // says (then it is worth a write of its own). A repeated recommendation, or entries that only
 // aged out, change nothing: a steady HPA's history costs no write.
 func (c *Controller) historyAnnotation(hpa *autoscalingv2.HorizontalPodAutoscaler, kept replicas.History, now time.Time) (func(*autoscalingv2.HorizontalPodAutoscaler), bool) {
-	old, has := hpa.Annotations[history.Annotation]
+	old, has := hpa.Annotations[annotation.Key]
 	if !c.opts.PersistHistory {
 		if !has {
 			return nil, false
 		}
-		return func(obj *autoscalingv2.HorizontalPodAutoscaler) { delete(obj.Annotations, history.Annotation) }, false
+		return func(obj *autoscalingv2.HorizontalPodAutoscaler) { delete(obj.Annotations, annotation.Key) }, false
 	}
-	hz := history.HorizonOf(hpa, c.opts.Config)
-	rec := history.New(history.Compact(kept, hz, now), string(hpa.UID), c.holder, now, c.opts.SyncPeriod, hz)
+	hz := annotation.HorizonOf(hpa, c.opts.Config)
+	rec := annotation.New(annotation.Compact(kept, hz, now), string(hpa.UID), c.holder, now, c.opts.SyncPeriod, hz)
 	value := rec.Encode()
 	changed := true
 	if has {
-		if prev, err := history.Decode(old); err == nil {
+		if prev, err := annotation.Decode(old); err == nil {
 			changed = !prev.Same(rec)
 		}
 	}
@@ -39,29 +39,29 @@ func (c *Controller) historyAnnotation(hpa *autoscalingv2.HorizontalPodAutoscale
 		if obj.Annotations == nil {
 			obj.Annotations = map[string]string{}
 		}
-		obj.Annotations[history.Annotation] = value
+		obj.Annotations[annotation.Key] = value
 	}, changed
 }
 
 // Recorded is the history a kubectl hpa run persisted on an HPA, restored for a decision.
 type Recorded struct {
-	Record   history.Record
-	Restored history.Restored
+	Record   annotation.Record
+	Restored annotation.Restored
 }
 
 // RecordedHistory reads the history persisted on hpa for a decision at now under cfg; the
 // newest recommendation counts as current until openUntil (clamped to [written, now]). ok is
-// false without an annotation; err (a *history.Error) says why one is not used.
+// false without an annotation; err (a *annotation.Error) says why one is not used.
 func RecordedHistory(hpa *autoscalingv2.HorizontalPodAutoscaler, cfg replicas.Config, now, openUntil time.Time) (rec Recorded, ok bool, err error) {
-	value, has := hpa.Annotations[history.Annotation]
+	value, has := hpa.Annotations[annotation.Key]
 	if !has {
 		return rec, false, nil
 	}
-	r, err := history.Decode(value)
+	r, err := annotation.Decode(value)
 	if err != nil {
 		return rec, true, err
 	}
-	restored, err := history.Restore(r, hpa, cfg, DefaultFieldManager, now, openUntil)
+	restored, err := annotation.Restore(r, hpa, cfg, DefaultFieldManager, now, openUntil)
 	if err != nil {
 		return rec, true, err
 	}
@@ -72,7 +72,7 @@ func RecordedHistory(hpa *autoscalingv2.HorizontalPodAutoscaler, cfg replicas.Co
 // what is done.
 func IgnoredHistoryMessage(namespace, name string, err error, instead string) string {
 	return fmt.Sprintf("ignoring the decision history recorded on HPA %s/%s (annotation %s): %v; %s",
-		namespace, name, history.Annotation, err, instead)
+		namespace, name, annotation.Key, err, instead)
 }
 
 // restoreHistory fills the memory from the histories persisted on the HPAs in the cache,

@@ -10,7 +10,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 )
 
 // deliver puts the HPA as stored into the informer cache, as a watch would.
@@ -40,7 +40,7 @@ func TestPersistedHistoryEndsAHeldScaleDownOnTimeAfterARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := f.deliver(t, "web")
-	if _, ok := first.Annotations[history.Annotation]; !ok {
+	if _, ok := first.Annotations[annotation.Key]; !ok {
 		t.Fatalf("the first decision wrote no history: annotations %v", first.Annotations)
 	}
 
@@ -65,12 +65,12 @@ func TestPersistedHistoryEndsAHeldScaleDownOnTimeAfterARestart(t *testing.T) {
 		t.Fatalf("the held scale-down made API calls %q, want one status write", got)
 	}
 	held := f.deliver(t, "web")
-	rec, err := history.Decode(held.Annotations[history.Annotation])
+	rec, err := annotation.Decode(held.Annotations[annotation.Key])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rec.Recs) != 2 || rec.Recs[0][0] != 2 || rec.Recs[1][0] != 1 || !rec.Open {
-		t.Fatalf("persisted %s, want 2 (closed) then 1 (open)", held.Annotations[history.Annotation])
+		t.Fatalf("persisted %s, want 2 (closed) then 1 (open)", held.Annotations[annotation.Key])
 	}
 
 	restart := func(persist bool, at time.Time) *fixture {
@@ -111,7 +111,7 @@ func TestPersistedHistoryEndsAHeldScaleDownOnTimeAfterARestart(t *testing.T) {
 
 func TestAnUnusableHistoryIsOneLineAndUpstreamsFreshStart(t *testing.T) {
 	bad := newHPA("web")
-	bad.Annotations = map[string]string{history.Annotation: `{"v":1,"by":"kubectl-hpa","at":"2026-11-30T12:00:00Z","uid":"uid-web","hz":[300,0,0],"open":tr`}
+	bad.Annotations = map[string]string{annotation.Key: `{"v":1,"by":"kubectl-hpa","at":"2026-11-30T12:00:00Z","uid":"uid-web","hz":[300,0,0],"open":tr`}
 	f := newFixture(t, persisting(), []*autoscalingv2.HorizontalPodAutoscaler{bad}, webPods(), map[string]int32{"web": 2}, cpuMetrics(cpuAt(50, "web-1", "web-2")))
 	var notes []string
 	f.c.note = func(s string) { notes = append(notes, s) }
@@ -123,7 +123,7 @@ func TestAnUnusableHistoryIsOneLineAndUpstreamsFreshStart(t *testing.T) {
 	if err := f.sync(t, "web"); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.deliver(t, "web").Annotations[history.Annotation]; !strings.HasPrefix(got, `{"v":1,"by":"kubectl-hpa"`) || strings.HasSuffix(got, "tr") {
+	if got := f.deliver(t, "web").Annotations[annotation.Key]; !strings.HasPrefix(got, `{"v":1,"by":"kubectl-hpa"`) || strings.HasSuffix(got, "tr") {
 		t.Fatalf("the first decision did not replace the unusable record: %s", got)
 	}
 }
@@ -139,7 +139,7 @@ func TestMemoryOnlyRemovesTheAnnotationWithItsNextStatusWrite(t *testing.T) {
 	if err := g.sync(t, "web"); err != nil {
 		t.Fatal(err)
 	}
-	if a, ok := g.storedHPA(t, "web").Annotations[history.Annotation]; ok {
+	if a, ok := g.storedHPA(t, "web").Annotations[annotation.Key]; ok {
 		t.Fatalf("memory-only left the annotation %s", a)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
@@ -114,7 +114,7 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 		facts.HistoryHolder = rec.Record.Holder
 		facts.HistoryRecordedAt = rec.Record.At
 		sync := time.Duration(rec.Record.SyncMillis) * time.Millisecond
-		uses := fmt.Sprintf("kubectl hpa run keeps the recommendations and scale events its next decisions depend on in the HPA's annotation %s, and this decision uses them", history.Annotation)
+		uses := fmt.Sprintf("kubectl hpa run keeps the recommendations and scale events its next decisions depend on in the HPA's annotation %s, and this decision uses them", annotation.Key)
 		const newest = " Its newest recommendation counts as made until now."
 		if w, ok := recordedWindowWarning(hpa, rec.Record, in.Config); ok {
 			// The window differs because the flags do, not because the spec changed since:
@@ -377,7 +377,7 @@ func timeRange(from, to time.Time) *output.TimeRange {
 // stabilization window than cfg's. Without a behavior the window is the controller's flag,
 // which the record keeps as its horizon: under another one explain's decision is not the one
 // run makes next, and the user may not know which flag run was started with.
-func recordedWindowWarning(hpa *autoscalingv2.HorizontalPodAutoscaler, rec history.Record, cfg replicas.Config) (output.Warning, bool) {
+func recordedWindowWarning(hpa *autoscalingv2.HorizontalPodAutoscaler, rec annotation.Record, cfg replicas.Config) (output.Warning, bool) {
 	if hpa.Spec.Behavior != nil {
 		return output.Warning{}, false
 	}

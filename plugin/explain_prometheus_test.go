@@ -19,7 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
@@ -199,10 +199,10 @@ func TestExplainPrefersTheRecordedHistoryToAReplay(t *testing.T) {
 	defer srv.Close()
 	f := heldFixture()
 	written := now.Add(-10 * time.Second)
-	rec := history.New(replicas.History{Recommendations: []replicas.Recommendation{
+	rec := annotation.New(replicas.History{Recommendations: []replicas.Recommendation{
 		{Replicas: 6, Timestamp: now.Add(-50 * time.Second)}, {Replicas: 2, Timestamp: written}}},
-		string(f.hpa.UID), "node-a_5f1c", written, 5*time.Second, history.Horizon{Window: 60, UpPeriod: 15, DownPeriod: 15})
-	f.hpa.Annotations = map[string]string{history.Annotation: rec.Encode()}
+		string(f.hpa.UID), "node-a_5f1c", written, 5*time.Second, annotation.Horizon{Window: 60, UpPeriod: 15, DownPeriod: 15})
+	f.hpa.Annotations = map[string]string{annotation.Key: rec.Encode()}
 	r := f.run(t, "web", "-n", "shop", "--prometheus-url", srv.URL, "--sync-period", "5s", "-o", "json")
 	if r.code != 0 || r.stderr != "" {
 		t.Fatalf("exit code %d, stderr %q", r.code, r.stderr)

@@ -36,7 +36,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
@@ -392,10 +392,10 @@ func scenarios() map[string]struct {
 			f.hpa.Status.CurrentReplicas, f.hpa.Status.DesiredReplicas = 6, 6
 			f.hpa.Status.LastScaleTime = ptrTo(metav1.NewTime(now.Add(-2 * time.Minute)))
 			written := now.Add(-20 * time.Second)
-			rec := history.New(replicas.History{Recommendations: []replicas.Recommendation{
+			rec := annotation.New(replicas.History{Recommendations: []replicas.Recommendation{
 				{Replicas: 6, Timestamp: now.Add(-100 * time.Second)}, {Replicas: 3, Timestamp: written}}},
-				string(f.hpa.UID), "node-a_5f1c", written, 15*time.Second, history.Horizon{Window: 300, UpPeriod: 0, DownPeriod: 0})
-			f.hpa.Annotations = map[string]string{history.Annotation: rec.Encode()}
+				string(f.hpa.UID), "node-a_5f1c", written, 15*time.Second, annotation.Horizon{Window: 300, UpPeriod: 0, DownPeriod: 0})
+			f.hpa.Annotations = map[string]string{annotation.Key: rec.Encode()}
 			return f
 		}},
 		// Run decided under a 2m window, explain under its default 5m.
@@ -405,7 +405,7 @@ func scenarios() map[string]struct {
 			f.setPods(6, "500m", "150m")
 			f.scale.Spec.Replicas, f.scale.Status.Replicas = 6, 6
 			f.hpa.Status.CurrentReplicas, f.hpa.Status.DesiredReplicas = 6, 6
-			f.hpa.Annotations = map[string]string{history.Annotation: `{"v":2,"by":"kubectl-hpa"}`}
+			f.hpa.Annotations = map[string]string{annotation.Key: `{"v":2,"by":"kubectl-hpa"}`}
 			return f
 		}},
 		"scale-down-without-visible-history": {fx: func() *fixture {
@@ -709,10 +709,10 @@ func recordedUnderAnotherWindow() *fixture {
 	f.setPods(6, "500m", "150m")
 	f.hpa.Status.CurrentReplicas, f.hpa.Status.DesiredReplicas = 6, 6
 	written := now.Add(-20 * time.Second)
-	rec := history.New(replicas.History{Recommendations: []replicas.Recommendation{
+	rec := annotation.New(replicas.History{Recommendations: []replicas.Recommendation{
 		{Replicas: 6, Timestamp: now.Add(-130 * time.Second)}, {Replicas: 3, Timestamp: written}}},
-		string(f.hpa.UID), "node-a_5f1c", written, 15*time.Second, history.Horizon{Window: 120})
-	f.hpa.Annotations = map[string]string{history.Annotation: rec.Encode()}
+		string(f.hpa.UID), "node-a_5f1c", written, 15*time.Second, annotation.Horizon{Window: 120})
+	f.hpa.Annotations = map[string]string{annotation.Key: rec.Encode()}
 	return f
 }
 

@@ -29,7 +29,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/lease"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/monitor"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
@@ -168,7 +168,7 @@ func newCmdRun(o *RunOptions) *cobra.Command {
 	fs.StringVar(&o.DryRun, "dry-run", o.DryRun, `"none" writes; "client" writes nothing; "server" sends every write with dryRun=All (validated, not persisted)`)
 	fs.BoolVar(&o.Controller.ForceOwnership, "force-ownership", o.Controller.ForceOwnership, "Write even for HPAs whose status another controller wrote recently")
 	fs.DurationVar(&o.Controller.OwnershipWindow, "ownership-window", o.Controller.OwnershipWindow, "How recent another manager's status write must be for an HPA to count as reconciled by someone else")
-	fs.BoolVar(&o.Controller.PersistHistory, "persist-history", o.Controller.PersistHistory, "Keep each HPA's decision history (the recommendations and scale events its next decisions depend on) in its annotation "+history.Annotation+", written with the status, and restore it when starting or taking the Lease over; false keeps it in memory only, as kube-controller-manager does")
+	fs.BoolVar(&o.Controller.PersistHistory, "persist-history", o.Controller.PersistHistory, "Keep each HPA's decision history (the recommendations and scale events its next decisions depend on) in its annotation "+annotation.Key+", written with the status, and restore it when starting or taking the Lease over; false keeps it in memory only, as kube-controller-manager does")
 	fs.BoolVar(&o.Controller.ScaleFromCache, "scale-from-cache", o.Controller.ScaleFromCache, "Read the scale of Deployments, ReplicaSets, StatefulSets and ReplicationControllers from watch caches instead of one GET per HPA and sync; other kinds, and kinds that may not be listed, are read live")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Hold a Lease while writing so two kubectl hpa run never both write (off with --dry-run=client)")
 	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "Name of the Lease")

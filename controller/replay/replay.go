@@ -72,7 +72,7 @@ type Options struct {
 	Keys []string
 }
 
-// Run re-decides every sync of rec through controller.Evaluate and controller.Settle with
+// Run re-decides every sync of rec through controller.Evaluate and replicas.Settle with
 // the recorded controller configuration, carrying each HPA's history forward from its
 // previous sync as run does (a new Term starts every HPA from what run's new controller held
 // at its first sync: nothing, or the history it restored from the HPA's persisted record),
@@ -117,7 +117,7 @@ func Run(ctx context.Context, rec *recording.Recording, opts Options) (*Report, 
 		if ev.Decision.Rescale && s.Result.Rescale {
 			scaleErr = s.ScaleWriteError.Err()
 		}
-		out, kept := controller.Settle(ev.Input, ev.Decision, scaleErr, s.DryRunReason == "")
+		out, kept := replicas.Settle(ev.Input, ev.Decision, scaleErr, s.DryRunReason == "")
 		held[s.Key] = kept
 		replayed := recording.SyncOf(recording.Reconcile{Term: s.Term, Key: s.Key, Input: ev.Input, PodsErr: ev.PodsErr,
 			Decision: ev.Decision, ScaleWriteErr: scaleErr, Outcome: out, Kept: kept, DryRunReason: s.DryRunReason})

@@ -1,6 +1,6 @@
 // Package replay re-decides a recording of `kubectl hpa run --record`: every recorded sync
 // goes through controller.Evaluate from a Source serving what run read at that sync, and
-// through controller.Settle, carrying the history forward from sync to sync as run does; any
+// through replicas.Settle, carrying the history forward from sync to sync as run does; any
 // difference from what run decided and kept is reported, sync by sync and field by field.
 package replay
 

@@ -373,7 +373,7 @@ func (w *world) sync(ctx context.Context, t time.Time) (syncStep, error) {
 	if d.Rescale {
 		w.scaleTo(d.DesiredReplicas, t)
 	}
-	outcome, kept := controller.Settle(ev.Input, *d, nil, true)
+	outcome, kept := replicas.Settle(ev.Input, *d, nil, true)
 	w.hpa.Status = outcome.Status
 	w.history = kept
 	st.Replicas = w.specReplicas

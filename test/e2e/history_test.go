@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 
@@ -175,11 +175,11 @@ func TestHistoryScaleDownWindowSurvivesALeaseFailover(t *testing.T) {
 			if !persist {
 				return nil
 			}
-			value, ok := hpa.Annotations[history.Annotation]
+			value, ok := hpa.Annotations[annotation.Key]
 			if !ok {
 				return errors.New("no history annotation")
 			}
-			rec, err := history.Decode(value)
+			rec, err := annotation.Decode(value)
 			if err != nil {
 				return err
 			}
@@ -314,8 +314,8 @@ func TestHistoryRateLimitSurvivesARestart(t *testing.T) {
 			if hpa.Status.LastScaleTime == nil || hpa.Status.DesiredReplicas != 4 {
 				return fmt.Errorf("status %+v", hpa.Status)
 			}
-			if persist && !strings.Contains(hpa.Annotations[history.Annotation], `"up":[[2,`) {
-				return fmt.Errorf("history %s: no scale-up event", hpa.Annotations[history.Annotation])
+			if persist && !strings.Contains(hpa.Annotations[annotation.Key], `"up":[[2,`) {
+				return fmt.Errorf("history %s: no scale-up event", hpa.Annotations[annotation.Key])
 			}
 			return nil
 		})

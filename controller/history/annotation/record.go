@@ -1,12 +1,12 @@
-// Package history is the decision history kubectl hpa run persists on each HPA (the annotation
-// hpa.kubectl-hpa.io/history), so that a run that restarts or takes a Lease over decides as one
+// Package annotation is the decision history kubectl hpa run persists on each HPA, in the
+// annotation hpa.kubectl-hpa.io/history, so that a run that restarts or takes a Lease over decides as one
 // that never stopped: the recommendations still inside the longest stabilization window and
 // the scale events still inside the longest policy period, compacted to the entries that can
 // still decide a window. It encodes, decodes, compacts and validates that record.
 //
 // A leaf: the standard library, k8s.io/api, k8s.io/apimachinery and the pure decision core
 // only, so that its fuzz target compiles little.
-package history
+package annotation
 
 import (
 	"bytes"
@@ -22,8 +22,8 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
 
-// Annotation is the HPA annotation holding the record.
-const Annotation = "hpa.kubectl-hpa.io/history"
+// Key is the HPA annotation holding the record.
+const Key = "hpa.kubectl-hpa.io/history"
 
 // Version is the record format this package writes and reads.
 const Version = 1

@@ -1,4 +1,4 @@
-package controller
+package replicas_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
 func TestSettleKeepsTheScaleEventOnlyForAPersistedSuccessfulRescale(t *testing.T) {
@@ -17,7 +18,7 @@ func TestSettleKeepsTheScaleEventOnlyForAPersistedSuccessfulRescale(t *testing.T
 	withBehavior := func(h *autoscalingv2.HorizontalPodAutoscaler) {
 		h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{}
 	}
-	in := replicas.Input{HPA: newHPA("web", withBehavior), Now: now, Config: replicas.DefaultConfig()}
+	in := replicas.Input{HPA: testbuild.HPA("default", "web", testbuild.Target("apps/v1", "Deployment", "web"), testbuild.Min(1), testbuild.Max(10), testbuild.Metrics(testbuild.CPUUtilization(50)), withBehavior), Now: now, Config: replicas.DefaultConfig()}
 	decided := replicas.History{Recommendations: []replicas.Recommendation{{Replicas: 4, Timestamp: now}}}
 	rescale := replicas.Decision{Rescale: true, CurrentReplicas: 2, DesiredReplicas: 4, History: decided}
 	withScaleUp := replicas.History{
@@ -37,7 +38,7 @@ func TestSettleKeepsTheScaleEventOnlyForAPersistedSuccessfulRescale(t *testing.T
 		{name: "no rescale keeps the decision's history", d: replicas.Decision{CurrentReplicas: 2, DesiredReplicas: 2, History: decided}, persisted: true, want: decided},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, kept := Settle(in, tc.d, tc.scaleErr, tc.persisted)
+			out, kept := replicas.Settle(in, tc.d, tc.scaleErr, tc.persisted)
 			if diff := cmp.Diff(tc.want, kept); diff != "" {
 				t.Errorf("kept history (-want +got):\n%s", diff)
 			}

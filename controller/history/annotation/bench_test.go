@@ -1,4 +1,4 @@
-package history
+package annotation
 
 import (
 	"math/rand/v2"
