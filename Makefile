@@ -46,7 +46,7 @@ $(BIN)/%/kubectl-hpa.exe: $(GO_SOURCES) $(BIN)/.ldflags
 	$(call GOBUILD,$*,$@)
 
 ## verify: formatting, vet, golangci-lint (.golangci.yml), tidy modules, import rules and the
-## README's package table (hack/verify-imports.sh). `make update` fixes what it can.
+## package table of docs/development.md (hack/verify-imports.sh). `make update` fixes what it can.
 # vet builds with -race so that it shares every compiled package with the unit and end-to-end
 # tests (a second, plain build of the whole dependency tree costs minutes on a cold machine).
 # golangci-lint is built once per version and cached (hack/golangci-lint.sh); it runs last, so

@@ -5,8 +5,8 @@
 #    kubectl, metrics, cobra/pflag, nor any other package of this module than metrics/sampleset
 #    (the per-pod samples it reads, a leaf of the standard library);
 #  - product code depends, transitively, on nothing of k8s.io/kubernetes;
-#  - the README's Layout table lists every package of the main module, no other, and for each
-#    exactly its imports of this module (tests' imports aside), and those imports point
+#  - the Layout table of docs/development.md lists every package of the main module, no other,
+#    and for each exactly its imports of this module (tests' imports aside), and those imports point
 #    cmd -> plugin -> controller -> metrics (test/ packages may import anything; product code
 #    never imports test/ nor the tests' builders, internal/testbuild).
 set -euo pipefail
@@ -30,8 +30,10 @@ if bad=$(go list -tags "$tags" -deps ./cmd/... ./plugin/... ./controller/... ./m
   fail "product code depends on k8s.io/kubernetes ($(echo $bad | cut -d' ' -f1-3) ...); only the test/parity module may"
 fi
 
-# --- README Layout table against the code.
-layout=$(awk '/^## Layout/{on=1; next} /^## /{on=0} on && /^\| *`/' README.md)
+# --- The Layout table (docs/development.md) against the code.
+layoutdoc=docs/development.md
+layout=$(awk '/^## Layout/{on=1; next} /^## /{on=0} on && /^\| *`/' "$layoutdoc")
+[ -n "$layout" ] || { fail "$layoutdoc has no package rows under its '## Layout' heading; the table moved or its heading changed"; exit 1; }
 declare -A doc=() real=()
 while IFS='|' read -r _ pkg _ imps _; do
   pkg=$(echo "$pkg" | tr -d '` ')
@@ -48,11 +50,11 @@ cell() { if [ $# = 0 ]; then echo '—'; else printf '`%s` ' "$@" | sed 's/ $//'
 rank() { case "$1" in cmd|cmd/*) echo 4;; plugin|plugin/*) echo 3;; controller|controller/*) echo 2;; metrics|metrics/*) echo 1;; *) echo 0;; esac; }
 for pkg in $(printf '%s\n' "${!real[@]}" | LC_ALL=C sort); do
   if [ -z "${doc[$pkg]+set}" ]; then
-    fail "README.md, section Layout: package $pkg is missing; add a row: | \`$pkg\` | its one job | $(cell ${real[$pkg]}) |"
+    fail "$layoutdoc, section Layout: package $pkg is missing; add a row: | \`$pkg\` | its one job | $(cell ${real[$pkg]}) |"
     continue
   fi
   if [ "${doc[$pkg]}" != "${real[$pkg]}" ]; then
-    fail "README.md, section Layout: the row of $pkg lists imports [${doc[$pkg]}] but it imports [${real[$pkg]}] of this module; make its imports cell: $(cell ${real[$pkg]}) (if that direction is right; see the rules above the table)"
+    fail "$layoutdoc, section Layout: the row of $pkg lists imports [${doc[$pkg]}] but it imports [${real[$pkg]}] of this module; make its imports cell: $(cell ${real[$pkg]}) (if that direction is right; see the rules above the table)"
   fi
   rp=$(rank "$pkg")
   [ "$rp" -gt 0 ] || continue
@@ -66,6 +68,6 @@ for pkg in $(printf '%s\n' "${!real[@]}" | LC_ALL=C sort); do
   done
 done
 for pkg in "${!doc[@]}"; do
-  [ -n "${real[$pkg]+set}" ] || fail "README.md, section Layout: lists $pkg, which is not a package of the main module (go list -tags '$tags' ./...); remove its row or fix its path"
+  [ -n "${real[$pkg]+set}" ] || fail "$layoutdoc, section Layout: lists $pkg, which is not a package of the main module (go list -tags '$tags' ./...); remove its row or fix its path"
 done
 exit $status

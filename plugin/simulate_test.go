@@ -39,7 +39,8 @@ func runSimulate(t *testing.T, ec *explainClients, args ...string) result {
 
 func td(name string) string { return filepath.Join("testdata", "simulate", name) }
 
-// The file-only simulation of the README: the HPA as it is, a variant by flags and one by file.
+// The file-only simulation of docs/simulate.md (the README shows an excerpt): the HPA as it is,
+// a variant by flags and one by file.
 var simulateGoldenArgs = []string{
 	"-f", td("hpa.yaml"), "--requests", "cpu=200m", "--load", td("load.csv"),
 	"--variant", "fast=cpu=60%,scaleUp.policies=Pods:8/15s,scaleDown.stabilizationWindowSeconds=60",

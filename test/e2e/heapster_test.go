@@ -123,11 +123,11 @@ func hrCheckAgainstModel(t *testing.T, ns string, got map[string]hrPod) {
 	}
 }
 
-// hrExplainReads are the only requests explain --metrics-source=heapster makes (README, "The
-// real Heapster"): discovery, the HPA, its target's scale, the pods, the rescale events, the
-// Service kube-system/heapster (it exists?) and Heapster's PodMetricsList through the service
-// proxy, all GET or LIST; discovery (GET /api, /apis) too when client-go's disk cache of it
-// is cold.
+// hrExplainReads are the only requests explain --metrics-source=heapster makes
+// (docs/heapster.md, "What explain reads from it"): discovery, the HPA, its target's scale, the
+// pods, the rescale events, the Service kube-system/heapster (it exists?) and Heapster's
+// PodMetricsList through the service proxy, all GET or LIST; discovery (GET /api, /apis) too
+// when client-go's disk cache of it is cold.
 var hrExplainReads = []string{
 	"get horizontalpodautoscalers",
 	"get deployments/scale",
@@ -212,7 +212,7 @@ func TestHeapsterRealExplainAgreesWithTheLoadModelAndMetricsServer(t *testing.T)
 		}
 	}
 	if missing, extra := hrSetDiff(hrExplainReads, got); len(missing)+len(extra) > 0 {
-		t.Errorf("explain's requests: missing %v, not listed in the README %v; all:\n%s", missing, extra, cluster.SummarizeAudit(reqs))
+		t.Errorf("explain's requests: missing %v, not listed in docs/heapster.md %v; all:\n%s", missing, extra, cluster.SummarizeAudit(reqs))
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 
-// The decision history run persists on each HPA (README: Decision history that survives
+// The decision history run persists on each HPA (docs/run.md: Decision history that survives
 // restarts), against upstream's memory-only behaviour (--persist-history=false), side by side in
 // two namespaces. Times come from the API server: the audit log's scale writes, the Lease, and
 // the history annotation the holder wrote.

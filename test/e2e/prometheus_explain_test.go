@@ -94,7 +94,7 @@ func explainPredictsUpstreamHoldFromPrometheus(t *testing.T, ns string, prom *cl
 	replayed := explainJSON(t, k, ns, "--prometheus-url", prom.URL(), "--prometheus-insecure-http", "--sync-period", sync.String())
 	plain := explainJSON(t, k, ns)
 	explainedAt := time.Now()
-	// The text, for the record (the README shows it).
+	// The text, for the record (docs/explain.md shows it).
 	if text, err := k.Run(ctx, "hpa", "explain", "web", "-n", ns, "--prometheus-url", prom.URL(), "--prometheus-insecure-http", "--sync-period", sync.String()); err == nil {
 		t.Logf("explain --prometheus-url:\n%s", text)
 	}

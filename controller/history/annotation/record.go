@@ -32,7 +32,7 @@ const Version = 1
 const writer = "kubectl-hpa"
 
 // MaxBytes bounds a record read: a larger one is not ours to trust. A compacted history is
-// far smaller (a few hundred bytes; see the README).
+// far smaller (a few hundred bytes; see docs/run.md).
 const MaxBytes = 64 << 10
 
 // Record is one HPA's persisted history. Times of entries are milliseconds before At, so a
