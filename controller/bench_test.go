@@ -276,7 +276,7 @@ func BenchmarkListAndDecide(b *testing.B) {
 				}
 				m := sampleset.New(len(w.Samples))
 				for _, s := range w.Samples {
-					m.Add(s.Pod, replicas.Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTimestamp(s.Timestamp), Window: s.Window})
+					m.Add(s.Pod, sampleset.Sample{MilliValue: s.MilliValue, Timestamp: sampleset.Timestamp(s.Timestamp), Window: s.Window})
 				}
 				d := replicas.Decide(replicas.Input{
 					HPA: h, Scale: scale, Pods: listed,

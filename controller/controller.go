@@ -24,7 +24,10 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/eventsink"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/monitor"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
@@ -45,9 +48,6 @@ const (
 
 // EventComponent is the event source upstream's controller uses.
 const EventComponent = "horizontal-pod-autoscaler"
-
-// DefaultFieldManager is the field manager of every write.
-const DefaultFieldManager = "kubectl-hpa"
 
 // queueName is upstream's queue name, which labels the workqueue metrics.
 const queueName = "horizontalpodautoscaler"
@@ -76,7 +76,7 @@ type Options struct {
 	// ScaleFromCache reads the scale of Deployments, ReplicaSets, StatefulSets and
 	// ReplicationControllers from informers instead of one GET per HPA and sync.
 	ScaleFromCache bool
-	// PersistHistory keeps each HPA's decision history in its history.Annotation, written
+	// PersistHistory keeps each HPA's decision history in its annotation.Key, written
 	// with the status writes (and alone only when the history changed while the status did
 	// not), and restores it before the first decision. Off, the history lives in memory only,
 	// as upstream's, and the annotation is removed with the next status write.
@@ -94,7 +94,7 @@ func DefaultOptions() Options {
 		Config:          replicas.DefaultConfig(),
 		DryRun:          DryRunNone,
 		OwnershipWindow: 10 * time.Minute,
-		FieldManager:    DefaultFieldManager,
+		FieldManager:    annotation.FieldManager,
 		WriteGrace:      time.Second,
 		ScaleFromCache:  true,
 	}
@@ -102,7 +102,7 @@ func DefaultOptions() Options {
 
 // ScaleTarget reads and writes targets' scale subresources.
 type ScaleTarget interface {
-	ScaleReader
+	evaluation.ScaleReader
 	// SetReplicas writes spec.replicas, retrying conflicts; dryRun is passed to the API server.
 	SetReplicas(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference, desired int32, dryRun []string) error
 }
@@ -183,7 +183,7 @@ type Controller struct {
 	synced       []cache.InformerSynced
 
 	queue   workqueue.TypedRateLimitingInterface[string]
-	source  Source
+	source  evaluation.Source
 	tracker *SelectorTracker
 	mu      sync.Mutex
 	history map[string]replicas.History
@@ -262,12 +262,12 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	}, cache.HandlerOptions{ResyncPeriod: &opts.SyncPeriod}); err != nil {
 		return nil, fmt.Errorf("adding the HPA event handler: %w", err)
 	}
-	c.source = Readers{
-		HPAReader:   listerHPAs{c.hpaLister},
-		PastReader:  c,
-		ScaleReader: c.scales,
-		PodReader:   IndexedPods{Indexer: podInformer.Informer().GetIndexer()},
-		Client:      deps.Metrics,
+	c.source = evaluation.Readers{
+		HPAReader:     listerHPAs{c.hpaLister},
+		HistoryReader: c,
+		ScaleReader:   c.scales,
+		PodReader:     IndexedPods{Indexer: podInformer.Informer().GetIndexer()},
+		MetricsReader: deps.Metrics,
 	}
 	return c, nil
 }
@@ -484,7 +484,7 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (deleted, rep
 	start := c.clock.Now()
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "hpa", klog.KRef(ns, name))
 	ctx = klog.NewContext(ctx, logger)
-	ev, err := Evaluate(ctx, c.source, ns, name, EvalOptions{Now: start, Config: c.opts.Config, Overlaps: c.tracker, OmitPodTreatments: c.opts.OmitPodTreatments})
+	ev, err := evaluation.Evaluate(ctx, c.source, ns, name, evaluation.Options{Now: start, Config: c.opts.Config, Overlaps: c.tracker, OmitPodTreatments: c.opts.OmitPodTreatments})
 	if apierrors.IsNotFound(err) {
 		c.mu.Lock()
 		delete(c.history, key)
@@ -515,11 +515,12 @@ func (l listerHPAs) HPA(_ context.Context, namespace, name string) (*autoscaling
 	return shared.DeepCopy(), nil
 }
 
-// Past implements PastReader: run's history is what it kept from its own decisions.
-func (c *Controller) Past(_ context.Context, namespace, name string) Past {
+// History implements evaluation.HistoryReader: run's history is what it kept from its own
+// decisions.
+func (c *Controller) History(_ context.Context, namespace, name string) history.Known {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return KnownHistory(c.history[namespace+"/"+name])
+	return history.Kept(c.history[namespace+"/"+name])
 }
 
 // ensureCaughtUp refuses to reconcile from an HPA cache older than our own last status
@@ -544,7 +545,7 @@ func (c *Controller) ensureCaughtUp(key string) error {
 }
 
 // reconcile applies one evaluation, started at start: writes, events, status, history.
-func (c *Controller) reconcile(ctx context.Context, ev *Evaluation, start time.Time) Report {
+func (c *Controller) reconcile(ctx context.Context, ev *evaluation.Evaluation, start time.Time) Report {
 	hpa, in, d, took := ev.Read, ev.Input, ev.Decision, ev.MetricTimes
 	key := hpa.Namespace + "/" + hpa.Name
 	logger := klog.FromContext(ctx)

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	core "k8s.io/client-go/testing"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/monitor"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
@@ -302,7 +304,7 @@ func TestForeignStatusWriter(t *testing.T) {
 		wantWho string
 	}{
 		{"no managed fields", newHPA("x"), ""},
-		{"own writes do not count", newHPA("x", testbuild.StatusManager(DefaultFieldManager, t0.Add(-time.Second))), ""},
+		{"own writes do not count", newHPA("x", testbuild.StatusManager(annotation.FieldManager, t0.Add(-time.Second))), ""},
 		{"recent foreign status write counts", newHPA("x", testbuild.StatusManager("kube-controller-manager", t0.Add(-time.Minute))), "kube-controller-manager"},
 		{"old foreign status write does not", newHPA("x", testbuild.StatusManager("kube-controller-manager", t0.Add(-11*time.Minute))), ""},
 		{"latest of several writers is named", newHPA("x",
@@ -311,7 +313,7 @@ func TestForeignStatusWriter(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			who, _, _ := ForeignStatusWriter(tc.hpa, DefaultFieldManager, t0, 10*time.Minute)
+			who, _, _ := ForeignStatusWriter(tc.hpa, annotation.FieldManager, t0, 10*time.Minute)
 			if who != tc.wantWho {
 				t.Errorf("writer = %q, want %q", who, tc.wantWho)
 			}
@@ -400,7 +402,7 @@ func TestReportCarriesWhatAReplayNeeds(t *testing.T) {
 			wantScaleWriteErr: "the object has been modified"},
 		{name: "pods not listed: the reader's own error, unwrapped",
 			setup: func(f *fixture) {
-				src := f.c.source.(Readers)
+				src := f.c.source.(evaluation.Readers)
 				src.PodReader = failingPods{podsErr}
 				f.c.source = src
 			},

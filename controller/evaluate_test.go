@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
@@ -69,7 +69,7 @@ type signalMetrics struct {
 	reads   atomic.Int32
 }
 
-func (m *signalMetrics) PodResource(ctx context.Context, ns string, res corev1.ResourceName, sel labels.Selector, c string) (*metrics.PodSamples, time.Time, error) {
+func (m *signalMetrics) PodResource(ctx context.Context, ns string, res corev1.ResourceName, sel labels.Selector, c string) (*sampleset.Set, time.Time, error) {
 	if m.reads.Add(1) == 1 {
 		close(m.started)
 	}
@@ -85,8 +85,8 @@ func (otherHPA) OtherHPAs(context.Context, *autoscalingv2.HorizontalPodAutoscale
 
 func TestEvaluate(t *testing.T) {
 	scale := fixedScale{SpecReplicas: 2, StatusReplicas: 2, Selector: "app=web"}
-	source := func(m *signalMetrics, pods PodReader) Readers {
-		return Readers{HPAReader: oneHPA{hpa: newHPA("web")}, PastReader: noPast{}, ScaleReader: scale, PodReader: pods, Client: m}
+	source := func(m *signalMetrics, pods evaluation.PodReader) evaluation.Readers {
+		return evaluation.Readers{HPAReader: oneHPA{hpa: newHPA("web")}, HistoryReader: noHistory{}, ScaleReader: scale, PodReader: pods, MetricsReader: m}
 	}
 	newMetrics := func() *signalMetrics {
 		return &signalMetrics{Client: cpuMetrics(cpuAt(100, "web-1", "web-2")), started: make(chan struct{})}
@@ -94,7 +94,7 @@ func TestEvaluate(t *testing.T) {
 
 	t.Run("without a selector tracker the pods are listed while the metrics are read", func(t *testing.T) {
 		m := newMetrics()
-		ev, err := Evaluate(t.Context(), source(m, podsAfterMetrics{started: m.started, pods: webPods()}), ns, "web", EvalOptions{Now: t0, Config: replicas.DefaultConfig()})
+		ev, err := evaluation.Evaluate(t.Context(), source(m, podsAfterMetrics{started: m.started, pods: webPods()}), ns, "web", evaluation.Options{Now: t0, Config: replicas.DefaultConfig()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,8 +105,8 @@ func TestEvaluate(t *testing.T) {
 
 	t.Run("with a selector tracker that finds another HPA no metric is read, as upstream", func(t *testing.T) {
 		m := newMetrics()
-		ev, err := Evaluate(t.Context(), source(m, staticPods(webPods())), ns, "web",
-			EvalOptions{Now: t0, Config: replicas.DefaultConfig(), Overlaps: otherHPA{}})
+		ev, err := evaluation.Evaluate(t.Context(), source(m, staticPods(webPods())), ns, "web",
+			evaluation.Options{Now: t0, Config: replicas.DefaultConfig(), Overlaps: otherHPA{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,8 +121,8 @@ func TestEvaluate(t *testing.T) {
 	t.Run("OmitPodTreatments decides the same without the per-pod account", func(t *testing.T) {
 		var got [2]replicas.Decision
 		for i, omit := range []bool{false, true} {
-			ev, err := Evaluate(t.Context(), source(newMetrics(), staticPods(webPods())), ns, "web",
-				EvalOptions{Now: t0, Config: replicas.DefaultConfig(), OmitPodTreatments: omit})
+			ev, err := evaluation.Evaluate(t.Context(), source(newMetrics(), staticPods(webPods())), ns, "web",
+				evaluation.Options{Now: t0, Config: replicas.DefaultConfig(), OmitPodTreatments: omit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,8 +139,8 @@ func TestEvaluate(t *testing.T) {
 	})
 
 	t.Run("a missing HPA is the error, as the source said it", func(t *testing.T) {
-		src := Readers{HPAReader: oneHPA{err: apierrors.NewNotFound(schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}, "web")}, PastReader: noPast{}}
-		if _, err := Evaluate(t.Context(), src, ns, "web", EvalOptions{Now: t0, Config: replicas.DefaultConfig()}); !apierrors.IsNotFound(err) {
+		src := evaluation.Readers{HPAReader: oneHPA{err: apierrors.NewNotFound(schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}, "web")}, HistoryReader: noHistory{}}
+		if _, err := evaluation.Evaluate(t.Context(), src, ns, "web", evaluation.Options{Now: t0, Config: replicas.DefaultConfig()}); !apierrors.IsNotFound(err) {
 			t.Errorf("err %v, want NotFound", err)
 		}
 	})
@@ -148,13 +148,13 @@ func TestEvaluate(t *testing.T) {
 	t.Run("Amend sees the decision as read and changes what is decided; WithoutHistory decides again from nothing", func(t *testing.T) {
 		m := newMetrics()
 		var asRead int32
-		ev, err := Evaluate(t.Context(), source(m, podsAfterMetrics{started: m.started, pods: webPods()}), ns, "web", EvalOptions{
+		ev, err := evaluation.Evaluate(t.Context(), source(m, podsAfterMetrics{started: m.started, pods: webPods()}), ns, "web", evaluation.Options{
 			Now: t0, Config: replicas.DefaultConfig(), WithoutHistory: true,
 			Amend: func(in *replicas.Input, d replicas.Decision) error {
 				asRead = d.DesiredReplicas
-				in.Metrics = []replicas.MetricData{{PodSamples: sampleset.Of(map[string]replicas.Sample{
-					"web-1": {MilliValue: 50, Timestamp: replicas.SampleTimestamp(t0.Add(-10 * time.Second)), Window: 30 * time.Second},
-					"web-2": {MilliValue: 50, Timestamp: replicas.SampleTimestamp(t0.Add(-10 * time.Second)), Window: 30 * time.Second},
+				in.Metrics = []replicas.MetricData{{PodSamples: sampleset.Of(map[string]sampleset.Sample{
+					"web-1": {MilliValue: 50, Timestamp: sampleset.Timestamp(t0.Add(-10 * time.Second)), Window: 30 * time.Second},
+					"web-2": {MilliValue: 50, Timestamp: sampleset.Timestamp(t0.Add(-10 * time.Second)), Window: 30 * time.Second},
 				}), Timestamp: t0.Add(-10 * time.Second)}}
 				return nil
 			},
@@ -170,7 +170,7 @@ func TestEvaluate(t *testing.T) {
 	t.Run("a source that parses its selector itself is asked instead of labels.Parse", func(t *testing.T) {
 		m := newMetrics()
 		src := &parsingSource{Readers: source(m, staticPods(webPods()))}
-		ev, err := Evaluate(t.Context(), src, ns, "web", EvalOptions{Now: t0, Config: replicas.DefaultConfig()})
+		ev, err := evaluation.Evaluate(t.Context(), src, ns, "web", evaluation.Options{Now: t0, Config: replicas.DefaultConfig()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +182,7 @@ func TestEvaluate(t *testing.T) {
 
 // parsingSource records the selector it was asked to parse.
 type parsingSource struct {
-	Readers
+	evaluation.Readers
 	parsed string
 }
 

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
 )
@@ -186,7 +187,7 @@ func newFixture(t testing.TB, opts Options, hpas []*autoscalingv2.HorizontalPodA
 	var mu sync.Mutex
 	c, err := New(opts, Deps{
 		Kube:     f.kube,
-		Scales:   &ScaleClient{Scales: f.scales, Mapper: testMapper()},
+		Scales:   &live.ScaleClient{Scales: f.scales, Mapper: testMapper()},
 		Metrics:  m,
 		Recorder: f.recorder,
 		Clock:    f.clock,

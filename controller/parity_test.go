@@ -9,12 +9,15 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
 )
 
 // TestRunAndLiveSnapshotDecideAlike feeds one fixture to run's reconcile (informer caches,
-// stripped pods, selector tracker) and to Evaluate over the live source (what explain
+// stripped pods, selector tracker) and to evaluation.Evaluate over the live source (what explain
 // uses) and requires the same Decision.
 func TestRunAndLiveSnapshotDecideAlike(t *testing.T) {
 	unready := newPod("web-3", "web", testbuild.StartedAt(t0.Add(-time.Minute)), testbuild.ReadySince(corev1.ConditionFalse, t0.Add(-50*time.Second)))
@@ -47,12 +50,12 @@ func TestRunAndLiveSnapshotDecideAlike(t *testing.T) {
 			opts.DryRun = DryRunClient
 			f := newFixture(t, opts, []*autoscalingv2.HorizontalPodAutoscaler{tc.hpa}, tc.pods, map[string]int32{"web": 2}, tc.metrics)
 
-			scales := &ScaleClient{Scales: f.scales, Mapper: testMapper()}
-			live := Readers{
-				HPAReader: LiveHPAs{Client: f.kube}, PastReader: noPast{},
-				ScaleReader: scales, PodReader: LivePods{Client: f.kube}, Client: tc.metrics,
+			scales := &live.ScaleClient{Scales: f.scales, Mapper: testMapper()}
+			live := evaluation.Readers{
+				HPAReader: live.HPAs{Client: f.kube}, HistoryReader: noHistory{},
+				ScaleReader: scales, PodReader: live.Pods{Client: f.kube}, MetricsReader: tc.metrics,
 			}
-			ev, err := Evaluate(context.Background(), live, ns, tc.hpa.Name, EvalOptions{Now: t0, Config: opts.Config})
+			ev, err := evaluation.Evaluate(context.Background(), live, ns, tc.hpa.Name, evaluation.Options{Now: t0, Config: opts.Config})
 			if err != nil {
 				t.Fatalf("Evaluate: %v", err)
 			}
@@ -84,7 +87,7 @@ func sameError(a, b error) bool {
 	return a.Error() == b.Error()
 }
 
-// noPast is an empty history, as run's on its first sync.
-type noPast struct{}
+// noHistory is an empty history, as run's on its first sync.
+type noHistory struct{}
 
-func (noPast) Past(context.Context, string, string) Past { return KnownHistory{} }
+func (noHistory) History(context.Context, string, string) history.Known { return history.Kept{} }

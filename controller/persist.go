@@ -10,6 +10,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/klog/v2"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
@@ -43,38 +44,6 @@ func (c *Controller) historyAnnotation(hpa *autoscalingv2.HorizontalPodAutoscale
 	}, changed
 }
 
-// Recorded is the history a kubectl hpa run persisted on an HPA, restored for a decision.
-type Recorded struct {
-	Record   annotation.Record
-	Restored annotation.Restored
-}
-
-// RecordedHistory reads the history persisted on hpa for a decision at now under cfg; the
-// newest recommendation counts as current until openUntil (clamped to [written, now]). ok is
-// false without an annotation; err (a *annotation.Error) says why one is not used.
-func RecordedHistory(hpa *autoscalingv2.HorizontalPodAutoscaler, cfg replicas.Config, now, openUntil time.Time) (rec Recorded, ok bool, err error) {
-	value, has := hpa.Annotations[annotation.Key]
-	if !has {
-		return rec, false, nil
-	}
-	r, err := annotation.Decode(value)
-	if err != nil {
-		return rec, true, err
-	}
-	restored, err := annotation.Restore(r, hpa, cfg, DefaultFieldManager, now, openUntil)
-	if err != nil {
-		return rec, true, err
-	}
-	return Recorded{Record: r, Restored: restored}, true, nil
-}
-
-// IgnoredHistoryMessage is the one line saying a persisted history is not used, and instead
-// what is done.
-func IgnoredHistoryMessage(namespace, name string, err error, instead string) string {
-	return fmt.Sprintf("ignoring the decision history recorded on HPA %s/%s (annotation %s): %v; %s",
-		namespace, name, annotation.Key, err, instead)
-}
-
 // restoreHistory fills the memory from the histories persisted on the HPAs in the cache,
 // before the first decision, and says in one line each what it restored and what it ignored.
 // It never blocks a decision: an unusable record is one line and upstream's fresh start.
@@ -95,12 +64,12 @@ func (c *Controller) restoreHistory(ctx context.Context) {
 		if !ok {
 			continue
 		}
-		rec, has, err := RecordedHistory(hpa, c.opts.Config, now, c.prevSeen)
+		rec, has, err := history.ReadRecorded(hpa, c.opts.Config, now, c.prevSeen)
 		switch {
 		case !has:
 			continue
 		case err != nil:
-			lines = append(lines, IgnoredHistoryMessage(hpa.Namespace, hpa.Name, err,
+			lines = append(lines, history.IgnoredMessage(hpa.Namespace, hpa.Name, err,
 				"deciding as upstream does after a restart (the current size as its only recommendation, no scale events)"))
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
@@ -132,7 +133,7 @@ func TestPodStripperKeepsWhatDecisionsRead(t *testing.T) {
 func TestScaleWriteCarriesTheVersionReadAndRetriesAConflict(t *testing.T) {
 	f := newFakeScales(map[string]int32{"web": 2})
 	f.versions = true
-	c := &ScaleClient{Scales: f, Mapper: testMapper()}
+	c := &live.ScaleClient{Scales: f, Mapper: testMapper()}
 	ctx := t.Context()
 	ref := newHPA("web").Spec.ScaleTargetRef
 	if _, err := c.Scale(ctx, ns, ref); err != nil {
@@ -248,7 +249,7 @@ func TestDeletingAnHPAForgetsTheScaleVersionItsWritesCarried(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeScales(map[string]int32{"web": 2})
 			f.versions = true
-			sc := &ScaleClient{Scales: f, Mapper: testMapper()}
+			sc := &live.ScaleClient{Scales: f, Mapper: testMapper()}
 			opts := DefaultOptions()
 			opts.ScaleFromCache = tc.fromCache
 			hpa := newHPA("web")
@@ -261,7 +262,7 @@ func TestDeletingAnHPAForgetsTheScaleVersionItsWritesCarried(t *testing.T) {
 			if _, err := sc.Scale(ctx, ns, ref); err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := sc.lastRead(ns, ref); !ok {
+			if _, ok := sc.ReadVersion(ns, ref); !ok {
 				t.Fatal("the read was not remembered")
 			}
 			var deleted any = hpa
@@ -269,8 +270,8 @@ func TestDeletingAnHPAForgetsTheScaleVersionItsWritesCarried(t *testing.T) {
 				deleted = cache.DeletedFinalStateUnknown{Key: ns + "/web", Obj: hpa}
 			}
 			c.delete(deleted)
-			if r, ok := sc.lastRead(ns, ref); ok {
-				t.Errorf("after the HPA's deletion the client still holds version %q of its target", r.rv)
+			if rv, ok := sc.ReadVersion(ns, ref); ok {
+				t.Errorf("after the HPA's deletion the client still holds version %q of its target", rv)
 			}
 		})
 	}

@@ -18,6 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
 )
@@ -94,7 +97,7 @@ func (p *replayProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // replicas) until t0-25s and 10m after, so metrics-server's sample at t0-40s said 50m and
 // the one at t0-10s 30m: the controller's last recommendation of 6 was at its last sync
 // before t0-10s, and holds 6 for 60s after it.
-func replayFixture(t *testing.T, promURL string, status autoscalingv2.HorizontalPodAutoscalerStatus, managedFields []metav1.ManagedFieldsEntry) (Readers, *autoscalingv2.HorizontalPodAutoscaler) {
+func replayFixture(t *testing.T, promURL string, status autoscalingv2.HorizontalPodAutoscalerStatus, managedFields []metav1.ManagedFieldsEntry) (evaluation.Readers, *autoscalingv2.HorizontalPodAutoscaler) {
 	t.Helper()
 	hpa := newHPA("web", func(h *autoscalingv2.HorizontalPodAutoscaler) {
 		h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](60)}}
@@ -113,12 +116,12 @@ func replayFixture(t *testing.T, promURL string, status autoscalingv2.Horizontal
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Readers{
-		HPAReader:   oneHPA{hpa: hpa},
-		PastReader:  ReplayReader{Rescales: LiveRescales{Client: fake.NewClientset()}, Reader: r, SyncPeriod: 5 * time.Second},
-		ScaleReader: fixedScale{SpecReplicas: 6, StatusReplicas: 6, Selector: "app=web"},
-		PodReader:   staticPods(pods),
-		Client:      cpuMetrics(cpuAt(10, names...)),
+	return evaluation.Readers{
+		HPAReader:     oneHPA{hpa: hpa},
+		HistoryReader: history.PrometheusReader{Events: live.EventReader(fake.NewClientset(), replicas.Config{}), Reader: r, SyncPeriod: 5 * time.Second},
+		ScaleReader:   fixedScale{SpecReplicas: 6, StatusReplicas: 6, Selector: "app=web"},
+		PodReader:     staticPods(pods),
+		MetricsReader: cpuMetrics(cpuAt(10, names...)),
 	}, hpa
 }
 
@@ -174,11 +177,11 @@ func TestReplayFromPrometheusPredictsTheHoldAndItsEnd(t *testing.T) {
 			srv := httptest.NewServer(prom)
 			defer srv.Close()
 			src, _ := replayFixture(t, srv.URL, tc.status, tc.managedFields)
-			ev, err := Evaluate(context.Background(), src, ns, "web", EvalOptions{Now: now, Config: replicas.DefaultConfig(), WithoutHistory: true})
+			ev, err := evaluation.Evaluate(context.Background(), src, ns, "web", evaluation.Options{Now: now, Config: replicas.DefaultConfig(), WithoutHistory: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			rp := ev.Past.(*Replayed).Replay
+			rp := ev.Known.(*history.Prometheus).Replay
 			if rp == nil || rp.Err != nil {
 				t.Fatalf("replay %+v", rp)
 			}
@@ -215,11 +218,11 @@ func TestReplayUnavailableFallsBackToTheReconstruction(t *testing.T) {
 	}))
 	defer srv.Close()
 	src, _ := replayFixture(t, srv.URL, autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 6, DesiredReplicas: 6}, nil)
-	ev, err := Evaluate(context.Background(), src, ns, "web", EvalOptions{Now: t0, Config: replicas.DefaultConfig()})
+	ev, err := evaluation.Evaluate(context.Background(), src, ns, "web", evaluation.Options{Now: t0, Config: replicas.DefaultConfig()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := ev.Past.(*Replayed).Replay
+	rp := ev.Known.(*history.Prometheus).Replay
 	if rp == nil || rp.Err == nil || !strings.Contains(rp.Err.Error(), "503") {
 		t.Fatalf("replay %+v, want an error quoting the 503", rp)
 	}

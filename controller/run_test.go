@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
@@ -32,7 +33,7 @@ func TestRunReconcilesThroughInformersAndStops(t *testing.T) {
 	kube := fake.NewClientset(newHPA("web"), webPods()[0], webPods()[1])
 	reports := make(chan Report, 10)
 	var once sync.Once
-	c, err := New(DefaultOptions(), Deps{Kube: kube, Scales: &ScaleClient{Scales: f.scales, Mapper: testMapper()},
+	c, err := New(DefaultOptions(), Deps{Kube: kube, Scales: &live.ScaleClient{Scales: f.scales, Mapper: testMapper()},
 		Metrics: f.metrics, Recorder: f.recorder, Clock: f.clock, Sink: func(r Report) { once.Do(func() { reports <- r }) }})
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +160,7 @@ func TestRunTellsHowManyHPAsItWatches(t *testing.T) {
 	f := newFixture(t, DefaultOptions(), nil, nil, map[string]int32{}, cpuMetrics(nil))
 	kube := fake.NewClientset()
 	counts := make(chan int, 10)
-	c, err := New(DefaultOptions(), Deps{Kube: kube, Scales: &ScaleClient{Scales: f.scales, Mapper: testMapper()},
+	c, err := New(DefaultOptions(), Deps{Kube: kube, Scales: &live.ScaleClient{Scales: f.scales, Mapper: testMapper()},
 		Metrics: f.metrics, Recorder: record.NewFakeRecorder(100), Count: func(n int) { counts <- n }})
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +256,7 @@ func TestRunWritesTheEventsOfADecisionAppliedDuringTheStop(t *testing.T) {
 	kube := fake.NewClientset(newHPA("web"), webPods()[0], webPods()[1])
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	scales := stopDuringScale{ScaleTarget: &ScaleClient{Scales: f.scales, Mapper: testMapper()}, during: func(context.Context) error { cancel(); return nil }}
+	scales := stopDuringScale{ScaleTarget: &live.ScaleClient{Scales: f.scales, Mapper: testMapper()}, during: func(context.Context) error { cancel(); return nil }}
 	c, err := New(DefaultOptions(), Deps{Kube: kube, Scales: scales, Metrics: f.metrics, Clock: f.clock})
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // The Heapster-era controller's defaults (kube-controller-manager 1.11): the service
@@ -134,7 +135,7 @@ func (h *heapsterClient) timeoutErr(ctx context.Context, err error, hint string)
 	return fmt.Errorf("%s did not answer in time: %w; %s", h.where, err, hint)
 }
 
-func (h *heapsterClient) PodResource(ctx context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, container string) (*PodSamples, time.Time, error) {
+func (h *heapsterClient) PodResource(ctx context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, container string) (*sampleset.Set, time.Time, error) {
 	if selector == nil {
 		selector = labels.Everything()
 	}
@@ -158,7 +159,7 @@ func (h *heapsterClient) PodResource(ctx context.Context, namespace string, res 
 	return got, ts, nil
 }
 
-func (h *heapsterClient) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (*PodSamples, time.Time, error) {
+func (h *heapsterClient) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (*sampleset.Set, time.Time, error) {
 	// The controller turns an absent selector into labels.Nothing(), as upstream does, so
 	// only a selector with requirements asks for a filter Heapster cannot apply.
 	var filter labels.Requirements

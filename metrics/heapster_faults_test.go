@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 	heapsterstandin "github.com/kubectl-hpa/kubectl-hpa/test/standin/heapster"
 )
 
@@ -70,7 +71,7 @@ func TestHeapsterFaultsFailTheReadWithTheCause(t *testing.T) {
 				f := heapsterFixture{now: minute(0), pods: 2, scenario: sc, direct: direct, timeout: 200 * time.Millisecond}
 				c := f.client(t)
 				var err error
-				var got *PodSamples
+				var got *sampleset.Set
 				if tc.pods {
 					got, _, err = c.PodsMetric(context.Background(), testNamespace, "qps", testSelector, nil)
 				} else {

@@ -89,25 +89,25 @@ func TestRecordedHeapster16AnswersGiveTheLoadOfTheRecording(t *testing.T) {
 	both := func(milli int64, window time.Duration) sampleMap {
 		out := sampleMap{}
 		for _, p := range recordedPods {
-			out[p] = PodSample{MilliValue: milli, Timestamp: sampleset.Timestamp(recordedLast), Window: window}
+			out[p] = sampleset.Sample{MilliValue: milli, Timestamp: sampleset.Timestamp(recordedLast), Window: window}
 		}
 		return out
 	}
 	cases := []struct {
 		name string
-		read func(Client) (*PodSamples, time.Time, error)
+		read func(Client) (*sampleset.Set, time.Time, error)
 		want sampleMap
 	}{
-		{"cpu from metrics.k8s.io/v1alpha1 after the 1.4 path's 404", func(c Client) (*PodSamples, time.Time, error) {
+		{"cpu from metrics.k8s.io/v1alpha1 after the 1.4 path's 404", func(c Client) (*sampleset.Set, time.Time, error) {
 			return c.PodResource(context.Background(), "demo", corev1.ResourceCPU, web, "")
 		}, both(75, time.Minute)},
-		{"memory from metrics.k8s.io/v1alpha1", func(c Client) (*PodSamples, time.Time, error) {
+		{"memory from metrics.k8s.io/v1alpha1", func(c Client) (*sampleset.Set, time.Time, error) {
 			return c.PodResource(context.Background(), "demo", corev1.ResourceMemory, web, "")
 		}, both(64<<20*1000, time.Minute)},
-		{"cpu/usage_rate from the model API, the minute's average in milli-units", func(c Client) (*PodSamples, time.Time, error) {
+		{"cpu/usage_rate from the model API, the minute's average in milli-units", func(c Client) (*sampleset.Set, time.Time, error) {
 			return c.PodsMetric(context.Background(), "demo", "cpu/usage_rate", web, nil)
 		}, both(75*1000, time.Minute)},
-		{"memory/working_set from the model API", func(c Client) (*PodSamples, time.Time, error) {
+		{"memory/working_set from the model API", func(c Client) (*sampleset.Set, time.Time, error) {
 			return c.PodsMetric(context.Background(), "demo", "memory/working_set", web, nil)
 		}, both(64<<20*1000, time.Minute)},
 	}

@@ -208,12 +208,12 @@ func qpsScenario(pods int, series [][]point) *heapsterstandin.Scenario {
 }
 
 // sampleMap is what a client answered, as a map to compare (PodSamples.Map).
-type sampleMap = map[string]PodSample
+type sampleMap = map[string]sampleset.Sample
 
 func podSamplesAt(ts time.Time, window time.Duration, kv ...any) sampleMap {
 	out := sampleMap{}
 	for i := 0; i < len(kv); i += 2 {
-		out[kv[i].(string)] = PodSample{MilliValue: int64(kv[i+1].(int)), Timestamp: sampleset.Timestamp(ts), Window: window}
+		out[kv[i].(string)] = sampleset.Sample{MilliValue: int64(kv[i+1].(int)), Timestamp: sampleset.Timestamp(ts), Window: window}
 	}
 	return out
 }

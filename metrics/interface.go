@@ -29,26 +29,18 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
-// PodSample is one pod's value of a metric, and PodSamples a value per pod name; they are
-// package samples' (where the checks on values live), named here too because every Client
-// method returns them.
-type (
-	PodSample  = sampleset.Sample
-	PodSamples = sampleset.Set
-)
-
 // Client is what the controller asks for numbers. Each method mirrors one metric
 // source type of autoscaling/v2; errors name the source and say what to do next. The
-// PodSamples a call returns are the caller's from then on (the controller hands them to the
+// sample sets a call returns are the caller's from then on (the controller hands them to the
 // decision core as they are), so they are never reused or changed by the client.
 type Client interface {
 	// PodResource returns the usage of resource per pod for pods in namespace matching
 	// selector, summed over containers, or of the one named container when container
 	// is not empty. A pod lacking the resource in any container in scope is omitted.
 	// The time is the first item's timestamp.
-	PodResource(ctx context.Context, namespace string, resource corev1.ResourceName, selector labels.Selector, container string) (*PodSamples, time.Time, error)
+	PodResource(ctx context.Context, namespace string, resource corev1.ResourceName, selector labels.Selector, container string) (*sampleset.Set, time.Time, error)
 	// PodsMetric returns a per-pod custom metric for pods matching selector.
-	PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (*PodSamples, time.Time, error)
+	PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (*sampleset.Set, time.Time, error)
 	// ObjectMetric returns one object's metric value in milli-units.
 	ObjectMetric(ctx context.Context, namespace, metricName string, object autoscalingv2.CrossVersionObjectReference, metricSelector labels.Selector) (int64, time.Time, error)
 	// ExternalMetric returns every value of an external metric matching selector, in milli-units.

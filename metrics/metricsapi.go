@@ -92,7 +92,7 @@ func (a *apiClient) Source() string {
 	}, ", ")
 }
 
-func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, container string) (*PodSamples, time.Time, error) {
+func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, container string) (*sampleset.Set, time.Time, error) {
 	const what = "unable to fetch metrics from resource metrics API"
 	if selector == nil {
 		selector = labels.Everything()
@@ -158,7 +158,7 @@ func podUsages[M, C any](list []M, pod func(*M) (string, time.Time, time.Duratio
 	return items
 }
 
-func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (*PodSamples, time.Time, error) {
+func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (*sampleset.Set, time.Time, error) {
 	const what = "unable to fetch metrics from custom metrics API"
 	selector, metricSelector = orEverything(selector), orEverything(metricSelector)
 	v, err := a.customVersions.version(ctx)
@@ -256,22 +256,22 @@ func (a *apiClient) ExternalMetric(ctx context.Context, namespace, metricName st
 	return out, list.Items[0].Timestamp.Time, nil
 }
 
-func (a *apiClient) customSample(m cmv1beta2.MetricValue, what string, now time.Time) (PodSample, error) {
+func (a *apiClient) customSample(m cmv1beta2.MetricValue, what string, now time.Time) (sampleset.Sample, error) {
 	v, err := samples.MilliValue(m.Value)
 	if err != nil {
-		return PodSample{}, fmt.Errorf("%s: %w", what, err)
+		return sampleset.Sample{}, fmt.Errorf("%s: %w", what, err)
 	}
 	window := defaultCustomWindow
 	if m.WindowSeconds != nil {
 		if *m.WindowSeconds < 0 {
-			return PodSample{}, fmt.Errorf("%s: negative windowSeconds %d", what, *m.WindowSeconds)
+			return sampleset.Sample{}, fmt.Errorf("%s: negative windowSeconds %d", what, *m.WindowSeconds)
 		}
 		window = time.Duration(*m.WindowSeconds) * time.Second
 	}
 	if err := samples.CheckFresh(m.Timestamp.Time, now, a.maxAge, "the value of "+what); err != nil {
-		return PodSample{}, err
+		return sampleset.Sample{}, err
 	}
-	return PodSample{MilliValue: v, Timestamp: sampleset.Timestamp(m.Timestamp.Time), Window: window}, nil
+	return sampleset.Sample{MilliValue: v, Timestamp: sampleset.Timestamp(m.Timestamp.Time), Window: window}, nil
 }
 
 // versionError explains why no version of a metrics API could be chosen; hint says

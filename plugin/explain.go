@@ -24,10 +24,12 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
@@ -116,8 +118,8 @@ type ExplainOptions struct {
 // explainClients are the API clients explain reads through.
 type explainClients struct {
 	Kube      kubernetes.Interface
-	Scales    controller.ScaleReader
-	Pods      controller.PodReader
+	Scales    evaluation.ScaleReader
+	Pods      evaluation.PodReader
 	Metrics   metrics.Client
 	Discovery discovery.DiscoveryInterface
 	// Dynamic reads VerticalPodAutoscalers (only when discovery shows the API).
@@ -382,8 +384,8 @@ func clientsFromFlags(ctx context.Context, o *ExplainOptions) (*explainClients, 
 	}
 	c := &explainClients{
 		Kube:      kube,
-		Scales:    &controller.ScaleClient{Scales: sg, Mapper: mapper},
-		Pods:      controller.LivePods{Client: kube},
+		Scales:    &live.ScaleClient{Scales: sg, Mapper: mapper},
+		Pods:      live.Pods{Client: kube},
 		Discovery: dc,
 		Dynamic:   dyn,
 	}
@@ -403,11 +405,11 @@ func metricsFromOptions(ctx context.Context, o *ExplainOptions, cfg *rest.Config
 // unavailableMetrics answers every read with why no metrics source could be chosen.
 type unavailableMetrics struct{ err error }
 
-func (u unavailableMetrics) PodResource(context.Context, string, corev1.ResourceName, labels.Selector, string) (*metrics.PodSamples, time.Time, error) {
+func (u unavailableMetrics) PodResource(context.Context, string, corev1.ResourceName, labels.Selector, string) (*sampleset.Set, time.Time, error) {
 	return nil, time.Time{}, u.err
 }
 
-func (u unavailableMetrics) PodsMetric(context.Context, string, string, labels.Selector, labels.Selector) (*metrics.PodSamples, time.Time, error) {
+func (u unavailableMetrics) PodsMetric(context.Context, string, string, labels.Selector, labels.Selector) (*sampleset.Set, time.Time, error) {
 	return nil, time.Time{}, u.err
 }
 

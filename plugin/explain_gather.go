@@ -18,7 +18,9 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/klog/v2"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
@@ -27,7 +29,7 @@ import (
 
 var vpaGVR = schema.GroupVersionResource{Group: "autoscaling.k8s.io", Version: "v1", Resource: "verticalpodautoscalers"}
 
-// explain decides through controller.Evaluate over live reads (three round trips: the HPA
+// explain decides through evaluation.Evaluate over live reads (three round trips: the HPA
 // with its rescale events; the scale with the VPAs; the pods with every metric) and builds
 // the Explanation. A non-nil error with a non-nil Explanation means: print it, then exit
 // with the error's code.
@@ -42,7 +44,7 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 		vpas     *unstructured.UnstructuredList
 		vpaErr   error
 	)
-	opts := controller.EvalOptions{
+	opts := evaluation.Options{
 		Now:            o.Clock.Now(),
 		Config:         o.Config,
 		WithoutHistory: true,
@@ -68,11 +70,11 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 			return err
 		}
 	}
-	src := controller.LiveSource(c.Kube, c.Scales, c.Pods, c.Metrics, o.Config)
+	src := live.Source(c.Kube, c.Scales, c.Pods, c.Metrics, o.Config)
 	if o.prom != nil {
-		src.PastReader = controller.ReplayReader{Rescales: controller.LiveRescales{Client: c.Kube, Config: o.Config}, Reader: o.prom, SyncPeriod: o.SyncPeriod}
+		src.HistoryReader = history.PrometheusReader{Events: live.EventReader(c.Kube, o.Config), Reader: o.prom, SyncPeriod: o.SyncPeriod}
 	}
-	ev, err := controller.Evaluate(ctx, src, o.Namespace, o.Name, opts)
+	ev, err := evaluation.Evaluate(ctx, src, o.Namespace, o.Name, opts)
 	switch {
 	case usageErr != nil:
 		return nil, &ExitError{Code: ExitUsage, Err: usageErr}
@@ -86,10 +88,10 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 	}
 	logger.V(2).Info("Decided", "phase", d.Phase, "current", d.CurrentReplicas, "desired", d.DesiredReplicas)
 
-	past, _ := ev.Past.(controller.Rescales)
-	replayed, _ := ev.Past.(*controller.Replayed)
+	past, _ := ev.Known.(history.Events)
+	replayed, _ := ev.Known.(*history.Prometheus)
 	if replayed != nil {
-		past = replayed.Rescales
+		past = replayed.Events
 	}
 	_, historyNote := past.Reconstruct(hpa, in.Now)
 	facts := output.Facts{
@@ -107,7 +109,7 @@ func (o *ExplainOptions) explain(ctx context.Context) (*output.Explanation, erro
 	rec, recorded, recErr := past.Recorded(hpa, in.Now)
 	switch {
 	case recorded && recErr != nil:
-		facts.Warnings = append(facts.Warnings, output.Warning{Reason: "HistoryIgnored", Message: controller.IgnoredHistoryMessage(hpa.Namespace, hpa.Name, recErr,
+		facts.Warnings = append(facts.Warnings, output.Warning{Reason: "HistoryIgnored", Message: history.IgnoredMessage(hpa.Namespace, hpa.Name, recErr,
 			"this explanation reconstructs the history from the HPA's status and events instead")})
 	case recorded:
 		facts.HistorySource = output.HistoryRecorded
@@ -335,10 +337,10 @@ func metricsSource(c *explainClients) string {
 
 // applyReplay puts the replay from Prometheus into the facts: the history's source and
 // what it found, or, when it failed, a warning and the reconstruction kept.
-func applyReplay(f *output.Facts, rp *controller.Replay, address string) {
+func applyReplay(f *output.Facts, rp *history.PrometheusReplay, address string) {
 	if rp == nil {
 		// Nothing was gathered to replay against (the scale or the metrics failed first).
-		rp = &controller.Replay{Source: address, Err: errors.New("nothing to replay against: the decision stopped before its metrics")}
+		rp = &history.PrometheusReplay{Source: address, Err: errors.New("nothing to replay against: the decision stopped before its metrics")}
 	}
 	out := &output.Replay{Prometheus: rp.Source}
 	f.Replay = out

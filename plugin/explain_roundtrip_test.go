@@ -94,14 +94,14 @@ func (b *roundBarrier) pass(key string) {
 // barrierMetrics is a metrics.Client whose reads take part in the barrier.
 type barrierMetrics struct {
 	b       *roundBarrier
-	samples *metrics.PodSamples
+	samples *sampleset.Set
 }
 
-func (m *barrierMetrics) PodResource(_ context.Context, _ string, res corev1.ResourceName, _ labels.Selector, _ string) (*metrics.PodSamples, time.Time, error) {
+func (m *barrierMetrics) PodResource(_ context.Context, _ string, res corev1.ResourceName, _ labels.Selector, _ string) (*sampleset.Set, time.Time, error) {
 	m.b.pass("metrics PodResource " + string(res))
 	return m.samples, now.Add(-30 * time.Second), nil
 }
-func (m *barrierMetrics) PodsMetric(context.Context, string, string, labels.Selector, labels.Selector) (*metrics.PodSamples, time.Time, error) {
+func (m *barrierMetrics) PodsMetric(context.Context, string, string, labels.Selector, labels.Selector) (*sampleset.Set, time.Time, error) {
 	m.b.pass("metrics PodsMetric")
 	return nil, time.Time{}, nil
 }

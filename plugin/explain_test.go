@@ -35,12 +35,14 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
@@ -111,7 +113,7 @@ func (f *fixture) addPod(name, request, usage string, ready bool, age time.Durat
 		testbuild.StartedAt(now.Add(-age)), testbuild.ReadySince(status, now.Add(-age))))
 	if usage != "" {
 		q := resource.MustParse(usage)
-		f.m.Resource[corev1.ResourceCPU][name] = metrics.PodSample{MilliValue: q.MilliValue(), Timestamp: replicas.SampleTimestamp(now.Add(-30 * time.Second)), Window: 30 * time.Second}
+		f.m.Resource[corev1.ResourceCPU][name] = sampleset.Sample{MilliValue: q.MilliValue(), Timestamp: sampleset.Timestamp(now.Add(-30 * time.Second)), Window: 30 * time.Second}
 	}
 }
 
@@ -190,8 +192,8 @@ func (f *fixture) build() (*explainClients, *clients) {
 
 	ec := &explainClients{
 		Kube:      kube,
-		Scales:    &controller.ScaleClient{Scales: sc, Mapper: mapper},
-		Pods:      controller.LivePods{Client: kube},
+		Scales:    &live.ScaleClient{Scales: sc, Mapper: mapper},
+		Pods:      live.Pods{Client: kube},
 		Metrics:   f.m,
 		Discovery: kube.Discovery(),
 		Dynamic:   dyn,
@@ -658,9 +660,9 @@ func TestExplainParallelReadsGiveTheSequentialDecision(t *testing.T) {
 			f := s.fx()
 			ec, _ := f.build()
 			ctx := context.Background()
-			src := controller.LiveSource(ec.Kube, ec.Scales, ec.Pods, ec.Metrics, replicas.DefaultConfig())
-			decide := func(overlaps controller.OverlapFinder) *output.Explanation {
-				ev, err := controller.Evaluate(ctx, src, f.hpa.Namespace, f.hpa.Name, controller.EvalOptions{Now: now, Config: replicas.DefaultConfig(), Overlaps: overlaps})
+			src := live.Source(ec.Kube, ec.Scales, ec.Pods, ec.Metrics, replicas.DefaultConfig())
+			decide := func(overlaps evaluation.OverlapFinder) *output.Explanation {
+				ev, err := evaluation.Evaluate(ctx, src, f.hpa.Namespace, f.hpa.Name, evaluation.Options{Now: now, Config: replicas.DefaultConfig(), Overlaps: overlaps})
 				if err != nil {
 					t.Fatalf("Evaluate: %v", err)
 				}

@@ -253,7 +253,7 @@ func applyAssumes(in *replicas.Input, wis []whatIf, before []replicas.MetricResu
 				} else {
 					v = w.quantity.MilliValue()
 				}
-				assumed.Add(p.Name, replicas.Sample{MilliValue: v, Timestamp: replicas.SampleTimestamp(in.Now)})
+				assumed.Add(p.Name, sampleset.Sample{MilliValue: v, Timestamp: sampleset.Timestamp(in.Now)})
 			}
 			md.PodSamples = assumed
 		case autoscalingv2.ObjectMetricSourceType, autoscalingv2.ExternalMetricSourceType:

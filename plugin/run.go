@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/lease"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/monitor"
@@ -277,7 +278,7 @@ func (o *RunOptions) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
-	scales, err := controller.NewScaleClient(cfg)
+	scales, err := live.NewScaleClient(cfg)
 	if err != nil {
 		return err
 	}
@@ -384,7 +385,7 @@ func (o *RunOptions) Run(ctx context.Context) (err error) {
 		if err != nil {
 			return fmt.Errorf("creating the Kubernetes client: %w", err)
 		}
-		scales, err := controller.NewScaleClient(fenced)
+		scales, err := live.NewScaleClient(fenced)
 		if err != nil {
 			return err
 		}

@@ -40,8 +40,8 @@ func runTestPod(name string) *corev1.Pod {
 
 // runTestReports are a scale-up written in dry-run, a hold, and a target that is missing.
 func runTestReports() []controller.Report {
-	sample := func(milli int64) replicas.Sample {
-		return replicas.Sample{MilliValue: milli, Timestamp: replicas.SampleTimestamp(runNow.Add(-10 * time.Second)), Window: 30 * time.Second}
+	sample := func(milli int64) sampleset.Sample {
+		return sampleset.Sample{MilliValue: milli, Timestamp: sampleset.Timestamp(runNow.Add(-10 * time.Second)), Window: 30 * time.Second}
 	}
 	pods := []*corev1.Pod{runTestPod("web-1"), runTestPod("web-2")}
 	mk := func(key string, in replicas.Input, dry string, err error) controller.Report {
@@ -54,7 +54,7 @@ func runTestReports() []controller.Report {
 	}
 	base := func(hpa *autoscalingv2.HorizontalPodAutoscaler, milli int64) replicas.Input {
 		return replicas.Input{HPA: hpa, Scale: &replicas.Scale{SpecReplicas: 2, StatusReplicas: 2, Selector: "app=web"}, Pods: pods,
-			Metrics: []replicas.MetricData{{PodSamples: sampleset.Of(map[string]replicas.Sample{"web-1": sample(milli), "web-2": sample(milli)}), Timestamp: runNow, Source: "metrics.k8s.io/v1beta1"}},
+			Metrics: []replicas.MetricData{{PodSamples: sampleset.Of(map[string]sampleset.Sample{"web-1": sample(milli), "web-2": sample(milli)}), Timestamp: runNow, Source: "metrics.k8s.io/v1beta1"}},
 			Now:     runNow, Config: replicas.DefaultConfig()}
 	}
 	missing := replicas.Input{HPA: runTestHPA("gone", "gone"), Now: runNow, Config: replicas.DefaultConfig(),

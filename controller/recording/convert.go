@@ -164,7 +164,7 @@ func metricOf(m replicas.MetricData) Metric {
 	if m.PodSamples != nil {
 		out.PodSamples = make(map[string]Sample, m.PodSamples.Len())
 		for name, s := range m.PodSamples.All() {
-			out.PodSamples[name] = Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTime(s.Timestamp), Window: Duration(s.Window)}
+			out.PodSamples[name] = Sample{MilliValue: s.MilliValue, Timestamp: sampleset.Time(s.Timestamp), Window: Duration(s.Window)}
 		}
 	}
 	return out
@@ -177,14 +177,14 @@ func (m Metric) Data() replicas.MetricData {
 
 // Samples is PodSamples as the metrics layer hands them over (nil for none), in the order of
 // the pods' names.
-func (m Metric) Samples() *replicas.PodSamples {
+func (m Metric) Samples() *sampleset.Set {
 	if m.PodSamples == nil {
 		return nil
 	}
 	out := sampleset.New(len(m.PodSamples))
 	for _, name := range slices.Sorted(maps.Keys(m.PodSamples)) {
 		s := m.PodSamples[name]
-		out.Add(name, replicas.Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTimestamp(s.Timestamp), Window: time.Duration(s.Window)})
+		out.Add(name, sampleset.Sample{MilliValue: s.MilliValue, Timestamp: sampleset.Timestamp(s.Timestamp), Window: time.Duration(s.Window)})
 	}
 	return out
 }

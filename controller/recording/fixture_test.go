@@ -48,10 +48,10 @@ func testPod(name string, ready bool, started time.Time) *corev1.Pod {
 		testbuild.StartedAt(started), testbuild.ReadySince(status, started.Add(5*time.Second)))
 }
 
-func webSamples(window time.Duration, milli ...int64) *replicas.PodSamples {
-	out := map[string]replicas.Sample{}
+func webSamples(window time.Duration, milli ...int64) *sampleset.Set {
+	out := map[string]sampleset.Sample{}
 	for i, m := range milli {
-		out[fmt.Sprintf("web-%d", i)] = replicas.Sample{MilliValue: m, Timestamp: replicas.SampleTimestamp(t0.Add(-7*time.Second - 250*time.Millisecond)), Window: window}
+		out[fmt.Sprintf("web-%d", i)] = sampleset.Sample{MilliValue: m, Timestamp: sampleset.Timestamp(t0.Add(-7*time.Second - 250*time.Millisecond)), Window: window}
 	}
 	return sampleset.Of(out)
 }

@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
@@ -72,7 +72,7 @@ type Options struct {
 	Keys []string
 }
 
-// Run re-decides every sync of rec through controller.Evaluate and replicas.Settle with
+// Run re-decides every sync of rec through evaluation.Evaluate and replicas.Settle with
 // the recorded controller configuration, carrying each HPA's history forward from its
 // previous sync as run does (a new Term starts every HPA from what run's new controller held
 // at its first sync: nothing, or the history it restored from the HPA's persisted record),
@@ -107,7 +107,7 @@ func Run(ctx context.Context, rec *recording.Recording, opts Options) (*Report, 
 			}
 		}
 		src := NewSource(s, held[s.Key], rec.Header.MetricsSource)
-		ev, err := controller.Evaluate(ctx, src, s.HPA.Namespace, s.HPA.Name, controller.EvalOptions{Now: s.Now, Config: cfg, Overlaps: src})
+		ev, err := evaluation.Evaluate(ctx, src, s.HPA.Namespace, s.HPA.Name, evaluation.Options{Now: s.Now, Config: cfg, Overlaps: src})
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: replaying the sync of %s: %w", rec.Name, s.Line, s.Key, err)
 		}

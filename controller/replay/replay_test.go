@@ -23,7 +23,6 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
@@ -84,7 +83,7 @@ func (w *world) pod(i int32) *corev1.Pod {
 		testbuild.StartedAt(start), testbuild.ReadySince(corev1.ConditionTrue, start))
 }
 
-func (w *world) PodResource(context.Context, string, corev1.ResourceName, labels.Selector, string) (*metrics.PodSamples, time.Time, error) {
+func (w *world) PodResource(context.Context, string, corev1.ResourceName, labels.Selector, string) (*sampleset.Set, time.Time, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.load < 0 {
@@ -93,12 +92,12 @@ func (w *world) PodResource(context.Context, string, corev1.ResourceName, labels
 	now := w.clock.Now()
 	out := sampleset.New(int(w.replicas))
 	for i := range w.replicas {
-		out.Add(w.podName(i), metrics.PodSample{MilliValue: w.load / int64(w.replicas), Timestamp: replicas.SampleTimestamp(now.Add(-3*time.Second - 250*time.Millisecond)), Window: 15 * time.Second})
+		out.Add(w.podName(i), sampleset.Sample{MilliValue: w.load / int64(w.replicas), Timestamp: sampleset.Timestamp(now.Add(-3*time.Second - 250*time.Millisecond)), Window: 15 * time.Second})
 	}
 	return out, now.Add(-3 * time.Second), nil
 }
 
-func (w *world) PodsMetric(context.Context, string, string, labels.Selector, labels.Selector) (*metrics.PodSamples, time.Time, error) {
+func (w *world) PodsMetric(context.Context, string, string, labels.Selector, labels.Selector) (*sampleset.Set, time.Time, error) {
 	return nil, time.Time{}, errors.New("no custom metrics")
 }
 

@@ -1,5 +1,5 @@
 // Package replay re-decides a recording of `kubectl hpa run --record`: every recorded sync
-// goes through controller.Evaluate from a Source serving what run read at that sync, and
+// goes through evaluation.Evaluate from a Source serving what run read at that sync, and
 // through replicas.Settle, carrying the history forward from sync to sync as run does; any
 // difference from what run decided and kept is reported, sync by sync and field by field.
 package replay
@@ -18,13 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
-// Source is a controller.Source serving one recorded sync's inputs: the HPA, the scale (or
+// Source is a evaluation.Source serving one recorded sync's inputs: the HPA, the scale (or
 // its error), the pods (or their error) and each metric as run read them, and the history
 // the replay carries (not the recorded one, so that a history kept differently shows up as
 // a difference). It also finds the overlapping HPAs the sync recorded.
@@ -38,8 +39,8 @@ type Source struct {
 }
 
 var (
-	_ controller.Source        = (*Source)(nil)
-	_ controller.OverlapFinder = (*Source)(nil)
+	_ evaluation.Source        = (*Source)(nil)
+	_ evaluation.OverlapFinder = (*Source)(nil)
 )
 
 // NewSource serves s; history is what the replay holds for the HPA, metricsSource what the
@@ -50,7 +51,7 @@ func NewSource(s *recording.Sync, history replicas.History, metricsSource string
 
 var hpaResource = schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}
 
-// HPA implements controller.HPAReader: a copy of the recorded HPA.
+// HPA implements evaluation.HPAReader: a copy of the recorded HPA.
 func (s *Source) HPA(_ context.Context, namespace, name string) (*autoscalingv2.HorizontalPodAutoscaler, error) {
 	if s.sync.HPA.Namespace != namespace || s.sync.HPA.Name != name {
 		return nil, apierrors.NewNotFound(hpaResource, name)
@@ -58,16 +59,16 @@ func (s *Source) HPA(_ context.Context, namespace, name string) (*autoscalingv2.
 	return s.sync.HPA.DeepCopy(), nil
 }
 
-// Past implements controller.PastReader.
-func (s *Source) Past(context.Context, string, string) controller.Past {
-	return controller.KnownHistory(s.history)
+// History implements evaluation.HistoryReader.
+func (s *Source) History(context.Context, string, string) history.Known {
+	return history.Kept(s.history)
 }
 
 // errNotRecorded is what a read run did not make at this sync gets: the replay went further
 // than run did, which shows as a difference in the decision.
 var errNotRecorded = errors.New("not in the recording: run did not read it at this sync")
 
-// Scale implements controller.ScaleReader.
+// Scale implements evaluation.ScaleReader.
 func (s *Source) Scale(context.Context, string, autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, error) {
 	switch {
 	case s.sync.ScaleError != nil:
@@ -79,7 +80,7 @@ func (s *Source) Scale(context.Context, string, autoscalingv2.CrossVersionObject
 	return &replicas.Scale{SpecReplicas: sc.SpecReplicas, StatusReplicas: sc.StatusReplicas, Selector: sc.Selector}, nil
 }
 
-// Pods implements controller.PodReader.
+// Pods implements evaluation.PodReader.
 func (s *Source) Pods(context.Context, string, labels.Selector) ([]*corev1.Pod, error) {
 	if s.sync.PodsError != nil {
 		return nil, s.sync.PodsError.Err()
@@ -90,7 +91,7 @@ func (s *Source) Pods(context.Context, string, labels.Selector) ([]*corev1.Pod, 
 	return pods, nil
 }
 
-// OtherHPAs implements controller.OverlapFinder.
+// OtherHPAs implements evaluation.OverlapFinder.
 func (s *Source) OtherHPAs(context.Context, *autoscalingv2.HorizontalPodAutoscaler, labels.Selector, []*corev1.Pod) ([]string, error) {
 	if s.sync.OtherHPAs == nil {
 		return nil, nil
@@ -121,8 +122,8 @@ func selectorOf(ls *metav1.LabelSelector) string {
 	return sel.String()
 }
 
-// PodResource implements metrics.Client.
-func (s *Source) PodResource(_ context.Context, _ string, resource corev1.ResourceName, _ labels.Selector, container string) (*metrics.PodSamples, time.Time, error) {
+// PodResource implements evaluation.MetricsReader.
+func (s *Source) PodResource(_ context.Context, _ string, resource corev1.ResourceName, _ labels.Selector, container string) (*sampleset.Set, time.Time, error) {
 	m, err := s.metric(func(spec autoscalingv2.MetricSpec) bool {
 		switch spec.Type {
 		case autoscalingv2.ResourceMetricSourceType:
@@ -138,8 +139,8 @@ func (s *Source) PodResource(_ context.Context, _ string, resource corev1.Resour
 	return m.Samples(), m.Timestamp, m.Error.Err()
 }
 
-// PodsMetric implements metrics.Client.
-func (s *Source) PodsMetric(_ context.Context, _ string, name string, _ labels.Selector, metricSelector labels.Selector) (*metrics.PodSamples, time.Time, error) {
+// PodsMetric implements evaluation.MetricsReader.
+func (s *Source) PodsMetric(_ context.Context, _ string, name string, _ labels.Selector, metricSelector labels.Selector) (*sampleset.Set, time.Time, error) {
 	m, err := s.metric(func(spec autoscalingv2.MetricSpec) bool {
 		return spec.Type == autoscalingv2.PodsMetricSourceType && spec.Pods != nil && spec.Pods.Metric.Name == name &&
 			selectorOf(spec.Pods.Metric.Selector) == metricSelector.String()
@@ -150,7 +151,7 @@ func (s *Source) PodsMetric(_ context.Context, _ string, name string, _ labels.S
 	return m.Samples(), m.Timestamp, m.Error.Err()
 }
 
-// ObjectMetric implements metrics.Client.
+// ObjectMetric implements evaluation.MetricsReader.
 func (s *Source) ObjectMetric(_ context.Context, _ string, name string, object autoscalingv2.CrossVersionObjectReference, metricSelector labels.Selector) (int64, time.Time, error) {
 	m, err := s.metric(func(spec autoscalingv2.MetricSpec) bool {
 		return spec.Type == autoscalingv2.ObjectMetricSourceType && spec.Object != nil && spec.Object.Metric.Name == name &&
@@ -162,7 +163,7 @@ func (s *Source) ObjectMetric(_ context.Context, _ string, name string, object a
 	return m.Value, m.Timestamp, m.Error.Err()
 }
 
-// ExternalMetric implements metrics.Client.
+// ExternalMetric implements evaluation.MetricsReader.
 func (s *Source) ExternalMetric(_ context.Context, _ string, name string, metricSelector labels.Selector) ([]int64, time.Time, error) {
 	m, err := s.metric(func(spec autoscalingv2.MetricSpec) bool {
 		return spec.Type == autoscalingv2.ExternalMetricSourceType && spec.External != nil && spec.External.Metric.Name == name &&
@@ -174,7 +175,7 @@ func (s *Source) ExternalMetric(_ context.Context, _ string, name string, metric
 	return append([]int64(nil), m.Values...), m.Timestamp, m.Error.Err()
 }
 
-// Source implements metrics.Client: the source run named at this sync (its client may have
+// Source implements evaluation.MetricsReader: the source run named at this sync (its client may have
 // changed its mind since the header was written), else the header's.
 func (s *Source) Source() string {
 	for _, m := range s.sync.Metrics {

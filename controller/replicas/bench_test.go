@@ -42,7 +42,7 @@ func benchDecide(b *testing.B, omitPodTreatments bool) {
 				}
 				m := sampleset.New(len(w.Samples))
 				for _, s := range w.Samples {
-					m.Add(s.Pod, Sample{MilliValue: s.MilliValue, Timestamp: SampleTimestamp(s.Timestamp), Window: s.Window})
+					m.Add(s.Pod, sampleset.Sample{MilliValue: s.MilliValue, Timestamp: sampleset.Timestamp(s.Timestamp), Window: s.Window})
 				}
 				d := Decide(Input{
 					HPA: h, Scale: scale, Pods: pods,

@@ -96,15 +96,15 @@ func withHistory(h History) inputOpt { return func(in *Input) { in.History = h }
 // podValues builds pod samples for test-pod-<i> with the given milli-values, at the zero time
 // with a one-minute window as upstream's calculator fixtures report them.
 func podValues(values ...int64) MetricData {
-	m := make(map[string]Sample, len(values))
+	m := make(map[string]sampleset.Sample, len(values))
 	for i, v := range values {
-		m[podName(i)] = Sample{MilliValue: v, Window: time.Minute}
+		m[podName(i)] = sampleset.Sample{MilliValue: v, Window: time.Minute}
 	}
 	return MetricData{PodSamples: sampleSet(m)}
 }
 
 // sampleSet is m as the metrics layer hands samples over (nil for nil).
-func sampleSet(m map[string]Sample) *PodSamples {
+func sampleSet(m map[string]sampleset.Sample) *sampleset.Set {
 	if m == nil {
 		return nil
 	}

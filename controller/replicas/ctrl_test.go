@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // cond is a condition as upstream's horizontal tests compare it (message and time blanked).
@@ -74,9 +75,9 @@ func hzPods(n int, reqMilli int64, opts map[int][]testbuild.PodOption) []*corev1
 
 // hzCPU reports per-pod cpu totals at now with a one-minute window, as the horizontal tests do.
 func hzCPU(levels ...int64) MetricData {
-	m := make(map[string]Sample, len(levels))
+	m := make(map[string]sampleset.Sample, len(levels))
 	for i, v := range levels {
-		m[podName(i)] = Sample{MilliValue: v, Timestamp: SampleTimestamp(testNow), Window: time.Minute}
+		m[podName(i)] = sampleset.Sample{MilliValue: v, Timestamp: sampleset.Timestamp(testNow), Window: time.Minute}
 	}
 	return MetricData{PodSamples: sampleSet(m), Timestamp: testNow}
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // TestErrorKindsAreFoundWithErrorsAs: callers branch on a decision's error with errors.As, never
@@ -59,7 +60,7 @@ func TestPodMetricFailuresAreSentinels(t *testing.T) {
 	noPods.Metrics = []MetricData{hzCPU(100)}
 	noSamples := input(hpa(testbuild.Metrics(testbuild.CPUUtilization(50))), 2)
 	noSamples.Pods = []*corev1.Pod{pod(podName(0)), pod(podName(1))}
-	noSamples.Metrics = []MetricData{{PodSamples: sampleSet(map[string]Sample{})}}
+	noSamples.Metrics = []MetricData{{PodSamples: sampleSet(map[string]sampleset.Sample{})}}
 	objectNoPods := input(hpa(testbuild.Metrics(testbuild.ObjectValue(testDeployment, "qps", 1000))), 2)
 	objectNoPods.Pods = nil
 	objectNoPods.Metrics = []MetricData{{Value: 5000}}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // timeT shortens fixture tables.
@@ -86,13 +87,13 @@ func (f calcFixture) resourceData() MetricData {
 	if len(f.levels) == 0 {
 		return MetricData{Err: errors.New("no metrics returned from resource metrics API")}
 	}
-	m := make(map[string]Sample, len(f.levels))
+	m := make(map[string]sampleset.Sample, len(f.levels))
 	for i, lv := range f.levels {
 		name := podName(i)
 		if i < len(f.metricNames) {
 			name = f.metricNames[i]
 		}
-		s := Sample{Window: time.Minute}
+		s := sampleset.Sample{Window: time.Minute}
 		switch {
 		case f.container != "":
 			idx := int(f.container[len(f.container)-1]-'0') - 1

@@ -71,16 +71,16 @@ func scenario(seed uint64) Input {
 		pods[i] = p
 	}
 
-	podSamples := func(scale int64) *PodSamples {
-		m := map[string]Sample{}
+	podSamples := func(scale int64) *sampleset.Set {
+		m := map[string]sampleset.Sample{}
 		for _, p := range pods {
 			if r.IntN(7) == 0 {
 				continue
 			}
-			m[p.Name] = Sample{MilliValue: int64(r.IntN(int(scale))), Timestamp: SampleTimestamp(testNow.Add(-time.Duration(r.IntN(90)) * time.Second)), Window: time.Duration(15+r.IntN(60)) * time.Second}
+			m[p.Name] = sampleset.Sample{MilliValue: int64(r.IntN(int(scale))), Timestamp: sampleset.Timestamp(testNow.Add(-time.Duration(r.IntN(90)) * time.Second)), Window: time.Duration(15+r.IntN(60)) * time.Second}
 		}
 		if r.IntN(6) == 0 {
-			m["gone-pod"] = Sample{MilliValue: int64(r.IntN(int(scale))), Timestamp: SampleTimestamp(testNow), Window: time.Minute}
+			m["gone-pod"] = sampleset.Sample{MilliValue: int64(r.IntN(int(scale))), Timestamp: sampleset.Timestamp(testNow), Window: time.Minute}
 		}
 		return sampleSet(m)
 	}
@@ -294,7 +294,7 @@ func FuzzDecideOrderIndependence(f *testing.F) {
 			}
 			type named struct {
 				pod string
-				s   Sample
+				s   sampleset.Sample
 			}
 			var all []named
 			for pod, s := range m.PodSamples.All() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -63,7 +64,7 @@ type requestSpec struct {
 // len(pods)), unless pts is nil (Input.OmitPodTreatments): the counts and totals are the same.
 // resource is "" for custom (Pods) metrics; the readiness rules apply only to cpu.
 // One pass over the pods keeps each pod's memory touched once, which matters at thousands of pods.
-func (c *calc) group(samples *PodSamples, res corev1.ResourceName, pts []PodTreatment, rs requestSpec) grouping {
+func (c *calc) group(samples *sampleset.Set, res corev1.ResourceName, pts []PodTreatment, rs requestSpec) grouping {
 	var g grouping
 	cpu := res == corev1.ResourceCPU
 	var memo requestMemo
@@ -78,7 +79,7 @@ func (c *calc) group(samples *PodSamples, res corev1.ResourceName, pts []PodTrea
 }
 
 // treat classifies one pod into pt and counts it in g.
-func (c *calc) treat(g *grouping, pt *PodTreatment, pod *corev1.Pod, samples *PodSamples, res corev1.ResourceName, cpu bool, memo *requestMemo, rs requestSpec) {
+func (c *calc) treat(g *grouping, pt *PodTreatment, pod *corev1.Pod, samples *sampleset.Set, res corev1.ResourceName, cpu bool, memo *requestMemo, rs requestSpec) {
 	if pod == nil {
 		pt.Class, pt.Why = PodIgnored, whyNilPod
 		g.ignored++
@@ -147,7 +148,7 @@ func (g *grouping) drop(pt *PodTreatment, class PodClass, why string, hasSample 
 }
 
 // cpuUnready returns why a cpu sample of a running pod is not trusted, or "".
-func (c *calc) cpuUnready(pod *corev1.Pod, s Sample) string {
+func (c *calc) cpuUnready(pod *corev1.Pod, s sampleset.Sample) string {
 	cond := readyCondition(pod)
 	if cond == nil {
 		return whyNoReadyCond
@@ -160,7 +161,7 @@ func (c *calc) cpuUnready(pod *corev1.Pod, s Sample) string {
 		if cond.Status == corev1.ConditionFalse {
 			return whyUnreadyInInit
 		}
-		if SampleTime(s.Timestamp).Before(cond.LastTransitionTime.Add(s.Window)) {
+		if sampleset.Time(s.Timestamp).Before(cond.LastTransitionTime.Add(s.Window)) {
 			return whyNoFreshSample
 		}
 		return ""

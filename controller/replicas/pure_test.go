@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // barePod is a pod with only what groupPods reads: name, phase, start time and an optional
@@ -40,7 +41,7 @@ func TestGroupPodsMatchesUpstream(t *testing.T) {
 	cases := []struct {
 		name    string
 		pods    []*corev1.Pod
-		samples map[string]Sample
+		samples map[string]sampleset.Sample
 		res     corev1.ResourceName
 		want    want
 	}{
@@ -49,42 +50,42 @@ func TestGroupPodsMatchesUpstream(t *testing.T) {
 		// :1765 "count in a ready pod - memory"
 		{name: "count in a ready pod - memory", res: corev1.ResourceMemory,
 			pods:    []*corev1.Pod{barePod("pod-b", succeeded, nil, "", time.Time{})},
-			samples: map[string]Sample{"pod-b": {MilliValue: 1, Timestamp: SampleTimestamp(now), Window: time.Minute}},
+			samples: map[string]sampleset.Sample{"pod-b": {MilliValue: 1, Timestamp: sampleset.Timestamp(now), Window: time.Minute}},
 			want:    want{Ready: 1}},
 		// :1785 "unready a pod without ready condition - CPU"
 		{name: "unready a pod without ready condition - CPU", res: corev1.ResourceCPU,
 			pods:    []*corev1.Pod{barePod("pod-a", succeeded, at(0), "", time.Time{})},
-			samples: map[string]Sample{"pod-a": {MilliValue: 1}},
+			samples: map[string]sampleset.Sample{"pod-a": {MilliValue: 1}},
 			want:    want{Unready: []string{"pod-a"}}},
 		// :1808 "count in a ready pod with fresh metrics during initialization period - CPU"
 		{name: "count in a ready pod with fresh metrics during initialization period - CPU", res: corev1.ResourceCPU,
 			pods:    []*corev1.Pod{barePod("pod-b", succeeded, at(-time.Minute), corev1.ConditionTrue, now.Add(-30*time.Second))},
-			samples: map[string]Sample{"pod-b": {MilliValue: 1, Timestamp: SampleTimestamp(now), Window: 30 * time.Second}},
+			samples: map[string]sampleset.Sample{"pod-b": {MilliValue: 1, Timestamp: sampleset.Timestamp(now), Window: 30 * time.Second}},
 			want:    want{Ready: 1}},
 		// :1838 "unready a ready pod without fresh metrics during initialization period - CPU"
 		{name: "unready a ready pod without fresh metrics during initialization period - CPU", res: corev1.ResourceCPU,
 			pods:    []*corev1.Pod{barePod("pod-b", succeeded, at(-time.Minute), corev1.ConditionTrue, now.Add(-30*time.Second))},
-			samples: map[string]Sample{"pod-b": {MilliValue: 1, Timestamp: SampleTimestamp(now), Window: 60 * time.Second}},
+			samples: map[string]sampleset.Sample{"pod-b": {MilliValue: 1, Timestamp: sampleset.Timestamp(now), Window: 60 * time.Second}},
 			want:    want{Unready: []string{"pod-b"}}},
 		// :1868 "unready an unready pod during initialization period - CPU"
 		{name: "unready an unready pod during initialization period - CPU", res: corev1.ResourceCPU,
 			pods:    []*corev1.Pod{barePod("pod-a", succeeded, at(-10*time.Minute), corev1.ConditionFalse, now.Add(-9*time.Minute-54*time.Second))},
-			samples: map[string]Sample{"pod-a": {MilliValue: 1}},
+			samples: map[string]sampleset.Sample{"pod-a": {MilliValue: 1}},
 			want:    want{Unready: []string{"pod-a"}}},
 		// :1898 "count in a ready pod without fresh metrics after initialization period - CPU"
 		{name: "count in a ready pod without fresh metrics after initialization period - CPU", res: corev1.ResourceCPU,
 			pods:    []*corev1.Pod{barePod("pod-b", succeeded, at(-3*time.Minute), corev1.ConditionTrue, now.Add(-3*time.Minute))},
-			samples: map[string]Sample{"pod-b": {MilliValue: 1, Timestamp: SampleTimestamp(now.Add(-2 * time.Minute)), Window: time.Minute}},
+			samples: map[string]sampleset.Sample{"pod-b": {MilliValue: 1, Timestamp: sampleset.Timestamp(now.Add(-2 * time.Minute)), Window: time.Minute}},
 			want:    want{Ready: 1}},
 		// :1928 "count in an unready pod that was ready after initialization period - CPU"
 		{name: "count in an unready pod that was ready after initialization period - CPU", res: corev1.ResourceCPU,
 			pods:    []*corev1.Pod{barePod("pod-a", succeeded, at(-10*time.Minute), corev1.ConditionFalse, now.Add(-9*time.Minute))},
-			samples: map[string]Sample{"pod-a": {MilliValue: 1}},
+			samples: map[string]sampleset.Sample{"pod-a": {MilliValue: 1}},
 			want:    want{Ready: 1}},
 		// :1958 "unready pod that has never been ready after initialization period - CPU" (strictly-after boundary)
 		{name: "unready pod that has never been ready after initialization period - CPU", res: corev1.ResourceCPU,
 			pods:    []*corev1.Pod{barePod("pod-a", succeeded, at(-10*time.Minute), corev1.ConditionFalse, now.Add(-9*time.Minute-50*time.Second))},
-			samples: map[string]Sample{"pod-a": {MilliValue: 1}},
+			samples: map[string]sampleset.Sample{"pod-a": {MilliValue: 1}},
 			want:    want{Ready: 1}},
 		// :1988 "a missing pod"
 		{name: "a missing pod", res: corev1.ResourceCPU,
@@ -97,7 +98,7 @@ func TestGroupPodsMatchesUpstream(t *testing.T) {
 				barePod("pod-d", succeeded, at(-3*time.Minute), corev1.ConditionTrue, now.Add(-3*time.Minute)),
 				barePod("pod-c", succeeded, at(-3*time.Minute), "", time.Time{}),
 			},
-			samples: map[string]Sample{"pod-a": {MilliValue: 1}, "pod-d": {MilliValue: 1}},
+			samples: map[string]sampleset.Sample{"pod-a": {MilliValue: 1}, "pod-d": {MilliValue: 1}},
 			want:    want{Ready: 1, Unready: []string{"pod-a"}, Missing: []string{"pod-c"}}},
 		// :2062 "pending pods are unreadied"
 		{name: "pending pods are unreadied", res: corev1.ResourceCPU,
@@ -110,12 +111,12 @@ func TestGroupPodsMatchesUpstream(t *testing.T) {
 				p.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
 				return []*corev1.Pod{p}
 			}(),
-			samples: map[string]Sample{"deleted": {MilliValue: 1}},
+			samples: map[string]sampleset.Sample{"deleted": {MilliValue: 1}},
 			want:    want{Ignored: []string{"deleted"}}},
 		// :2101 "ignore pods in a failed state"
 		{name: "ignore pods in a failed state", res: corev1.ResourceCPU,
 			pods:    []*corev1.Pod{barePod("failed", corev1.PodFailed, nil, "", time.Time{})},
-			samples: map[string]Sample{"failed": {MilliValue: 1}},
+			samples: map[string]sampleset.Sample{"failed": {MilliValue: 1}},
 			want:    want{Ignored: []string{"failed"}}},
 	}
 	for _, tc := range cases {
@@ -311,9 +312,9 @@ func TestGroupRequestOfPodsSharingContainerArrays(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			samples := map[string]Sample{}
+			samples := map[string]sampleset.Sample{}
 			for _, p := range tc.pods {
-				samples[p.Name] = Sample{MilliValue: 100, Timestamp: SampleTimestamp(testNow.Add(-time.Minute)), Window: 30 * time.Second}
+				samples[p.Name] = sampleset.Sample{MilliValue: 100, Timestamp: sampleset.Timestamp(testNow.Add(-time.Minute)), Window: 30 * time.Second}
 			}
 			c := &calc{pods: tc.pods, now: testNow, cpuInit: testCPUInit, delay: testReadinessDelay, podLevel: true}
 			pts := make([]PodTreatment, len(tc.pods))

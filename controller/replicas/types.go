@@ -110,7 +110,7 @@ type MetricData struct {
 	Err error
 	// PodSamples: Resource, ContainerResource and Pods metrics; a sample per pod name.
 	// Pods omitted here are "missing". Samples for pods not in Input.Pods are kept ("superfluous").
-	PodSamples *PodSamples
+	PodSamples *sampleset.Set
 	// Value: Object metrics, the single value in milli-units.
 	Value int64
 	// Values: External metrics, every sample matching the metric selector, in milli-units.
@@ -121,19 +121,6 @@ type MetricData struct {
 	// it is carried into the trace only.
 	Source string
 }
-
-// Sample is one pod's metric value: MilliValue observed at Timestamp (SampleTimestamp of the
-// instant, Unix nanoseconds) over Window. It is the metrics layer's sampleset.Sample.
-type Sample = sampleset.Sample
-
-// PodSamples is one metric's samples by pod name, as the metrics layer decodes them.
-type PodSamples = sampleset.Set
-
-// SampleTimestamp is Sample.Timestamp for t (sampleset.Timestamp).
-func SampleTimestamp(t time.Time) int64 { return sampleset.Timestamp(t) }
-
-// SampleTime is the instant of a Sample.Timestamp, in UTC (the zero time for 0).
-func SampleTime(ts int64) time.Time { return sampleset.Time(ts) }
 
 // History is the in-memory state upstream keeps per HPA key.
 type History struct {

@@ -7,14 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // scrapedPod is a world with one Ready pod started at start, whose demand is cpuMilli; the
 // scrapes happen at the given offsets from the start.
-func scrapedPod(t *testing.T, cpuMilli string, start time.Time, scrapes ...time.Duration) (*metrics.PodSamples, error) {
+func scrapedPod(t *testing.T, cpuMilli string, start time.Time, scrapes ...time.Duration) (*sampleset.Set, error) {
 	t.Helper()
 	s := Spec{Model: DefaultModel(), Load: curve(t, "time,cpu\n0,"+cpuMilli+"\n"), Workload: Workload{Name: "web", Replicas: 1, Pod: podSpec("200m")},
 		Variants: []Variant{{Name: "v", HPA: cpuHPA(50, 1, 10, nil)}}, Duration: time.Hour, Start: start}
@@ -46,23 +45,23 @@ func TestMetricsServerEmulation(t *testing.T) {
 		cpu     string
 		start   time.Time
 		scrapes []time.Duration
-		want    *metrics.PodSample // nil: no sample for the pod
+		want    *sampleset.Sample // nil: no sample for the pod
 	}{
 		{name: "one scrape of a pod started 5 s before is not enough", cpu: "100", start: whole,
 			scrapes: []time.Duration{5 * time.Second}},
 		{name: "the second scrape gives the usage over the window between them", cpu: "100", start: whole,
 			scrapes: []time.Duration{5 * time.Second, 20 * time.Second},
-			want:    &metrics.PodSample{MilliValue: 100, Timestamp: replicas.SampleTimestamp(whole.Add(20 * time.Second)), Window: 15 * time.Second}},
+			want:    &sampleset.Sample{MilliValue: 100, Timestamp: sampleset.Timestamp(whole.Add(20 * time.Second)), Window: 15 * time.Second}},
 		{name: "a container 10 s to one interval old is measured from its start at its first scrape", cpu: "100", start: whole,
 			scrapes: []time.Duration{12 * time.Second},
-			want:    &metrics.PodSample{MilliValue: 100, Timestamp: replicas.SampleTimestamp(whole.Add(12 * time.Second)), Window: 12 * time.Second}},
+			want:    &sampleset.Sample{MilliValue: 100, Timestamp: sampleset.Timestamp(whole.Add(12 * time.Second)), Window: 12 * time.Second}},
 		{name: "the start is read in whole seconds, so the first window is longer than the run", cpu: "90", start: half,
 			scrapes: []time.Duration{12 * time.Second},
 			// 90m for 12 s over a 12.5 s window: 86.4m, read up to whole millicores.
-			want: &metrics.PodSample{MilliValue: 87, Timestamp: replicas.SampleTimestamp(whole.Add(12 * time.Second)), Window: 12500 * time.Millisecond}},
+			want: &sampleset.Sample{MilliValue: 87, Timestamp: sampleset.Timestamp(whole.Add(12 * time.Second)), Window: 12500 * time.Millisecond}},
 		{name: "later scrapes keep the last two points: the window is one interval", cpu: "100", start: whole,
 			scrapes: []time.Duration{15 * time.Second, 30 * time.Second, 45 * time.Second},
-			want:    &metrics.PodSample{MilliValue: 100, Timestamp: replicas.SampleTimestamp(whole.Add(45 * time.Second)), Window: 15 * time.Second}},
+			want:    &sampleset.Sample{MilliValue: 100, Timestamp: sampleset.Timestamp(whole.Add(45 * time.Second)), Window: 15 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := scrapedPod(t, tc.cpu, tc.start, tc.scrapes...)

@@ -1,5 +1,5 @@
 // Package sim plays a demand curve through a model of a cluster and the exact HPA controller:
-// every sync decides through controller.Evaluate, the decision core and replicas.Settle, as
+// every sync decides through evaluation.Evaluate, the decision core and replicas.Settle, as
 // kubectl hpa run does, in virtual time, against a simulated Source that models the
 // Deployment's pods, the kubelet's counters (the node stand-in's load model) and
 // metrics-server v0.8's storage.

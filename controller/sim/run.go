@@ -12,7 +12,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
 )
@@ -360,7 +360,7 @@ type syncStep struct {
 
 // sync is one reconcile: Evaluate, the scale write, Settle.
 func (w *world) sync(ctx context.Context, t time.Time) (syncStep, error) {
-	ev, err := controller.Evaluate(ctx, w, w.hpa.Namespace, w.hpa.Name, controller.EvalOptions{Now: t, Config: w.m.Controller})
+	ev, err := evaluation.Evaluate(ctx, w, w.hpa.Namespace, w.hpa.Name, evaluation.Options{Now: t, Config: w.m.Controller})
 	if err != nil {
 		return syncStep{}, err
 	}

@@ -13,9 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
@@ -56,7 +55,7 @@ type msPoint struct {
 }
 
 // world is one variant's cluster: a Deployment's pods, the kubelet's counters, metrics-server's
-// storage and the HPA. It is the controller.Source the variant's syncs read; one goroutine owns
+// storage and the HPA. It is the evaluation.Source the variant's syncs read; one goroutine owns
 // it, so it needs no lock (Evaluate's concurrent reads only read it).
 type world struct {
 	m     Model
@@ -248,7 +247,7 @@ func (w *world) scrape(t time.Time) {
 // resource metrics client: per container, the counter difference over the window in whole
 // nanocores (a Quantity read with MilliValue, which rounds up), memory in bytes; the pod's
 // timestamp as served (RFC 3339, whole seconds) and its window.
-func (w *world) podResource(res corev1.ResourceName, container string) (*metrics.PodSamples, time.Time, error) {
+func (w *world) podResource(res corev1.ResourceName, container string) (*sampleset.Set, time.Time, error) {
 	out := sampleset.New(len(w.pods))
 	var first time.Time
 	ci := -1
@@ -299,7 +298,7 @@ func (w *world) podResource(res corev1.ResourceName, container string) (*metrics
 		if first.IsZero() {
 			first = ts
 		}
-		out.Add(p.obj.Name, metrics.PodSample{MilliValue: sum, Timestamp: replicas.SampleTimestamp(ts), Window: window})
+		out.Add(p.obj.Name, sampleset.Sample{MilliValue: sum, Timestamp: sampleset.Timestamp(ts), Window: window})
 	}
 	if out.Len() == 0 {
 		return nil, time.Time{}, errors.New("no metrics returned from resource metrics API")
@@ -313,8 +312,8 @@ func (w *world) HPA(context.Context, string, string) (*autoscalingv2.HorizontalP
 	return w.hpa, nil
 }
 
-func (w *world) Past(context.Context, string, string) controller.Past {
-	return controller.KnownHistory(w.history)
+func (w *world) History(context.Context, string, string) history.Known {
+	return history.Kept(w.history)
 }
 
 func (w *world) Scale(context.Context, string, autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, error) {
@@ -327,11 +326,11 @@ func (w *world) Pods(context.Context, string, labels.Selector) ([]*corev1.Pod, e
 	return w.objs, nil
 }
 
-func (w *world) PodResource(_ context.Context, _ string, res corev1.ResourceName, _ labels.Selector, container string) (*metrics.PodSamples, time.Time, error) {
+func (w *world) PodResource(_ context.Context, _ string, res corev1.ResourceName, _ labels.Selector, container string) (*sampleset.Set, time.Time, error) {
 	return w.podResource(res, container)
 }
 
-func (w *world) PodsMetric(_ context.Context, _ string, name string, _, _ labels.Selector) (*metrics.PodSamples, time.Time, error) {
+func (w *world) PodsMetric(_ context.Context, _ string, name string, _, _ labels.Selector) (*sampleset.Set, time.Time, error) {
 	return w.podsMetric(name)
 }
 
@@ -350,7 +349,7 @@ func (w *world) ExternalMetric(_ context.Context, _ string, name string, _ label
 
 func (w *world) Source() string { return "simulation" }
 
-// ParseSelector implements controller.SelectorParser: the workload's one selector is parsed
+// ParseSelector implements evaluation.SelectorParser: the workload's one selector is parsed
 // once, not at every sync.
 func (w *world) ParseSelector(s string) (labels.Selector, error) {
 	if s != w.selector {
@@ -376,7 +375,7 @@ func (w *world) total(name string) (int64, error) {
 
 // podsMetric spreads a Pods metric's demand evenly over the Ready pods (the others report 0),
 // as an adapter reading the pods' own counters would see it.
-func (w *world) podsMetric(name string) (*metrics.PodSamples, time.Time, error) {
+func (w *world) podsMetric(name string) (*sampleset.Set, time.Time, error) {
 	total, err := w.total(name)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -391,7 +390,7 @@ func (w *world) podsMetric(name string) (*metrics.PodSamples, time.Time, error) 
 		if p.isReady && w.readyCount > 0 {
 			v = total / w.readyCount
 		}
-		out.Add(p.obj.Name, metrics.PodSample{MilliValue: v, Timestamp: replicas.SampleTimestamp(ts), Window: time.Minute})
+		out.Add(p.obj.Name, sampleset.Sample{MilliValue: v, Timestamp: sampleset.Timestamp(ts), Window: time.Minute})
 	}
 	if out.Len() == 0 {
 		return nil, time.Time{}, errors.New("no metrics returned from custom metrics API")

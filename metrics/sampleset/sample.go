@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Sample is one pod's value of a metric (the decision core's replicas.Sample).
+// Sample is one pod's value of a metric (the decision core's sampleset.Sample).
 type Sample struct {
 	// MilliValue is the value in milli-units (millicores for cpu, milli-bytes for memory).
 	MilliValue int64
@@ -22,7 +22,7 @@ type Sample struct {
 // Timestamp is Sample.Timestamp for t: its Unix time in nanoseconds, except that the zero
 // time is 0 (the Unix epoch itself becomes 1ns after it), and that times before 1677-09-22 or
 // after 2262-04-11 (beyond an int64 of nanoseconds) are clamped to the nearest representable
-// one (the decision core's replicas.SampleTimestamp).
+// one (the decision core's sampleset.Timestamp).
 func Timestamp(t time.Time) int64 {
 	if sec := t.Unix(); sec > math.MinInt64/1_000_000_000 && sec < math.MaxInt64/1_000_000_000 {
 		if ns := t.UnixNano(); ns != 0 { // this far from the limits it cannot overflow

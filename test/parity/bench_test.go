@@ -85,7 +85,7 @@ func oursOnBenchWorkload(w *benchload.Workload, pods []*corev1.Pod, now time.Tim
 	target := int32(benchload.TargetUtilization)
 	samples := sampleset.New(len(w.Samples))
 	for _, s := range w.Samples {
-		samples.Add(s.Pod, replicas.Sample{MilliValue: s.MilliValue, Timestamp: replicas.SampleTimestamp(s.Timestamp), Window: s.Window})
+		samples.Add(s.Pod, sampleset.Sample{MilliValue: s.MilliValue, Timestamp: sampleset.Timestamp(s.Timestamp), Window: s.Window})
 	}
 	d := replicas.Decide(replicas.Input{
 		HPA: &autoscalingv2.HorizontalPodAutoscaler{

@@ -16,9 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
@@ -55,7 +55,7 @@ func (s *scenario) hpa() *autoscalingv2.HorizontalPodAutoscaler {
 
 // source serves our controller what upstream's is served, through the same reader
 // interfaces the commands read a cluster through, so that our side decides by
-// controller.Evaluate exactly as kubectl hpa run and explain do.
+// evaluation.Evaluate exactly as kubectl hpa run and explain do.
 type source struct {
 	hpa     *autoscalingv2.HorizontalPodAutoscaler
 	history replicas.History
@@ -65,14 +65,14 @@ type source struct {
 	now     time.Time
 }
 
-var _ controller.Source = (*source)(nil)
+var _ evaluation.Source = (*source)(nil)
 
 func (s *source) HPA(context.Context, string, string) (*autoscalingv2.HorizontalPodAutoscaler, error) {
 	return s.hpa.DeepCopy(), nil
 }
 
-func (s *source) Past(context.Context, string, string) controller.Past {
-	return controller.KnownHistory(s.history)
+func (s *source) History(context.Context, string, string) history.Known {
+	return history.Kept(s.history)
 }
 
 func (s *source) Scale(context.Context, string, autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, error) {
@@ -101,7 +101,7 @@ func (s *source) metric(identity string) (*scenario, error) {
 	return m, nil
 }
 
-func (s *source) podSamples(identity string) (*metrics.PodSamples, time.Time, error) {
+func (s *source) podSamples(identity string) (*sampleset.Set, time.Time, error) {
 	m, err := s.metric(identity)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -109,16 +109,16 @@ func (s *source) podSamples(identity string) (*metrics.PodSamples, time.Time, er
 	out := sampleset.New(len(m.samples))
 	for _, name := range slices.Sorted(maps.Keys(m.samples)) {
 		sm := m.samples[name]
-		out.Add(name, metrics.PodSample{MilliValue: sm.value, Timestamp: replicas.SampleTimestamp(sm.at.time(s.now)), Window: sm.window})
+		out.Add(name, sampleset.Sample{MilliValue: sm.value, Timestamp: sampleset.Timestamp(sm.at.time(s.now)), Window: sm.window})
 	}
 	return out, m.metricTimestamp.time(s.now), nil
 }
 
-func (s *source) PodResource(_ context.Context, _ string, res corev1.ResourceName, _ labels.Selector, container string) (*metrics.PodSamples, time.Time, error) {
+func (s *source) PodResource(_ context.Context, _ string, res corev1.ResourceName, _ labels.Selector, container string) (*sampleset.Set, time.Time, error) {
 	return s.podSamples(fmt.Sprintf("resource/%s/%s", res, container))
 }
 
-func (s *source) PodsMetric(_ context.Context, _, name string, _, _ labels.Selector) (*metrics.PodSamples, time.Time, error) {
+func (s *source) PodsMetric(_ context.Context, _, name string, _, _ labels.Selector) (*sampleset.Set, time.Time, error) {
 	return s.podSamples("pods/" + name)
 }
 
@@ -140,9 +140,9 @@ func (s *source) ExternalMetric(_ context.Context, _, name string, _ labels.Sele
 
 func (s *source) Source() string { return "parity scenario" }
 
-// evaluate decides through controller.Evaluate, the commands' one evaluation path.
-func (s *source) evaluate(at time.Time, cfg replicas.Config, omitPodTreatments bool) (*controller.Evaluation, error) {
-	return controller.Evaluate(context.Background(), s, s.hpa.Namespace, s.hpa.Name, controller.EvalOptions{Now: at, Config: cfg, OmitPodTreatments: omitPodTreatments})
+// evaluate decides through evaluation.Evaluate, the commands' one evaluation path.
+func (s *source) evaluate(at time.Time, cfg replicas.Config, omitPodTreatments bool) (*evaluation.Evaluation, error) {
+	return evaluation.Evaluate(context.Background(), s, s.hpa.Namespace, s.hpa.Name, evaluation.Options{Now: at, Config: cfg, OmitPodTreatments: omitPodTreatments})
 }
 
 // config is the controller configuration the scenario runs under.

@@ -25,6 +25,10 @@ import (
 // Key is the HPA annotation holding the record.
 const Key = "hpa.kubectl-hpa.io/history"
 
+// FieldManager is the field manager kubectl hpa run writes with (status, scale, the record):
+// Restore tells the HPA's own writes from another controller's by it.
+const FieldManager = "kubectl-hpa"
+
 // Version is the record format this package writes and reads.
 const Version = 1
 

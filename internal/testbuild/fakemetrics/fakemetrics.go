@@ -20,7 +20,7 @@ import (
 )
 
 // Values is what the fake serves for one metric: a sample per pod name.
-type Values = map[string]metrics.PodSample
+type Values = map[string]sampleset.Sample
 
 // Client answers each metrics.Client call from its maps, with the time At. A resource, metric
 // name or selector it has no entry for is an error, as is every call while Err is set. Fill the
@@ -73,7 +73,7 @@ func (c *Client) record(call string) {
 }
 
 // PodResource answers from BySelector, or else Resource.
-func (c *Client) PodResource(_ context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, _ string) (*metrics.PodSamples, time.Time, error) {
+func (c *Client) PodResource(_ context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, _ string) (*sampleset.Set, time.Time, error) {
 	c.record(fmt.Sprintf("PodResource %s %s %s", namespace, res, selector))
 	if c.Err != nil {
 		return nil, time.Time{}, c.Err
@@ -91,12 +91,12 @@ func (c *Client) PodResource(_ context.Context, namespace string, res corev1.Res
 }
 
 // own is s as a metrics client answers, never nil, and the caller's to keep.
-func own(s Values) *metrics.PodSamples {
+func own(s Values) *sampleset.Set {
 	return sampleset.Of(s)
 }
 
 // PodsMetric answers from Pods.
-func (c *Client) PodsMetric(_ context.Context, namespace, name string, _, _ labels.Selector) (*metrics.PodSamples, time.Time, error) {
+func (c *Client) PodsMetric(_ context.Context, namespace, name string, _, _ labels.Selector) (*sampleset.Set, time.Time, error) {
 	c.record("PodsMetric " + namespace + " " + name)
 	if c.Err != nil {
 		return nil, time.Time{}, c.Err
@@ -141,7 +141,7 @@ func (c *Client) Source() string { return c.Name }
 func Samples(milli int64, at time.Time, window time.Duration, pods ...string) Values {
 	out := make(Values, len(pods))
 	for _, p := range pods {
-		out[p] = metrics.PodSample{MilliValue: milli, Timestamp: sampleset.Timestamp(at), Window: window}
+		out[p] = sampleset.Sample{MilliValue: milli, Timestamp: sampleset.Timestamp(at), Window: window}
 	}
 	return out
 }

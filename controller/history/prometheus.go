@@ -1,4 +1,4 @@
-package controller
+package history
 
 import (
 	"context"
@@ -18,72 +18,65 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
-// InputPast is a Past whose history depends on the gathered input (the pods, the scale and
-// the live metrics' timestamps): a replay of metric history. Evaluate asks it once the
-// input is gathered, and decides with what it returns.
-type InputPast interface {
-	Past
-	HistoryFor(ctx context.Context, in replicas.Input) replicas.History
-}
-
-// ReplayReader is a PastReader for an HPA another controller (kube-controller-manager)
-// decides: it reads the rescale events as LiveRescales does, and its Past replays the
+// PrometheusReader is a history reader for an HPA another controller (kube-controller-manager)
+// decides: it reads the rescale events as EventReader does, and its Known replays the
 // metrics of the last stabilization window from Prometheus through the core.
-type ReplayReader struct {
-	Rescales LiveRescales
-	Reader   *prometheus.Reader
+type PrometheusReader struct {
+	Events EventReader
+	Reader *prometheus.Reader
 	// SyncPeriod is the deciding controller's sync period (kube-controller-manager's
 	// --horizontal-pod-autoscaler-sync-period).
 	SyncPeriod time.Duration
 }
 
-// Past implements PastReader.
-func (r ReplayReader) Past(ctx context.Context, namespace, name string) Past {
-	rescales, _ := r.Rescales.Past(ctx, namespace, name).(Rescales)
-	return &Replayed{Rescales: rescales, reader: r.Reader, syncPeriod: r.SyncPeriod}
+// History reads the events; the replay waits for the gathered input (HistoryFor).
+func (r PrometheusReader) History(ctx context.Context, namespace, name string) Known {
+	events, _ := r.Events.History(ctx, namespace, name).(Events)
+	return &Prometheus{Events: events, reader: r.Reader, syncPeriod: r.SyncPeriod}
 }
 
-// Replayed is the past of an HPA replayed from Prometheus. Until HistoryFor ran, and when
-// the replay failed (Replay.Err), its history is the Rescales reconstruction.
-type Replayed struct {
-	Rescales
+// Prometheus is the past of an HPA replayed from Prometheus. Until HistoryFor ran, and when
+// the replay failed (Replay.Err), its history is the Events reconstruction.
+type Prometheus struct {
+	Events
 	// Replay is the replay's outcome, set by HistoryFor.
-	Replay *Replay
+	Replay *PrometheusReplay
 
 	reader     *prometheus.Reader
 	syncPeriod time.Duration
 }
 
-// History implements Past: the replayed history once HistoryFor replayed it, else the
+// History implements Known: the replayed history once HistoryFor replayed it, else the
 // reconstruction.
-func (p *Replayed) History(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) replicas.History {
+func (p *Prometheus) History(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) replicas.History {
 	if p.Replay != nil && p.Replay.Err == nil {
 		return p.Replay.History
 	}
-	return p.Rescales.History(hpa, now)
+	return p.Events.History(hpa, now)
 }
 
-// HistoryFor implements InputPast: it reads the series and replays them, unless a kubectl
+// HistoryFor implements InputDependent: it reads the series and replays them, unless a kubectl
 // hpa run recorded the HPA's history (then that is the history, and nothing is replayed).
-func (p *Replayed) HistoryFor(ctx context.Context, in replicas.Input) replicas.History {
+func (p *Prometheus) HistoryFor(ctx context.Context, in replicas.Input) replicas.History {
 	if rec, ok, err := p.Recorded(in.HPA, in.Now); ok && err == nil {
 		return rec.Restored.History
 	}
 	series, plan, err := readReplaySeries(ctx, p.reader, in, p.syncPeriod)
 	if err != nil {
-		p.Replay = &Replay{Source: p.reader.Address(), Err: err}
-		return p.Rescales.History(in.HPA, in.Now)
+		p.Replay = &PrometheusReplay{Source: p.reader.Address(), Err: err}
+		return p.Events.History(in.HPA, in.Now)
 	}
-	p.Replay = ReplaySeries(in, p.Rescales, series, plan)
+	p.Replay = ReplaySeries(in, p.Events, series, plan)
 	p.Replay.Source = p.reader.Address()
 	if p.Replay.Err != nil {
-		return p.Rescales.History(in.HPA, in.Now)
+		return p.Events.History(in.HPA, in.Now)
 	}
 	return p.Replay.History
 }
 
-// Replay is what replaying the metric history through the core found.
-type Replay struct {
+// PrometheusReplay is what replaying the metric history from Prometheus through the core
+// found.
+type PrometheusReplay struct {
 	// Source is the Prometheus asked.
 	Source string
 	// Err says why there is no replay (Prometheus unreachable, no series, a metric without
@@ -157,7 +150,7 @@ func readReplaySeries(ctx context.Context, r *prometheus.Reader, in replicas.Inp
 	var anchor time.Time
 	for _, m := range in.Metrics {
 		for s := range m.PodSamples.Values() {
-			if at := replicas.SampleTime(s.Timestamp); at.After(anchor) {
+			if at := sampleset.Time(s.Timestamp); at.After(anchor) {
 				anchor, plan.sampleWindow = at, s.Window
 			}
 		}
@@ -240,9 +233,9 @@ func replayPods(in replicas.Input) prometheus.Pods {
 // controller could have made over the horizon, for each sync phase in range, and predicts
 // when the stabilization's hold ends. in is the live input (its pods, scale, behavior and
 // time); rescales are the visible rescales (the sizes over time and the scale events).
-func ReplaySeries(in replicas.Input, rescales Rescales, series []MetricSeries, plan replayPlan) *Replay {
+func ReplaySeries(in replicas.Input, rescales Events, series []MetricSeries, plan replayPlan) *PrometheusReplay {
 	p := plan.syncPeriod
-	rp := &Replay{SyncPeriod: p, Queries: plan.queries, RateWindow: plan.rateWindow, Step: plan.grid.Step}
+	rp := &PrometheusReplay{SyncPeriod: p, Queries: plan.queries, RateWindow: plan.rateWindow, Step: plan.grid.Step}
 	if len(series) != len(in.HPA.Spec.Metrics) {
 		rp.Err = fmt.Errorf("replay: %d series for %d metrics", len(series), len(in.HPA.Spec.Metrics))
 		return rp
@@ -409,14 +402,14 @@ type sizeAt struct {
 }
 
 // sizesOf are the sizes the visible rescales set, in time order.
-func sizesOf(r Rescales, now time.Time) []sizeAt {
+func sizesOf(r Events, now time.Time) []sizeAt {
 	var out []sizeAt
 	for _, ev := range r.Events {
 		var n int32
 		if _, err := fmt.Sscanf(ev.Message, "New size: %d;", &n); err != nil {
 			continue
 		}
-		t := eventTime(ev)
+		t := EventTime(ev)
 		if t.After(now) {
 			t = now
 		}
@@ -475,7 +468,7 @@ func metricsAt(in replicas.Input, series []MetricSeries, t time.Time, maxAge, wi
 					gone[pod] = true
 					continue
 				}
-				d.PodSamples.Add(pod, replicas.Sample{MilliValue: pt.MilliValue, Timestamp: replicas.SampleTimestamp(pt.Time), Window: window})
+				d.PodSamples.Add(pod, sampleset.Sample{MilliValue: pt.MilliValue, Timestamp: sampleset.Timestamp(pt.Time), Window: window})
 				if pt.Time.After(d.Timestamp) {
 					d.Timestamp = pt.Time
 				}

@@ -1,4 +1,4 @@
-package controller
+package evaluation
 
 import (
 	"context"
@@ -14,8 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
 // ScaleReader reads a target's scale subresource (any scalable kind).
@@ -41,25 +42,10 @@ type HPAReader interface {
 	HPA(ctx context.Context, namespace, name string) (*autoscalingv2.HorizontalPodAutoscaler, error)
 }
 
-// PastReader reads what a source knows of an HPA's earlier decisions. It is keyed by name
-// so that Evaluate reads it beside the HPA; Past.History joins the two once both are in.
-type PastReader interface {
-	Past(ctx context.Context, namespace, name string) Past
-}
-
-// Past is an HPA's decision history as a source knows it: run's memory, the rescale
-// events explain reconstructs from, later a persisted record.
-type Past interface {
-	// History is the core's History for hpa (as read) at now.
-	History(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) replicas.History
-}
-
-// KnownHistory is a history its holder kept itself (run's memory, a simulation's state).
-type KnownHistory replicas.History
-
-// History implements Past.
-func (k KnownHistory) History(*autoscalingv2.HorizontalPodAutoscaler, time.Time) replicas.History {
-	return replicas.History(k)
+// HistoryReader reads what a source knows of an HPA's earlier decisions. It is keyed by
+// name so that Evaluate reads it beside the HPA; history.Known joins the two once both are in.
+type HistoryReader interface {
+	History(ctx context.Context, namespace, name string) history.Known
 }
 
 // Source is everything one evaluation reads: the HPA, its past decisions, its target's
@@ -68,10 +54,23 @@ func (k KnownHistory) History(*autoscalingv2.HorizontalPodAutoscaler, time.Time)
 // Evaluate makes independent reads concurrently, so a Source must allow that.
 type Source interface {
 	HPAReader
-	PastReader
+	HistoryReader
 	ScaleReader
 	PodReader
-	metrics.Client
+	MetricsReader
+}
+
+// MetricsReader reads the metrics an HPA's specs name, one autoscaling/v2 source type per
+// method: metrics.Client's methods, declared here so that a source that is not live (a
+// simulation, a recording) needs none of the metrics clients; an error lands in that metric's
+// MetricData.Err, as upstream reports a failed metric.
+type MetricsReader interface {
+	PodResource(ctx context.Context, namespace string, resource corev1.ResourceName, selector labels.Selector, container string) (*sampleset.Set, time.Time, error)
+	PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (*sampleset.Set, time.Time, error)
+	ObjectMetric(ctx context.Context, namespace, metricName string, object autoscalingv2.CrossVersionObjectReference, metricSelector labels.Selector) (int64, time.Time, error)
+	ExternalMetric(ctx context.Context, namespace, metricName string, selector labels.Selector) ([]int64, time.Time, error)
+	// Source says where the numbers come from, for people (MetricData.Source).
+	Source() string
 }
 
 // SelectorParser is implemented by a Source that parses its targets' selectors itself, e.g.
@@ -83,14 +82,14 @@ type SelectorParser interface {
 // Readers is a Source assembled from one reader per input.
 type Readers struct {
 	HPAReader
-	PastReader
+	HistoryReader
 	ScaleReader
 	PodReader
-	metrics.Client
+	MetricsReader
 }
 
-// EvalOptions say how Evaluate decides; Now and Config are required.
-type EvalOptions struct {
+// Options say how Evaluate decides; Now and Config are required.
+type Options struct {
 	Now    time.Time
 	Config replicas.Config
 	// Overlaps, when set, finds other HPAs selecting the same pods (run's selector
@@ -116,12 +115,13 @@ type EvalOptions struct {
 // Evaluation is one HPA's decision with everything it was decided from.
 type Evaluation struct {
 	// Read is the HPA as the source returned it; Input.HPA is the one decided for.
-	Read     *autoscalingv2.HorizontalPodAutoscaler
-	Past     Past
+	Read *autoscalingv2.HorizontalPodAutoscaler
+	// Known is what the source knows of the HPA's earlier decisions.
+	Known    history.Known
 	Input    replicas.Input
 	Decision replicas.Decision
 	// Fresh is the decision from the same input with an empty history
-	// (EvalOptions.WithoutHistory).
+	// (Options.WithoutHistory).
 	Fresh *replicas.Decision
 	// MetricTimes is how long each metric read took (nil when none ran), which run reports
 	// as metric_computation_duration_seconds.
@@ -136,14 +136,14 @@ type Evaluation struct {
 // core. Only a failed HPA read (or Adjust, Amend) is an error: every other read error lands
 // in the Input fields the core turns into upstream's conditions and events (ScaleErr,
 // MetricData.Err).
-func Evaluate(ctx context.Context, src Source, namespace, name string, opts EvalOptions) (*Evaluation, error) {
+func Evaluate(ctx context.Context, src Source, namespace, name string, opts Options) (*Evaluation, error) {
 	var (
 		read    *autoscalingv2.HorizontalPodAutoscaler
 		readErr error
-		past    Past
+		past    history.Known
 		wg      sync.WaitGroup
 	)
-	wg.Go(func() { past = src.Past(ctx, namespace, name) })
+	wg.Go(func() { past = src.History(ctx, namespace, name) })
 	read, readErr = src.HPA(ctx, namespace, name)
 	wg.Wait()
 	if readErr != nil {
@@ -160,15 +160,15 @@ func Evaluate(ctx context.Context, src Source, namespace, name string, opts Eval
 	if opts.Beside != nil {
 		wg.Go(func() { opts.Beside(ctx, read) })
 	}
-	ev := &Evaluation{Read: read, Past: past}
-	var history replicas.History
+	ev := &Evaluation{Read: read, Known: past}
+	var known replicas.History
 	if past != nil {
-		history = past.History(read, opts.Now)
+		known = past.History(read, opts.Now)
 	}
 	var g gatherResult
-	ev.Input, g = gather(ctx, src, hpa, history, opts)
+	ev.Input, g = gather(ctx, src, hpa, known, opts)
 	ev.MetricTimes, ev.PodsErr = g.took, g.podsErr
-	if ip, ok := past.(InputPast); ok {
+	if ip, ok := past.(history.InputDependent); ok {
 		// A replayed past needs the pods, the scale and the live samples' times.
 		ev.Input.History = ip.HistoryFor(ctx, ev.Input)
 	}
@@ -196,7 +196,7 @@ type gatherResult struct {
 }
 
 // gather builds the core's Input for hpa.
-func gather(ctx context.Context, src Source, hpa *autoscalingv2.HorizontalPodAutoscaler, history replicas.History, opts EvalOptions) (replicas.Input, gatherResult) {
+func gather(ctx context.Context, src Source, hpa *autoscalingv2.HorizontalPodAutoscaler, history replicas.History, opts Options) (replicas.Input, gatherResult) {
 	in := replicas.Input{HPA: hpa, History: history, Now: opts.Now, Config: opts.Config, OmitPodTreatments: opts.OmitPodTreatments}
 	scale, err := src.Scale(ctx, hpa.Namespace, hpa.Spec.ScaleTargetRef)
 	if err != nil {
@@ -278,7 +278,7 @@ func failAll(hpa *autoscalingv2.HorizontalPodAutoscaler, err error) []replicas.M
 
 // fetchAll reads every metric spec in parallel; upstream reads them one after another,
 // which only changes latency, not the values.
-func fetchAll(ctx context.Context, m metrics.Client, hpa *autoscalingv2.HorizontalPodAutoscaler, selector labels.Selector) ([]replicas.MetricData, []time.Duration) {
+func fetchAll(ctx context.Context, m MetricsReader, hpa *autoscalingv2.HorizontalPodAutoscaler, selector labels.Selector) ([]replicas.MetricData, []time.Duration) {
 	out := make([]replicas.MetricData, len(hpa.Spec.Metrics))
 	took := make([]time.Duration, len(hpa.Spec.Metrics))
 	var wg sync.WaitGroup
@@ -296,7 +296,7 @@ func fetchAll(ctx context.Context, m metrics.Client, hpa *autoscalingv2.Horizont
 // fetch reads one metric spec. Unknown metric types fetch nothing: the core reports
 // InvalidMetricSourceType for them. Pod samples go to the core as the client decoded them (one
 // sampleset.Set, which the core reads).
-func fetch(ctx context.Context, m metrics.Client, namespace string, spec autoscalingv2.MetricSpec, selector labels.Selector) replicas.MetricData {
+func fetch(ctx context.Context, m MetricsReader, namespace string, spec autoscalingv2.MetricSpec, selector labels.Selector) replicas.MetricData {
 	d := replicas.MetricData{Source: m.Source()}
 	switch spec.Type {
 	case autoscalingv2.ResourceMetricSourceType:

@@ -1,4 +1,8 @@
-package controller
+// Package live is the source of the one-shot commands (explain, simulate's starting point):
+// every input of an evaluation read from the API server when it is asked for, the scale
+// subresource of any scalable kind through ScaleClient (whose writes run uses too), and the
+// HPAs' rescale events for a reconstructed history.
+package live
 
 import (
 	"context"
@@ -13,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -21,11 +24,52 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/scale"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
+
+// Source is the evaluation.Source of one-shot commands: every input read from the API server, the
+// past the history a kubectl hpa run recorded on the HPA or, without one, reconstructed from
+// the HPA's SuccessfulRescale events; cfg is the controller configuration decided under.
+func Source(kube kubernetes.Interface, scales evaluation.ScaleReader, pods evaluation.PodReader, m evaluation.MetricsReader, cfg replicas.Config) evaluation.Readers {
+	return evaluation.Readers{
+		HPAReader:     HPAs{Client: kube},
+		HistoryReader: EventReader(kube, cfg),
+		ScaleReader:   scales,
+		PodReader:     pods,
+		MetricsReader: m,
+	}
+}
+
+// EventReader reads HPAs' SuccessfulRescale events from the API server, for a history
+// reconstructed from them under cfg.
+func EventReader(kube kubernetes.Interface, cfg replicas.Config) history.EventReader {
+	return history.EventReader{Lister: EventLister{Client: kube}, Config: cfg}
+}
+
+// EventLister lists events from the API server.
+type EventLister struct {
+	Client kubernetes.Interface
+}
+
+// ListEvents implements history.EventLister.
+func (l EventLister) ListEvents(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.EventList, error) {
+	return l.Client.CoreV1().Events(namespace).List(ctx, opts)
+}
+
+// HPAs reads HPAs from the API server.
+type HPAs struct {
+	Client kubernetes.Interface
+}
+
+// HPA implements evaluation.HPAReader; the API error is returned as it is.
+func (l HPAs) HPA(ctx context.Context, namespace, name string) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+	return l.Client.AutoscalingV2().HorizontalPodAutoscalers(namespace).Get(ctx, name, metav1.GetOptions{})
+}
 
 // ScaleClient reads and writes the scale subresource of any scalable kind the way the
 // upstream controller does: parse the apiVersion, ask the REST mapper for every mapping of
@@ -66,7 +110,7 @@ func NewScaleClient(cfg *rest.Config) (*ScaleClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the scale client: %w", err)
 	}
-	return &ScaleClient{Scales: sg, Mapper: mapper, FieldManager: DefaultFieldManager}, nil
+	return &ScaleClient{Scales: sg, Mapper: mapper, FieldManager: annotation.FieldManager}, nil
 }
 
 // Scale implements ScaleReader. Errors are *replicas.ScaleError carrying upstream's own
@@ -178,6 +222,13 @@ func (c *ScaleClient) Forget(namespace string, ref autoscalingv2.CrossVersionObj
 	delete(c.read, scaleKey{namespace, ref})
 }
 
+// ReadVersion is the resource version of ref's scale as last read or written, which the next
+// write carries (ok is false when none is held, e.g. after Forget).
+func (c *ScaleClient) ReadVersion(namespace string, ref autoscalingv2.CrossVersionObjectReference) (rv string, ok bool) {
+	r, ok := c.lastRead(namespace, ref)
+	return r.rv, ok
+}
+
 func (c *ScaleClient) lastRead(namespace string, ref autoscalingv2.CrossVersionObjectReference) (readScale, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -185,13 +236,13 @@ func (c *ScaleClient) lastRead(namespace string, ref autoscalingv2.CrossVersionO
 	return r, ok && r.rv != ""
 }
 
-// LivePods lists pods from the API server on every call (for one-shot commands).
-type LivePods struct {
+// Pods lists pods from the API server on every call (for one-shot commands).
+type Pods struct {
 	Client kubernetes.Interface
 }
 
-// Pods implements PodReader.
-func (l LivePods) Pods(ctx context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
+// Pods implements evaluation.PodReader.
+func (l Pods) Pods(ctx context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
 	list, err := l.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
 		return nil, fmt.Errorf("listing pods in %s matching %q: %w", namespace, selector.String(), err)
@@ -201,70 +252,4 @@ func (l LivePods) Pods(ctx context.Context, namespace string, selector labels.Se
 		out[i] = &list.Items[i]
 	}
 	return out, nil
-}
-
-// labelPairIndex indexes pods by "namespace/key=value" for each of their labels, so a
-// selector with an equality requirement reads only the pods that can match.
-const labelPairIndex = "labelPair"
-
-func podLabelPairs(obj any) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, nil
-	}
-	out := make([]string, 0, len(pod.Labels))
-	for k, v := range pod.Labels {
-		out = append(out, pod.Namespace+"/"+k+"="+v)
-	}
-	return out, nil
-}
-
-// IndexedPods reads pods from an informer indexer that has the label-pair index: a selector
-// with an equality (or single-value set) requirement costs the pods carrying that label,
-// not every pod of the namespace, which matters with many HPAs in one namespace.
-type IndexedPods struct {
-	Indexer cache.Indexer
-}
-
-// Pods implements PodReader.
-func (p IndexedPods) Pods(_ context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
-	var out []*corev1.Pod
-	if key, whole, ok := equalityKey(selector); ok {
-		objs, err := p.Indexer.ByIndex(labelPairIndex, namespace+"/"+key)
-		if err != nil {
-			return nil, fmt.Errorf("reading the pod cache: %w", err)
-		}
-		out = make([]*corev1.Pod, 0, len(objs))
-		for _, o := range objs {
-			// When that one requirement is the whole selector, the index entry is the match.
-			if pod, ok := o.(*corev1.Pod); ok && (whole || selector.Matches(labels.Set(pod.Labels))) {
-				out = append(out, pod)
-			}
-		}
-		return out, nil
-	}
-	err := cache.ListAllByNamespace(p.Indexer, namespace, selector, func(o any) {
-		if pod, ok := o.(*corev1.Pod); ok {
-			out = append(out, pod)
-		}
-	})
-	return out, err
-}
-
-// equalityKey returns "key=value" of the selector's first requirement that pins a label to
-// one value, and whether that requirement is the whole selector.
-func equalityKey(selector labels.Selector) (key string, whole, ok bool) {
-	reqs, selectable := selector.Requirements()
-	if !selectable {
-		return "", false, false
-	}
-	for _, r := range reqs {
-		switch r.Operator() {
-		case selection.Equals, selection.DoubleEquals, selection.In:
-			if vals := r.ValuesUnsorted(); len(vals) == 1 {
-				return r.Key() + "=" + vals[0], len(reqs) == 1, true
-			}
-		}
-	}
-	return "", false, false
 }

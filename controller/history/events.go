@@ -1,4 +1,4 @@
-package controller
+package history
 
 import (
 	"context"
@@ -9,51 +9,32 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 )
 
-// LiveSource is the Source of one-shot commands: every input read from the API server, the
-// past the history a kubectl hpa run recorded on the HPA or, without one, reconstructed from
-// the HPA's SuccessfulRescale events; cfg is the controller configuration decided under.
-func LiveSource(kube kubernetes.Interface, scales ScaleReader, pods PodReader, m metrics.Client, cfg replicas.Config) Readers {
-	return Readers{
-		HPAReader:   LiveHPAs{Client: kube},
-		PastReader:  LiveRescales{Client: kube, Config: cfg},
-		ScaleReader: scales,
-		PodReader:   pods,
-		Client:      m,
-	}
+// EventLister lists a namespace's events matching opts: a client's
+// CoreV1().Events(namespace).List (live.EventLister is one).
+type EventLister interface {
+	ListEvents(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.EventList, error)
 }
 
-// LiveHPAs reads HPAs from the API server.
-type LiveHPAs struct {
-	Client kubernetes.Interface
-}
-
-// HPA implements HPAReader; the API error is returned as it is.
-func (l LiveHPAs) HPA(ctx context.Context, namespace, name string) (*autoscalingv2.HorizontalPodAutoscaler, error) {
-	return l.Client.AutoscalingV2().HorizontalPodAutoscalers(namespace).Get(ctx, name, metav1.GetOptions{})
-}
-
-// LiveRescales reads an HPA's SuccessfulRescale events, the only trace of its past decisions
+// EventReader reads an HPA's SuccessfulRescale events, the only trace of its past decisions
 // the API keeps when the controller deciding it is another process.
-type LiveRescales struct {
-	Client kubernetes.Interface
+type EventReader struct {
+	Lister EventLister
 	// Config is the controller configuration a recorded history is restored under.
 	Config replicas.Config
 }
 
-// Past implements PastReader. The field selector narrows the list on the server; the filter
+// History reads the events; the field selector narrows the list on the server; the filter
 // here keeps fakes and old servers honest.
-func (l LiveRescales) Past(ctx context.Context, namespace, name string) Past {
-	list, err := l.Client.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{
+func (l EventReader) History(ctx context.Context, namespace, name string) Known {
+	list, err := l.Lister.ListEvents(ctx, namespace, metav1.ListOptions{
 		FieldSelector: "involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name=" + name + ",reason=SuccessfulRescale",
 	})
 	if err != nil {
-		return Rescales{Err: err, Config: l.Config}
+		return Events{Err: err, Config: l.Config}
 	}
 	var out []corev1.Event
 	for _, ev := range list.Items {
@@ -61,21 +42,21 @@ func (l LiveRescales) Past(ctx context.Context, namespace, name string) Past {
 			out = append(out, ev)
 		}
 	}
-	return Rescales{Events: out, Config: l.Config}
+	return Events{Events: out, Config: l.Config}
 }
 
-// Rescales is the past visible in an HPA's SuccessfulRescale events (Err when they could
+// Events is the past visible in an HPA's SuccessfulRescale events (Err when they could
 // not be listed: the history is then reconstructed from the HPA's status alone).
-type Rescales struct {
+type Events struct {
 	Events []corev1.Event
 	Err    error
 	// Config is the controller configuration a recorded history is restored under.
 	Config replicas.Config
 }
 
-// History implements Past: the history a kubectl hpa run recorded on hpa when there is a
+// History implements Known: the history a kubectl hpa run recorded on hpa when there is a
 // usable one, else the reconstruction.
-func (r Rescales) History(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) replicas.History {
+func (r Events) History(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) replicas.History {
 	if rec, ok, err := r.Recorded(hpa, now); ok && err == nil {
 		return rec.Restored.History
 	}
@@ -86,14 +67,14 @@ func (r Rescales) History(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.T
 // Recorded is the history a kubectl hpa run recorded on hpa, as that run would decide from it
 // at now: its newest recommendation counts as made at every sync until now. ok is false
 // without one; err says why one is not used.
-func (r Rescales) Recorded(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) (Recorded, bool, error) {
-	return RecordedHistory(hpa, r.Config, now, now)
+func (r Events) Recorded(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) (Recorded, bool, error) {
+	return ReadRecorded(hpa, r.Config, now, now)
 }
 
 // Reconstruct rebuilds what can be known of the cluster controller's in-memory history, and
 // says how: each visible SuccessfulRescale is a moment the controller settled on a size.
 // Raw recommendations between rescales are not visible and are not invented.
-func (r Rescales) Reconstruct(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) (replicas.History, string) {
+func (r Events) Reconstruct(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) (replicas.History, string) {
 	seen := sizesOf(r, now)
 
 	h := replicas.History{Recommendations: []replicas.Recommendation{}}
@@ -139,8 +120,8 @@ func (r Rescales) Reconstruct(hpa *autoscalingv2.HorizontalPodAutoscaler, now ti
 	return h, b.String()
 }
 
-// eventTime is the latest time an event was seen.
-func eventTime(ev corev1.Event) time.Time {
+// EventTime is the latest time an event was seen.
+func EventTime(ev corev1.Event) time.Time {
 	switch {
 	case ev.Series != nil && !ev.Series.LastObservedTime.IsZero():
 		return ev.Series.LastObservedTime.Time
