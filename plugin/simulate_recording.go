@@ -12,7 +12,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/replay"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/rerun"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/sim"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
 )
@@ -70,7 +70,7 @@ func (o *SimulateOptions) runFromRecording(ctx context.Context) error {
 		}
 		return o.simulateRecording(ctx, rec, keys[0])
 	}
-	rep, err := replay.Run(ctx, rec, replay.Options{Keys: keys})
+	rep, err := rerun.Run(ctx, rec, rerun.Options{Keys: keys})
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (o *SimulateOptions) recordedKeys(rec *recording.Recording) ([]string, erro
 // printReplay prints every replayed decision as run printed it (its line, or with -o json its
 // Explanation), then whether every one is run's; a replay that differs exits 1 after listing
 // each difference.
-func (o *SimulateOptions) printReplay(rec *recording.Recording, keys []string, rep *replay.Report) error {
+func (o *SimulateOptions) printReplay(rec *recording.Recording, keys []string, rep *rerun.Report) error {
 	asJSON := o.PrintFlags.OutputFormat != nil && *o.PrintFlags.OutputFormat == "json"
 	for _, s := range rep.Syncs {
 		r := controller.Report{Key: s.Key, Input: s.Input, Decision: s.Decision, Outcome: s.Outcome, DryRunReason: s.DryRunReason, Err: s.Outcome.Err}
@@ -147,7 +147,7 @@ func (o *SimulateOptions) printReplay(rec *recording.Recording, keys []string, r
 // as recorded and each variant. The recorded controller configuration and sync period stand
 // unless a flag sets them.
 func (o *SimulateOptions) simulateRecording(ctx context.Context, rec *recording.Recording, key string) error {
-	spec, err := replay.SimSpec(rec, key)
+	spec, err := rerun.SimSpec(rec, key)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/replay"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/rerun"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
@@ -69,7 +69,7 @@ func checkRecordingReplays(t *testing.T, k cluster.Kubectl, path, out string) {
 		t.Fatalf("run printed %d decisions and recorded %d syncs: a stop must lose none", len(printed), len(rec.Syncs))
 	}
 	start := time.Now()
-	rep, err := replay.Run(t.Context(), rec, replay.Options{})
+	rep, err := rerun.Run(t.Context(), rec, rerun.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package replay
+package rerun
 
 import (
 	"context"
@@ -13,26 +13,26 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
 
-// Report is a replay's verdict on every recorded sync.
+// Report is a rerun's verdict on every recorded sync.
 type Report struct {
 	// Syncs are the recorded syncs in file order, each with its replayed result.
 	Syncs []Sync
-	// Divergences lists every field where the replay differs from the recording; none
+	// Divergences lists every field where the rerun differs from the recording; none
 	// means every decision, outcome and kept history was reproduced exactly.
 	Divergences []Divergence
 }
 
-// Equal reports whether the replay reproduced every recorded sync exactly.
+// Equal reports whether the rerun reproduced every recorded sync exactly.
 func (r *Report) Equal() bool { return len(r.Divergences) == 0 }
 
-// Sync is one recorded sync and what the replay decided for it.
+// Sync is one recorded sync and what the rerun decided for it.
 type Sync struct {
 	// Index is the sync's position among the recording's syncs (from 0), Line its line.
 	Index int
 	Line  int
 	Key   string
 	Now   time.Time
-	// Recorded is what run decided; Replayed what the replay decided from the same inputs.
+	// Recorded is what run decided; Replayed what the rerun decided from the same inputs.
 	Recorded, Replayed recording.Result
 	// Input, Decision and Outcome are the replayed decision in full (its inputs, trace,
 	// metrics and pods, the status it settles to), for callers that render it as run did;
@@ -66,9 +66,9 @@ func orAbsent(s string) string {
 	return s
 }
 
-// Options tune a replay.
+// Options tune a rerun.
 type Options struct {
-	// Keys limits the replay to these HPAs ("ns/name"); empty replays every one.
+	// Keys limits the rerun to these HPAs ("ns/name"); empty replays every one.
 	Keys []string
 }
 
@@ -111,7 +111,7 @@ func Run(ctx context.Context, rec *recording.Recording, opts Options) (*Report, 
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: replaying the sync of %s: %w", rec.Name, s.Line, s.Key, err)
 		}
-		// The scale write's result is the recorded one when the replay writes as run did;
+		// The scale write's result is the recorded one when the rerun writes as run did;
 		// a rescale run did not make is taken as written.
 		var scaleErr error
 		if ev.Decision.Rescale && s.Result.Rescale {

@@ -1,8 +1,8 @@
-// Package replay re-decides a recording of `kubectl hpa run --record`: every recorded sync
+// Package rerun re-decides a recording of `kubectl hpa run --record`: every recorded sync
 // goes through evaluation.Evaluate from a Source serving what run read at that sync, and
 // through replicas.Settle, carrying the history forward from sync to sync as run does; any
 // difference from what run decided and kept is reported, sync by sync and field by field.
-package replay
+package rerun
 
 import (
 	"context"
@@ -27,7 +27,7 @@ import (
 
 // Source is a evaluation.Source serving one recorded sync's inputs: the HPA, the scale (or
 // its error), the pods (or their error) and each metric as run read them, and the history
-// the replay carries (not the recorded one, so that a history kept differently shows up as
+// the rerun carries (not the recorded one, so that a history kept differently shows up as
 // a difference). It also finds the overlapping HPAs the sync recorded.
 type Source struct {
 	sync    *recording.Sync
@@ -43,7 +43,7 @@ var (
 	_ evaluation.OverlapFinder = (*Source)(nil)
 )
 
-// NewSource serves s; history is what the replay holds for the HPA, metricsSource what the
+// NewSource serves s; history is what the rerun holds for the HPA, metricsSource what the
 // recording's header says.
 func NewSource(s *recording.Sync, history replicas.History, metricsSource string) *Source {
 	return &Source{sync: s, history: history, source: metricsSource, served: make([]bool, len(s.Metrics))}
@@ -64,7 +64,7 @@ func (s *Source) History(context.Context, string, string) history.Known {
 	return history.Kept(s.history)
 }
 
-// errNotRecorded is what a read run did not make at this sync gets: the replay went further
+// errNotRecorded is what a read run did not make at this sync gets: the rerun went further
 // than run did, which shows as a difference in the decision.
 var errNotRecorded = errors.New("not in the recording: run did not read it at this sync")
 
