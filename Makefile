@@ -106,16 +106,16 @@ test-fuzz-load:
 		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(LOAD_FUZZTIME) ./controller/sim/load || exit 1; \
 	done
 
-# The persisted history record (controller/history) is a leaf too; a few seconds cover its
+# The persisted history record (controller/history/annotation) is a leaf too; a few seconds cover its
 # decoder.
 HISTORY_FUZZTIME ?= 20000x
 .PHONY: test-fuzz-history
 test-fuzz-history:
-	@targets=$$(hack/fuzz-targets.sh controller/history); \
-	[ -n "$$targets" ] || { echo "no fuzz targets found in controller/history"; exit 1; }; \
+	@targets=$$(hack/fuzz-targets.sh controller/history/annotation); \
+	[ -n "$$targets" ] || { echo "no fuzz targets found in controller/history/annotation"; exit 1; }; \
 	for target in $$targets; do \
 		echo "fuzz $$target, -fuzztime $(HISTORY_FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(HISTORY_FUZZTIME) ./controller/history || exit 1; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(HISTORY_FUZZTIME) ./controller/history/annotation || exit 1; \
 	done
 
 bench:
@@ -141,8 +141,8 @@ bench-compare:
 	GO=$(GO) COUNT=$(or $(COUNT),6) hack/bench-compare.sh
 
 # ---- metrics: fuzzing (owner: metrics) ----
-# Each decoder fuzz target of metrics/samples runs METRICS_FUZZTIME; the seed corpus is committed in
-# metrics/samples/testdata/fuzz, and a failing input is written there too, to be committed with
+# Each decoder fuzz target of metrics/decode runs METRICS_FUZZTIME; the seed corpus is committed in
+# metrics/decode/testdata/fuzz, and a failing input is written there too, to be committed with
 # the fix. The decoders live in that leaf package so that -fuzz instruments api and
 # apimachinery only (shared with the core's targets), not all of client-go.
 METRICS_FUZZTIME ?= 30000x
@@ -150,7 +150,7 @@ METRICS_FUZZTIME ?= 30000x
 .PHONY: test-fuzz-metrics
 
 test-fuzz-metrics:
-	@for pkg in metrics/samples metrics/sampleset; do \
+	@for pkg in metrics/decode metrics/decodeet; do \
 		targets=$$(hack/fuzz-targets.sh $$pkg); \
 		[ -n "$$targets" ] || { echo "no fuzz targets found in $$pkg"; exit 1; }; \
 		for target in $$targets; do \

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas/benchload"
@@ -140,7 +141,7 @@ func realisticPod(i int) *corev1.Pod {
 			Labels:      map[string]string{"app": "web", "pod-template-hash": "7d4b9c8f6d"},
 			Annotations: map[string]string{"kubectl.kubernetes.io/restartedAt": t0.Format(time.RFC3339), "prometheus.io/scrape": "true"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d4b9c8f6d",
-				UID: "1", Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}},
+				UID: "1", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 			ManagedFields: []metav1.ManagedFieldsEntry{
 				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &now, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)},
 				{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &now, FieldsType: "FieldsV1", Subresource: "status", FieldsV1: metav1.NewFieldsV1(fields)},
@@ -162,14 +163,14 @@ func realisticPod(i int) *corev1.Pod {
 			}},
 			Volumes: []corev1.Volume{{Name: "kube-api-access-x7k2p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 				Sources: []corev1.VolumeProjection{
-					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptrTo[int64](3607)}},
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}},
 					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
 				}}}}},
 			RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst, ServiceAccountName: "default",
 			NodeName: fmt.Sprintf("node-%03d", i%100), SchedulerName: "default-scheduler",
 			Tolerations: []corev1.Toleration{
-				{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptrTo[int64](300)},
-				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptrTo[int64](300)},
+				{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
 			},
 		},
 		Status: corev1.PodStatus{
@@ -183,12 +184,10 @@ func realisticPod(i int) *corev1.Pod {
 			},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Image: "registry.example.com/team/web:1.24.3",
 				ImageID: "registry.example.com/team/web@sha256:" + strings.Repeat("ab", 32), ContainerID: "containerd://" + strings.Repeat("cd", 32),
-				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}, Started: ptrTo(true)}},
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}, Started: ptr.To(true)}},
 		},
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // BenchmarkPodCacheMemory reports the heap held by an informer store of 10,000 pods, with
 // pods stored whole and stripped by StripPod.

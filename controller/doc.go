@@ -1,16 +1,20 @@
-// Package controller is the foreground HPA control loop of kubectl hpa: informers, a work
-// queue, and a reconcile that evaluates an HPA and applies the result. Evaluate is the one
-// gather-and-decide path of every command: it reads an HPA's inputs from a Source (run's
-// informer caches and memory, explain's live reads; a recording or a load model fits the
-// same interface), independent reads in parallel, and asks the decision core.
+// Package controller is the foreground HPA control loop of kubectl hpa run, laid out as
+// sample-controller's: namespace-scoped informers, a rate-limited work queue and workers, and a
+// reconcile that decides each HPA through the shared evaluation path (controller/evaluation)
+// and applies the result: the scale write, the status with its conditions, events, and the
+// history kept for the next sync (in memory, and persisted in the HPA's annotation).
 //
-// Besides the Controller and Evaluate, the package holds what they read through:
-// the scale subresource client and its cached form for the built-in kinds, the pod
-// readers, the tracker of overlapping HPAs, and the pod informer's transform that keeps
-// only what decisions read.
+// Besides the loop it holds what only the loop reads through: the informer-backed scale cache
+// of the built-in kinds (CachedScales), the label-indexed pod cache (IndexedPods) and its
+// transform that keeps only what decisions read (PodStripper), and the tracker of overlapping
+// HPAs (SelectorTracker).
 //
 // Subpackages, each with one job: replicas is the pure decision core (upstream's
-// calculation, no I/O); monitor holds the Prometheus metrics; eventsink writes events and
-// lets a stop wait for them; lease is the leader election that keeps two runs from writing
-// at once. None of them imports this package.
+// calculation, no I/O); evaluation is the one gather-and-decide path every command shares, and
+// evaluation/live its source of live reads; history reads an HPA's past decisions from
+// wherever they are kept (history/annotation is the persisted record's format); sim plays a
+// load through a model of the cluster; rerun re-decides a run --record file; recording is that
+// file's format; validation is the API server's HPA validation; monitor, eventsink and lease
+// are run's Prometheus metrics, event writer and leader election. None of them imports this
+// package.
 package controller

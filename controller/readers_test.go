@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
@@ -103,7 +104,7 @@ func TestSelectorTracker(t *testing.T) {
 
 func TestPodStripperKeepsWhatDecisionsRead(t *testing.T) {
 	full := realisticPod(1)
-	full.Spec.InitContainers = []corev1.Container{{Name: "sidecar", RestartPolicy: ptrTo(corev1.ContainerRestartPolicyAlways),
+	full.Spec.InitContainers = []corev1.Container{{Name: "sidecar", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
 		Resources: full.Spec.Containers[0].Resources, Image: "x"}}
 	full.Spec.Resources = &corev1.ResourceRequirements{Requests: full.Spec.Containers[0].Resources.Requests}
 	obj, err := NewPodStripper().Transform(full.DeepCopy())
@@ -223,7 +224,7 @@ func TestPodStripperSharesEqualContainerLists(t *testing.T) {
 			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("200m")
 		},
 		"restart policy": func(p *corev1.Pod) {
-			p.Spec.Containers[0].RestartPolicy = ptrTo(corev1.ContainerRestartPolicyAlways)
+			p.Spec.Containers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 		},
 	} {
 		if got := strip(mod); &got.Spec.Containers[0] == &base.Spec.Containers[0] {

@@ -22,7 +22,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/decode"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
@@ -145,14 +145,14 @@ func (h *heapsterClient) PodResource(ctx context.Context, namespace string, res 
 	if err != nil {
 		return nil, time.Time{}, SourceFailure{err}
 	}
-	items, err := samples.DecodeHeapsterPodMetrics(body)
+	items, err := decode.HeapsterPodMetrics(body)
 	if err != nil {
 		return nil, time.Time{}, SourceFailure{badAnswer(h.where, path, err)}
 	}
 	if len(items) == 0 {
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from heapster (%s) for pods in %s matching %q; heapster may not have scraped them yet", h.where, namespace, selector.String())}
 	}
-	got, ts, err := samples.PodResourceSamples(items, res, container, h.cfg.Clock.Now(), h.cfg.MaxAge)
+	got, ts, err := decode.PodResourceSamples(items, res, container, h.cfg.Clock.Now(), h.cfg.MaxAge)
 	if err != nil {
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("%s: %s usage from GET %s: %w", h.where, res, path, err)}
 	}
@@ -193,11 +193,11 @@ func (h *heapsterClient) PodsMetric(ctx context.Context, namespace, metricName s
 	if err != nil {
 		return nil, time.Time{}, SourceFailure{err}
 	}
-	list, err := samples.DecodeHeapsterModel(body)
+	list, err := decode.HeapsterModel(body)
 	if err != nil {
 		return nil, time.Time{}, SourceFailure{badAnswer(h.where, path, err)}
 	}
-	got, ts, err := samples.HeapsterPodsSamples(names, list, now, h.cfg.MaxAge)
+	got, ts, err := decode.HeapsterPodsSamples(names, list, now, h.cfg.MaxAge)
 	if err != nil {
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("%s: metric %s from GET %s: %w", h.where, metricName, path, err)}
 	}
@@ -310,10 +310,10 @@ func (h *heapsterClient) getDirect(ctx context.Context, path string, params map[
 	case http.StatusOK:
 		return body, nil
 	case http.StatusForbidden, http.StatusUnauthorized:
-		return nil, fmt.Errorf("%s refused %s (%s): %s; check the URL's credentials", h.where, path, resp.Status, samples.BodySnippet(body))
+		return nil, fmt.Errorf("%s refused %s (%s): %s; check the URL's credentials", h.where, path, resp.Status, decode.BodySnippet(body))
 	case http.StatusNotFound:
 		return nil, fmt.Errorf("%s has no %s (%s, %w); is --heapster-url pointing at heapster 1.3 or later?", h.where, path, resp.Status, errNoSuchPath)
 	default:
-		return nil, fmt.Errorf("%s answered %s to %s: %s", h.where, resp.Status, path, samples.BodySnippet(body))
+		return nil, fmt.Errorf("%s answered %s to %s: %s", h.where, resp.Status, path, decode.BodySnippet(body))
 	}
 }

@@ -12,7 +12,7 @@
 // to a host other than loopback needs --heapster-insecure-http.
 //
 // Beyond upstream, every implementation refuses rather than passes on: negative values,
-// values above samples.MaxMilliValue, pods listed twice, and samples older than --metrics-max-age
+// values above decode.MaxMilliValue, pods listed twice, and samples older than --metrics-max-age
 // (default DefaultMaxAge, 10m; 0 disables; timestamps in the future are accepted). Such a
 // sample fails the whole request with an error naming the pod, never a silently partial
 // answer. Pods the source simply has no value for are left out, as upstream.

@@ -24,7 +24,7 @@ import (
 	externalclient "k8s.io/metrics/pkg/client/external_metrics"
 	"k8s.io/utils/clock"
 
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/samples"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/decode"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
@@ -103,7 +103,7 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 	}
 	gv := resourceMetricsGroup + "/" + v
 	opts := metav1.ListOptions{LabelSelector: selector.String()}
-	var items []samples.PodUsage
+	var items []decode.PodUsage
 	switch v {
 	case "v1":
 		list, err := a.resource.MetricsV1().PodMetricses(namespace).List(ctx, opts)
@@ -112,8 +112,8 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 		}
 		items = podUsages(list.Items, func(m *metricsv1.PodMetrics) (string, time.Time, time.Duration, []metricsv1.ContainerMetrics) {
 			return m.Name, m.Timestamp.Time, m.Window.Duration, m.Containers
-		}, func(c *metricsv1.ContainerMetrics) samples.ContainerUsage {
-			return samples.ContainerUsage{Name: c.Name, Usage: c.Usage}
+		}, func(c *metricsv1.ContainerMetrics) decode.ContainerUsage {
+			return decode.ContainerUsage{Name: c.Name, Usage: c.Usage}
 		})
 	default:
 		list, err := a.resource.MetricsV1beta1().PodMetricses(namespace).List(ctx, opts)
@@ -122,14 +122,14 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 		}
 		items = podUsages(list.Items, func(m *metricsv1beta1.PodMetrics) (string, time.Time, time.Duration, []metricsv1beta1.ContainerMetrics) {
 			return m.Name, m.Timestamp.Time, m.Window.Duration, m.Containers
-		}, func(c *metricsv1beta1.ContainerMetrics) samples.ContainerUsage {
-			return samples.ContainerUsage{Name: c.Name, Usage: c.Usage}
+		}, func(c *metricsv1beta1.ContainerMetrics) decode.ContainerUsage {
+			return decode.ContainerUsage{Name: c.Name, Usage: c.Usage}
 		})
 	}
 	if len(items) == 0 {
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from resource metrics API (%s) for pods in %s matching %q; metrics-server may not have scraped them yet", gv, namespace, selector.String())}
 	}
-	got, ts, err := samples.PodResourceSamples(items, res, container, a.clock.Now(), a.maxAge)
+	got, ts, err := decode.PodResourceSamples(items, res, container, a.clock.Now(), a.maxAge)
 	if err != nil {
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("resource metrics API (%s): %s usage: %w", gv, res, err)}
 	}
@@ -139,21 +139,21 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 // podUsages turns a PodMetrics list of either served version into the decoder's input, one
 // array holding every pod's containers instead of one per pod; pod and usage read one
 // version's types.
-func podUsages[M, C any](list []M, pod func(*M) (string, time.Time, time.Duration, []C), usage func(*C) samples.ContainerUsage) []samples.PodUsage {
+func podUsages[M, C any](list []M, pod func(*M) (string, time.Time, time.Duration, []C), usage func(*C) decode.ContainerUsage) []decode.PodUsage {
 	n := 0
 	for i := range list {
 		_, _, _, cs := pod(&list[i])
 		n += len(cs)
 	}
-	items := make([]samples.PodUsage, len(list))
-	containers := make([]samples.ContainerUsage, 0, n)
+	items := make([]decode.PodUsage, len(list))
+	containers := make([]decode.ContainerUsage, 0, n)
 	for i := range list {
 		name, at, window, cs := pod(&list[i])
 		start := len(containers)
 		for j := range cs {
 			containers = append(containers, usage(&cs[j]))
 		}
-		items[i] = samples.PodUsage{Name: name, Timestamp: at, Window: window, Containers: containers[start:len(containers):len(containers)]}
+		items[i] = decode.PodUsage{Name: name, Timestamp: at, Window: window, Containers: containers[start:len(containers):len(containers)]}
 	}
 	return items
 }
@@ -244,9 +244,9 @@ func (a *apiClient) ExternalMetric(ctx context.Context, namespace, metricName st
 	now := a.clock.Now()
 	out := make([]int64, 0, len(list.Items))
 	for i, m := range list.Items {
-		v, err := samples.MilliValue(m.Value)
+		v, err := decode.MilliValue(m.Value)
 		if err == nil {
-			err = samples.CheckFresh(m.Timestamp.Time, now, a.maxAge, fmt.Sprintf("value %d", i))
+			err = decode.CheckFresh(m.Timestamp.Time, now, a.maxAge, fmt.Sprintf("value %d", i))
 		}
 		if err != nil {
 			return nil, time.Time{}, SourceFailure{fmt.Errorf("external metrics API (%s): metric %s: %w", gv, metricName, err)}
@@ -257,7 +257,7 @@ func (a *apiClient) ExternalMetric(ctx context.Context, namespace, metricName st
 }
 
 func (a *apiClient) customSample(m cmv1beta2.MetricValue, what string, now time.Time) (sampleset.Sample, error) {
-	v, err := samples.MilliValue(m.Value)
+	v, err := decode.MilliValue(m.Value)
 	if err != nil {
 		return sampleset.Sample{}, fmt.Errorf("%s: %w", what, err)
 	}
@@ -268,7 +268,7 @@ func (a *apiClient) customSample(m cmv1beta2.MetricValue, what string, now time.
 		}
 		window = time.Duration(*m.WindowSeconds) * time.Second
 	}
-	if err := samples.CheckFresh(m.Timestamp.Time, now, a.maxAge, "the value of "+what); err != nil {
+	if err := decode.CheckFresh(m.Timestamp.Time, now, a.maxAge, "the value of "+what); err != nil {
 		return sampleset.Sample{}, err
 	}
 	return sampleset.Sample{MilliValue: v, Timestamp: sampleset.Timestamp(m.Timestamp.Time), Window: window}, nil

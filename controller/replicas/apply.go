@@ -7,6 +7,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // Apply is what upstream's reconcileAutoscaler does after the scale write: scaleWriteErr is
@@ -44,7 +45,7 @@ func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
 			Conditions:      conds,
 		}
 		if in.Config.HPAGeneration {
-			s.ObservedGeneration = ptr(hpa.Generation)
+			s.ObservedGeneration = ptr.To(hpa.Generation)
 		}
 		if rescaled {
 			s.LastScaleTime = &metav1.Time{Time: in.Now}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
@@ -391,10 +392,10 @@ func TestReconcileToleranceAndLimitsMatchUpstream(t *testing.T) {
 	}
 	noSeed := &History{Recommendations: []Recommendation{}}
 	upTol := func(q string) testbuild.HPAOption {
-		return testbuild.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{Tolerance: ptr(resource.MustParse(q))}})
+		return testbuild.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{Tolerance: ptr.To(resource.MustParse(q))}})
 	}
 	downTol := func(q string) testbuild.HPAOption {
-		return testbuild.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{Tolerance: ptr(resource.MustParse(q))}})
+		return testbuild.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{Tolerance: ptr.To(resource.MustParse(q))}})
 	}
 	keep := okWith(readyNoScal)
 	cases := []ctrlCase{

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
@@ -140,7 +141,7 @@ func scenario(seed uint64) Input {
 				rr.Policies = []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 1, PeriodSeconds: 60}}
 			}
 			if rr != nil && r.IntN(3) == 0 {
-				rr.Tolerance = ptr(resource.MustParse(fmt.Sprintf("0.%02d", r.IntN(30))))
+				rr.Tolerance = ptr.To(resource.MustParse(fmt.Sprintf("0.%02d", r.IntN(30))))
 			}
 			if rr != nil && r.IntN(5) == 0 {
 				p := []autoscalingv2.ScalingPolicySelect{autoscalingv2.MinChangePolicySelect, autoscalingv2.DisabledPolicySelect}[r.IntN(2)]

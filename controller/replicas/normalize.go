@@ -6,6 +6,7 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // EffectiveBehavior returns the behavior the controller acts on: nil when spec.behavior is nil
@@ -36,7 +37,7 @@ func EffectiveBehaviorDefaults(hpa *autoscalingv2.HorizontalPodAutoscaler, cfg C
 	b := hpa.Spec.Behavior
 	maxPolicy := autoscalingv2.MaxChangePolicySelect
 	upDefault := autoscalingv2.HPAScalingRules{
-		StabilizationWindowSeconds: ptr(int32(0)),
+		StabilizationWindowSeconds: ptr.To(int32(0)),
 		SelectPolicy:               &maxPolicy,
 		Policies: []autoscalingv2.HPAScalingPolicy{
 			{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 15},
@@ -55,7 +56,7 @@ func EffectiveBehaviorDefaults(hpa *autoscalingv2.HorizontalPodAutoscaler, cfg C
 		ScaleDown: fillRules(b.ScaleDown, downDefault, &defaulted, ScaleDownWindow, ScaleDownSelect, ScaleDownPolicies),
 	}
 	if out.ScaleDown.StabilizationWindowSeconds == nil {
-		out.ScaleDown.StabilizationWindowSeconds = ptr(int32(cfg.DownscaleStabilizationWindow.Seconds()))
+		out.ScaleDown.StabilizationWindowSeconds = ptr.To(int32(cfg.DownscaleStabilizationWindow.Seconds()))
 	}
 	return out, defaulted
 }
@@ -88,8 +89,6 @@ func fillRules(from *autoscalingv2.HPAScalingRules, def autoscalingv2.HPAScaling
 	}
 	return &def
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // normalizeLegacy is upstream's normalizeDesiredReplicas: downscale stabilization over the
 // controller window, then the max(factor x current, minimum) scale-up cap and min/max.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
@@ -14,7 +15,7 @@ import (
 // policy out.
 func rules(pods, podsPeriod, percent, percentPeriod, window int32) *autoscalingv2.HPAScalingRules {
 	maxPolicy := autoscalingv2.MaxChangePolicySelect
-	r := &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr(window), SelectPolicy: &maxPolicy}
+	r := &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(window), SelectPolicy: &maxPolicy}
 	if pods != 0 {
 		r.Policies = append(r.Policies, autoscalingv2.HPAScalingPolicy{Type: autoscalingv2.PodsScalingPolicy, Value: pods, PeriodSeconds: podsPeriod})
 	}

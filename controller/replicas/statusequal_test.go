@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // TestStatusEqualKnowsEveryField fails when autoscaling/v2 gains a status field statusEqual
@@ -87,7 +88,7 @@ var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 func randomStatus(r *rand.Rand) autoscalingv2.HorizontalPodAutoscalerStatus {
 	s := autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: r.Int32N(3), DesiredReplicas: r.Int32N(3)}
 	if r.IntN(2) == 0 {
-		s.ObservedGeneration = ptr(int64(r.IntN(2)))
+		s.ObservedGeneration = ptr.To(int64(r.IntN(2)))
 	}
 	if r.IntN(2) == 0 {
 		s.LastScaleTime = &metav1.Time{Time: t0.Add(time.Duration(r.IntN(2)) * time.Second)}
@@ -108,11 +109,11 @@ func randomValue(r *rand.Rand) autoscalingv2.MetricValueStatus {
 	var v autoscalingv2.MetricValueStatus
 	switch r.IntN(4) {
 	case 0:
-		v.Value = ptr(resource.MustParse("1"))
+		v.Value = ptr.To(resource.MustParse("1"))
 	case 1:
-		v.AverageValue = ptr(resource.MustParse("500m"))
+		v.AverageValue = ptr.To(resource.MustParse("500m"))
 	case 2:
-		v.AverageUtilization = ptr(int32(50))
+		v.AverageUtilization = ptr.To(int32(50))
 	}
 	return v
 }
@@ -175,7 +176,7 @@ func mutate(r *rand.Rand, s *autoscalingv2.HorizontalPodAutoscalerStatus) {
 		}
 	case 7:
 		if len(s.Conditions) > 0 {
-			s.Conditions[r.IntN(len(s.Conditions))].ObservedGeneration = ptr(int64(1))
+			s.Conditions[r.IntN(len(s.Conditions))].ObservedGeneration = ptr.To(int64(1))
 		}
 	default:
 		if len(s.CurrentMetrics) == 0 {
@@ -205,18 +206,18 @@ func mutate(r *rand.Rand, s *autoscalingv2.HorizontalPodAutoscalerStatus) {
 		switch r.IntN(7) {
 		case 0:
 			if v.Value != nil {
-				v.Value = ptr(resource.MustParse("1000m")) // the same value
+				v.Value = ptr.To(resource.MustParse("1000m")) // the same value
 			}
 		case 1:
 			if v.AverageValue != nil {
-				v.AverageValue = ptr(resource.MustParse("0.5")) // the same value
+				v.AverageValue = ptr.To(resource.MustParse("0.5")) // the same value
 			}
 		case 2:
 			if v.AverageUtilization != nil {
 				*v.AverageUtilization++
 			}
 		case 3:
-			v.Value = ptr(resource.MustParse("2"))
+			v.Value = ptr.To(resource.MustParse("2"))
 		case 4:
 			if id != nil && id.Selector != nil {
 				id.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{} // empty is nil

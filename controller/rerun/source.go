@@ -25,7 +25,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
 
-// Source is a evaluation.Source serving one recorded sync's inputs: the HPA, the scale (or
+// Source is an evaluation.Source serving one recorded sync's inputs: the HPA, the scale (or
 // its error), the pods (or their error) and each metric as run read them, and the history
 // the rerun carries (not the recorded one, so that a history kept differently shows up as
 // a difference). It also finds the overlapping HPAs the sync recorded.

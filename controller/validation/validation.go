@@ -16,6 +16,7 @@ import (
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 // Limits the API server puts on behavior.
@@ -46,14 +47,14 @@ func DefaultOptions() Options { return Options{ScaleToZero: true} }
 func Default(hpa *autoscalingv2.HorizontalPodAutoscaler) {
 	s := &hpa.Spec
 	if s.MinReplicas == nil {
-		s.MinReplicas = ptr(int32(1))
+		s.MinReplicas = ptr.To(int32(1))
 	}
 	if len(s.Metrics) == 0 {
 		s.Metrics = []autoscalingv2.MetricSpec{{
 			Type: autoscalingv2.ResourceMetricSourceType,
 			Resource: &autoscalingv2.ResourceMetricSource{
 				Name:   corev1.ResourceCPU,
-				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(DefaultCPUUtilization)},
+				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To(DefaultCPUUtilization)},
 			},
 		}}
 	}
@@ -61,15 +62,15 @@ func Default(hpa *autoscalingv2.HorizontalPodAutoscaler) {
 		return
 	}
 	up := autoscalingv2.HPAScalingRules{
-		StabilizationWindowSeconds: ptr(int32(0)),
-		SelectPolicy:               ptr(autoscalingv2.MaxChangePolicySelect),
+		StabilizationWindowSeconds: ptr.To(int32(0)),
+		SelectPolicy:               ptr.To(autoscalingv2.MaxChangePolicySelect),
 		Policies: []autoscalingv2.HPAScalingPolicy{
 			{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 15},
 			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
 		},
 	}
 	down := autoscalingv2.HPAScalingRules{
-		SelectPolicy: ptr(autoscalingv2.MaxChangePolicySelect),
+		SelectPolicy: ptr.To(autoscalingv2.MaxChangePolicySelect),
 		Policies:     []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15}},
 	}
 	s.Behavior.ScaleUp = overlay(s.Behavior.ScaleUp, up)
@@ -452,5 +453,3 @@ func checkRules(r *autoscalingv2.HPAScalingRules, p *field.Path) field.ErrorList
 	}
 	return errs
 }
-
-func ptr[T any](v T) *T { return &v }

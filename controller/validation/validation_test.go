@@ -7,6 +7,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
@@ -68,7 +69,7 @@ func TestValidateRefusesWhatTheAPIServerRefuses(t *testing.T) {
 
 func TestDefaultFillsWhatTheAPIServerFills(t *testing.T) {
 	hpa := base()
-	hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{SelectPolicy: ptr(autoscalingv2.MinChangePolicySelect)}}
+	hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{SelectPolicy: ptr.To(autoscalingv2.MinChangePolicySelect)}}
 	Default(hpa)
 	if *hpa.Spec.MinReplicas != 1 {
 		t.Errorf("minReplicas %d, want 1", *hpa.Spec.MinReplicas)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // ---- HPAs ----
@@ -68,7 +69,7 @@ func TargetName(name string) HPAOption {
 
 // Min sets spec.minReplicas.
 func Min(n int32) HPAOption {
-	return func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MinReplicas = ptrTo(n) }
+	return func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MinReplicas = ptr.To(n) }
 }
 
 // Max sets spec.maxReplicas.
@@ -100,8 +101,8 @@ func Tolerances(down, up float64) HPAOption {
 		if b.ScaleDown == nil {
 			b.ScaleDown = &autoscalingv2.HPAScalingRules{}
 		}
-		b.ScaleUp.Tolerance = ptrTo(resource.MustParse(fmt.Sprint(up)))
-		b.ScaleDown.Tolerance = ptrTo(resource.MustParse(fmt.Sprint(down)))
+		b.ScaleUp.Tolerance = ptr.To(resource.MustParse(fmt.Sprint(up)))
+		b.ScaleDown.Tolerance = ptr.To(resource.MustParse(fmt.Sprint(down)))
 	}
 }
 
@@ -124,7 +125,7 @@ func Replicas(current, desired int32) HPAOption {
 
 // ObservedGeneration sets status.observedGeneration.
 func ObservedGeneration(g int64) HPAOption {
-	return func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Status.ObservedGeneration = ptrTo(g) }
+	return func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Status.ObservedGeneration = ptr.To(g) }
 }
 
 // LastScaleTime sets status.lastScaleTime.
@@ -153,7 +154,7 @@ func CPUUtilization(target int32) autoscalingv2.MetricSpec {
 // ResourceUtilization is a Resource metric with an average utilization target (percent).
 func ResourceUtilization(res corev1.ResourceName, target int32) autoscalingv2.MetricSpec {
 	return autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
-		Name: res, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptrTo(target)},
+		Name: res, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To(target)},
 	}}
 }
 
@@ -168,7 +169,7 @@ func ResourceAverage(res corev1.ResourceName, milli int64) autoscalingv2.MetricS
 // utilization target (percent).
 func ContainerUtilization(res corev1.ResourceName, container string, target int32) autoscalingv2.MetricSpec {
 	return autoscalingv2.MetricSpec{Type: autoscalingv2.ContainerResourceMetricSourceType, ContainerResource: &autoscalingv2.ContainerResourceMetricSource{
-		Name: res, Container: container, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptrTo(target)},
+		Name: res, Container: container, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To(target)},
 	}}
 }
 
@@ -314,7 +315,7 @@ func InitContainers(c ...corev1.Container) PodOption {
 // whose requests count towards the pod's.
 func Sidecar(name string, requests corev1.ResourceList) corev1.Container {
 	c := Container(name, requests)
-	c.RestartPolicy = ptrTo(corev1.ContainerRestartPolicyAlways)
+	c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 	return c
 }
 
@@ -368,5 +369,3 @@ func Phase(ph corev1.PodPhase) PodOption {
 func DeletedAt(t time.Time) PodOption {
 	return func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t} }
 }
-
-func ptrTo[T any](v T) *T { return &v }

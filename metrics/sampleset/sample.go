@@ -1,6 +1,6 @@
 // Package sampleset holds one metric's per-pod samples as they go from a metrics decoder to
 // the decision core: Sample, one pod's value, and Set, a sample per pod name. A leaf of the
-// standard library only, which both the decoders (metrics/samples) and the core import.
+// standard library only, which both the decoders (metrics/decode) and the core import.
 package sampleset
 
 import (

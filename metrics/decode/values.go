@@ -1,11 +1,11 @@
-// Package samples turns what a metrics source answered (Heapster's two APIs, a metrics.k8s.io
+// Package decode turns what a metrics source answered (Heapster's two APIs, a metrics.k8s.io
 // PodMetrics list) into per-pod values in milli-units, refusing what cannot be load: negative
 // or absurdly large values, unnamed or repeated pods, stale timestamps, malformed quantities.
 //
 // It is a leaf of package metrics, importing only the standard library, k8s.io/api and
 // k8s.io/apimachinery, so that its fuzz targets compile (and instrument) a small binary
 // instead of all of client-go.
-package samples
+package decode
 
 import (
 	"fmt"

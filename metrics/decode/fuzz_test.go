@@ -1,4 +1,4 @@
-package samples
+package decode
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ import (
 // fresh values of pods it listed.
 func FuzzHeapsterPodMetrics(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, container string, maxAgeSeconds int64) {
-		items, err := DecodeHeapsterPodMetrics(body)
+		items, err := HeapsterPodMetrics(body)
 		if err != nil || len(items) == 0 {
 			return
 		}
@@ -46,7 +46,7 @@ func FuzzHeapsterPodMetrics(f *testing.F) {
 // FuzzHeapsterModel feeds arbitrary bodies to the model API decoder and the collapse.
 func FuzzHeapsterModel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, pods uint8, maxAgeSeconds int64) {
-		list, err := DecodeHeapsterModel(body)
+		list, err := HeapsterModel(body)
 		if err != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package samples
+package decode
 
 import (
 	"encoding/json"
@@ -125,8 +125,8 @@ type heapsterPodMetrics struct {
 	} `json:"containers"`
 }
 
-// DecodeHeapsterPodMetrics decodes Heapster's metrics/v1alpha1 PodMetricsList.
-func DecodeHeapsterPodMetrics(body []byte) ([]PodUsage, error) {
+// HeapsterPodMetrics decodes Heapster's metrics/v1alpha1 PodMetricsList.
+func HeapsterPodMetrics(body []byte) ([]PodUsage, error) {
 	var list heapsterPodMetricsList
 	if err := json.Unmarshal(body, &list); err != nil {
 		return nil, fmt.Errorf("not a PodMetricsList (%w); body starts %s", err, BodySnippet(body))
@@ -193,7 +193,7 @@ type modelPoint struct {
 // int64 values as uint64, so a negative number arrives as one near 2^64 and is caught here.
 const maxRawValue = uint64(MaxMilliValue / 1000)
 
-func DecodeHeapsterModel(body []byte) (ModelResultList, error) {
+func HeapsterModel(body []byte) (ModelResultList, error) {
 	var list ModelResultList
 	if err := json.Unmarshal(body, &list); err != nil {
 		return ModelResultList{}, fmt.Errorf("not a MetricResultList (%w); body starts %s", err, BodySnippet(body))

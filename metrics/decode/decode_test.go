@@ -1,4 +1,4 @@
-package samples
+package decode
 
 import (
 	"encoding/json"
@@ -120,7 +120,7 @@ func TestHeapsterPodsSamplesRefusesAPodAskedForTwice(t *testing.T) {
 
 func TestPodResourceSamplesRefusesBadItems(t *testing.T) {
 	body := `{"items":[{"metadata":{"name":""},"timestamp":"2015-11-10T12:30:00Z","containers":[]}]}`
-	items, err := DecodeHeapsterPodMetrics([]byte(body))
+	items, err := HeapsterPodMetrics([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestPodResourceSamplesRefusesBadItems(t *testing.T) {
 	checkErr(t, err, "an item has no pod name")
 
 	body = `{"items":[{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","window":"-1m","containers":[{"name":"c","usage":{"cpu":"1"}}]}]}`
-	if items, err = DecodeHeapsterPodMetrics([]byte(body)); err != nil {
+	if items, err = HeapsterPodMetrics([]byte(body)); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = PodResourceSamples(items, "cpu", "", fixedTimestamp, 0)
@@ -139,7 +139,7 @@ func TestPodResourceSamplesRefusesBadItems(t *testing.T) {
 		`{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","containers":[{"name":"c","usage":{"cpu":"1"}}]},{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","containers":[{"name":"c","usage":{"memory":"1Mi"}}]}`,
 		`{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","containers":[]},{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","containers":[]}`,
 	} {
-		if items, err = DecodeHeapsterPodMetrics([]byte(`{"items":[` + order + `]}`)); err != nil {
+		if items, err = HeapsterPodMetrics([]byte(`{"items":[` + order + `]}`)); err != nil {
 			t.Fatal(err)
 		}
 		_, _, err = PodResourceSamples(items, "cpu", "", fixedTimestamp, 0)
@@ -148,7 +148,7 @@ func TestPodResourceSamplesRefusesBadItems(t *testing.T) {
 
 	huge := `{"name":"c","usage":{"cpu":"6000000000000"}}`
 	body = `{"items":[{"metadata":{"name":"a"},"timestamp":"2015-11-10T12:30:00Z","containers":[` + strings.Repeat(huge+",", 3) + huge + `]}]}`
-	if items, err = DecodeHeapsterPodMetrics([]byte(body)); err != nil {
+	if items, err = HeapsterPodMetrics([]byte(body)); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = PodResourceSamples(items, "cpu", "", fixedTimestamp, 0)
