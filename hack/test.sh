@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # `make test`: every suite CI runs, one after another, then a table of each step's wall time
-# (printed on failure too).
+# and CPU time (printed on failure too). A row's CPU is the user and system time of the step's
+# whole process tree (bash's `times` for the children of a subshell that runs it: every process
+# it started and waited for, however deep), so unlike the wall time it barely changes with what
+# else runs on the machine.
 #
 # What the later steps only wait for is built from the start in the background: the components
 # of the end-to-end tests (control plane, metrics-server, Heapster, Prometheus), the plugin for
@@ -69,16 +72,25 @@ wanted() { # NAME: is a step that waits for it among those to run?
   return 1
 }
 
+# cpu_of FILE: "USER SYS" in whole seconds from bash's `times` output in FILE (the shell's own
+# line and its children's, added), or "? ?" when there is none.
+cpu_of() {
+  awk '{ for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t[i] += a[1] * 60 + a[2] } }
+    END { if (NR) printf "%d %d\n", t[1] + 0.5, t[2] + 0.5; else print "? ?" }' "$1" 2>/dev/null || echo "? ?"
+}
+
 for n in "${bg_names[@]}"; do
   wanted "$n" || continue
+  cmd=$(var "$n" cmd)
   # Its own session, so that a stop ends the whole build (go and its compilers) at once.
-  setsid bash -c 's=$(date +%s); renice -n '"$(var "$n" nice)"' $$ >/dev/null; { '"$(var "$n" cmd)"'; } >"$1.log" 2>&1; rc=$?
-    echo "$rc $(( $(date +%s) - s ))" >"$1.done"; exit $rc' build "$tmp/$n" &
+  setsid bash -c 's=$(date +%s); renice -n '"$(var "$n" nice)"' $$ >/dev/null; { '"$cmd"'; } >"$1.log" 2>&1; rc=$?
+    times >"$1.times"; echo "$rc $(( $(date +%s) - s ))" >"$1.done"; exit $rc' build "$tmp/$n" &
   bg_pid[$n]=$!
 done
 
 # run_e2e runs in its own session: it waits for e2e_needs' done files (or plugin-host.ready),
-# then runs the step; its output goes to test-e2e.log, "RC SECONDS WAITED" to test-e2e.done.
+# then runs the step; its output goes to test-e2e.log, "RC SECONDS WAITED" to test-e2e.done and
+# the step's CPU (bash's times) to test-e2e.times.
 run_e2e() { # TMP MAKE NEEDS...
   local tmp=$1 make=$2 n rc secs w0 s0
   shift 2
@@ -95,7 +107,7 @@ run_e2e() { # TMP MAKE NEEDS...
   done
   s0=$(date +%s)
   echo "make test: === test-e2e (alongside the other steps, after waiting $(( s0 - w0 ))s for its builds)"
-  "$make" --no-print-directory test-e2e
+  ( trap 'times >"$tmp/test-e2e.times"' EXIT; "$make" --no-print-directory test-e2e )
   rc=$?
   echo "$rc $(( $(date +%s) - s0 )) $(( s0 - w0 ))" >"$tmp/test-e2e.done"
   return $rc
@@ -109,18 +121,27 @@ fi
 nice_steps=()
 $e2e && nice_steps=(nice -n 5)
 
+# The table: SECONDS is a row's wall time, CPU its process tree's user+sys seconds (USER and
+# SYS apart). The rows' CPU adds up to nearly all of make test's: the steps run one after
+# another, the background builds and the end-to-end step beside them.
 table() {
-  local total=$(( $(date +%s) - t0 )) r
+  local total=$(( $(date +%s) - t0 )) r u=0 y=0 cu cy
   echo
-  echo "make test: wall time per step (total ${total}s = $(( total / 60 ))m$(( total % 60 ))s)"
-  printf '  %-44s %8s  %s\n' STEP SECONDS RESULT
+  echo "make test: wall time and CPU time per step (total ${total}s = $(( total / 60 ))m$(( total % 60 ))s)"
+  printf '  %-44s %8s %7s %7s %6s  %s\n' STEP SECONDS CPU USER SYS RESULT
   for r in "${rows[@]}"; do printf '  %s\n' "$r"; done
+  for r in "${cpus[@]}"; do read -r cu cy <<<"$r"; [ "$cu" = '?' ] || { u=$(( u + cu )); y=$(( y + cy )); }; done
+  printf '  %-44s %8s %7s %7s %6s\n' "CPU of all rows" "" $(( u + y )) "$u" "$y"
 }
-# row records a step's figure for the table and prints it at once (a run cut short by a
-# time limit still shows the steps it finished).
+# row NAME SECONDS CPU-FILE RESULT records a step's figures for the table and prints them at
+# once (a run cut short by a time limit still shows the steps it finished).
+cpus=()
 row() {
-  rows+=("$(printf '%-44s %8s  %s' "$1" "$2" "$3")")
-  echo "make test: $1: $2s, $3"
+  local cu cy
+  read -r cu cy <<<"$(cpu_of "$3")"
+  cpus+=("$cu $cy")
+  rows+=("$(printf '%-44s %8s %7s %7s %6s  %s' "$1" "$2" "$([ "$cu" = '?' ] && echo '?' || echo $(( cu + cy )))" "$cu" "$cy" "$4")")
+  echo "make test: $1: $2s, CPU ${cu}s user ${cy}s sys, $4"
 }
 
 cleanup() {
@@ -144,13 +165,13 @@ wait_bg() { # NAME STEP [after]
   grep -E ' built in [0-9]+s' "$tmp/$n.log" | sed 's/^/  /' || true
   if [ "$rc" != 0 ]; then
     cat "$tmp/$n.log" >&2
-    row "$n (background)" "$secs" "FAILED (exit $rc)"
+    row "$n (background)" "$secs" "$tmp/$n.times" "FAILED (exit $rc)"
     return 1
   fi
   if [ "${3:-}" = after ]; then
-    row "$n (background, nice $(var "$n" nice))" "$secs" "ok; $2 used it"
+    row "$n (background, nice $(var "$n" nice))" "$secs" "$tmp/$n.times" "ok; $2 used it"
   else
-    row "$n (background, nice $(var "$n" nice))" "$secs" "ok; $2 waited ${waited}s for it"
+    row "$n (background, nice $(var "$n" nice))" "$secs" "$tmp/$n.times" "ok; $2 waited ${waited}s for it"
   fi
 }
 
@@ -163,9 +184,9 @@ for s in "${steps[@]}"; do
   done
   echo "make test: === $s"
   s0=$(date +%s)
-  "${nice_steps[@]}" "$make" --no-print-directory "$s"
+  ( trap 'times >"$tmp/$s.times"' EXIT; "${nice_steps[@]}" "$make" --no-print-directory "$s" )
   rc=$?
-  row "$s" $(( $(date +%s) - s0 )) "$([ $rc = 0 ] && echo ok || echo "FAILED (exit $rc)")"
+  row "$s" $(( $(date +%s) - s0 )) "$tmp/$s.times" "$([ $rc = 0 ] && echo ok || echo "FAILED (exit $rc)")"
   for n in "${bg_names[@]}"; do
     for w in $(var "$n" with); do
       [ "$w" = "$s" ] && [ $rc = 0 ] || continue
@@ -184,7 +205,7 @@ if $e2e; then
   for n in "${bg_names[@]}"; do
     if ! wait_bg "$n" test-e2e after; then table; echo "make test: FAILED: background build $n"; exit 1; fi
   done
-  row "test-e2e (alongside, started at ${waited}s)" "$secs" "$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")"
+  row "test-e2e (alongside, started at ${waited}s)" "$secs" "$tmp/test-e2e.times" "$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")"
   if [ "$rc" != 0 ]; then
     table
     # Last, where a CI log's tail shows it: what the failed e2e tests said.
