@@ -5,10 +5,12 @@
 # it started and waited for, however deep), so unlike the wall time it barely changes with what
 # else runs on the machine.
 #
-# What the later steps only wait for is built from the start in the background: the components
-# of the end-to-end tests (control plane, metrics-server, Heapster, Prometheus), the plugin for
-# every release platform, and the release tools (krew, its manifest validator, the archive and
-# image builders). A step that needs a background build waits for it first.
+# What the later steps only wait for is built from the start in the background: the plugin for
+# the platforms make test runs or ships in a test (this machine's, then the image's linux/arm64:
+# the Makefile's TEST_PLATFORMS; verify type-checks the other release platforms instead), the
+# components of the end-to-end tests (control plane, metrics-server, Heapster, Prometheus) once
+# this machine's plugin is built, and the release tools (krew, its manifest validator, the
+# archive and image builders). A step that needs a background build waits for it first.
 #
 # The end-to-end tests wait on the cluster, not the CPU (the load average stays under 0.5 while
 # they run alone), so they run alongside the other steps: they start as soon as what they need
@@ -25,9 +27,9 @@ steps=(${TEST_STEPS:-verify test-unit test-fuzz test-parity test-krew test-e2e})
 e2e=false
 for i in "${!steps[@]}"; do [ "${steps[$i]}" = test-e2e ] && { e2e=true; unset "steps[$i]"; }; done
 steps=("${steps[@]}")
-# The background builds the end-to-end step needs before it starts (of plugin-all-platforms,
+# The background builds the end-to-end step needs before it starts (of plugin-test-platforms,
 # only this machine's binary).
-e2e_needs=(components release-tools plugin-all-platforms)
+e2e_needs=(components release-tools plugin-test-platforms)
 
 t0=$(date +%s)
 tmp=$(mktemp -d -t kubectl-hpa-test.XXXXXX)
@@ -40,16 +42,23 @@ rows=()
 # end-to-end tests (they wait on the cluster for about ten minutes), so the components build at
 # the steps' own priority (0; the steps run at 5 while the end-to-end tests run alongside). On a
 # warm one it is this machine's plugin, which the end-to-end tests wait for, so it links at 0
-# too; the five other platforms only the krew step, near the end, needs: nice 19.
-bg_names=(components plugin-all-platforms release-tools golangci-lint)
+# too; the image's other platform (linux/arm64), which only the krew step near the end needs,
+# at nice 19. (The release's other platforms make test type-checks in verify instead of
+# building them: see TEST_PLATFORMS in the Makefile.)
+bg_names=(plugin-test-platforms components release-tools golangci-lint)
 bg_nice_components=0
 bg_cmd_components="hack/build-testbin.sh"
 bg_for_components=""
+# The components start once this machine's plugin is built (or its build ended): built with the
+# same flags, the control plane finds the standard library and the Kubernetes packages they
+# share (k8s.io/api, apimachinery, client-go) compiled in Go's build cache, where building both
+# at once would compile them twice, side by side.
+bg_after_components=plugin-test-platforms
 # This machine's binary first: the end-to-end tests start when it exists (plugin-host.ready)
-# and only read it afterwards, while the other platforms link.
-bg_cmd_plugin_all_platforms="$make --no-print-directory build && : >'$tmp/plugin-host.ready' && renice -n 19 \$\$ >/dev/null && $make --no-print-directory build-all"
-bg_nice_plugin_all_platforms=0
-bg_for_plugin_all_platforms="test-krew"
+# and only read it afterwards, while the other platform builds.
+bg_cmd_plugin_test_platforms="$make --no-print-directory build && : >'$tmp/plugin-host.ready' && renice -n 19 \$\$ >/dev/null && $make --no-print-directory build-test-platforms"
+bg_nice_plugin_test_platforms=0
+bg_for_plugin_test_platforms="test-krew"
 # dist, the krew round trip and the e2e image all call hack/krew-tools.sh, which builds once.
 bg_cmd_release_tools="hack/krew-tools.sh"
 bg_nice_release_tools=5
@@ -82,6 +91,12 @@ cpu_of() {
 for n in "${bg_names[@]}"; do
   wanted "$n" || continue
   cmd=$(var "$n" cmd)
+  after=$(var "$n" after)
+  if [ -n "$after" ] && [ -n "${bg_pid[$after]:-}" ]; then
+    # plugin-host.ready: plugin-test-platforms has built this machine's binary.
+    cmd="w=\$(date +%s); until [ -e '$tmp/plugin-host.ready' ] || [ -e '$tmp/$after.done' ]; do sleep 1; done
+      echo \"$n: waited \$(( \$(date +%s) - w ))s for $after\"; $cmd"
+  fi
   # Its own session, so that a stop ends the whole build (go and its compilers) at once.
   setsid bash -c 's=$(date +%s); renice -n '"$(var "$n" nice)"' $$ >/dev/null; { '"$cmd"'; } >"$1.log" 2>&1; rc=$?
     times >"$1.times"; echo "$rc $(( $(date +%s) - s ))" >"$1.done"; exit $rc' build "$tmp/$n" &
@@ -96,7 +111,7 @@ run_e2e() { # TMP MAKE NEEDS...
   shift 2
   w0=$(date +%s)
   for n in "$@"; do
-    until [ -e "$tmp/$n.done" ] || { [ "$n" = plugin-all-platforms ] && [ -e "$tmp/plugin-host.ready" ]; }; do sleep 1; done
+    until [ -e "$tmp/$n.done" ] || { [ "$n" = plugin-test-platforms ] && [ -e "$tmp/plugin-host.ready" ]; }; do sleep 1; done
     [ -e "$tmp/$n.done" ] || continue
     read -r rc secs <"$tmp/$n.done"
     if [ "$rc" != 0 ]; then
@@ -162,7 +177,7 @@ wait_bg() { # NAME STEP [after]
   unset "bg_pid[$n]"
   read -r rc secs <"$tmp/$n.done" || { rc=1 secs=?; }
   waited=$(( $(date +%s) - w0 ))
-  grep -E ' built in [0-9]+s' "$tmp/$n.log" | sed 's/^/  /' || true
+  grep -E ' built in [0-9]+s|: waited [0-9]+s for ' "$tmp/$n.log" | sed 's/^/  /' || true
   if [ "$rc" != 0 ]; then
     cat "$tmp/$n.log" >&2
     row "$n (background)" "$secs" "$tmp/$n.times" "FAILED (exit $rc)"
