@@ -15,4 +15,4 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 go=${GO:-go}
 [ $# -gt 0 ] || { echo "typecheck-platforms: no platform given, nothing to check"; exit 0; }
 # go run caches the linked checker in Go's build cache; GOFLAGS as the release build has it.
-GOFLAGS= "$go" -C "$root/hack/tools" run -trimpath ./platformcheck -C "$root" -platforms "$*" ./cmd/kubectl-hpa
+GOFLAGS='' "$go" -C "$root/hack/tools" run -trimpath ./platformcheck -C "$root" -platforms "$*" ./cmd/kubectl-hpa
