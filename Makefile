@@ -21,12 +21,23 @@ all: build
 # keeps the compiled packages).
 PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 HOST_PLATFORM := $(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)
+# The image's platforms (make image).
+IMAGE_PLATFORMS := linux/amd64 linux/arm64
+# make test builds the plugin only for the platforms it runs or ships in a test: this machine's
+# (the e2e tests and the krew round trip run it) and the image's (the krew step's make image
+# builds the image twice and compares). The other release platforms (on linux/amd64: darwin/*
+# and windows/*) make verify type-checks instead, from source with every dependency
+# (hack/typecheck-platforms.sh), and the krew round trip packs their archives with a stand-in
+# payload (DIST_STANDIN): it only installs them, krew cannot run them here. make build-all,
+# dist, image and release always build every platform they ship.
+TEST_PLATFORMS := $(sort $(HOST_PLATFORM) $(IMAGE_PLATFORMS))
+TEST_STANDIN_PLATFORMS := $(filter-out $(TEST_PLATFORMS),$(PLATFORMS))
 platform_bin = $(BIN)/$(subst /,_,$(1))/kubectl-hpa$(if $(filter windows/%,$(1)),.exe)
 GO_SOURCES := $(shell git ls-files -co --exclude-standard -- '*.go' go.mod go.sum | grep -v -e '_test\.go$$' -e '^test/' -e '^krew/' -e '^deploy/')
 GOBUILD = env GOFLAGS= CGO_ENABLED=0 GOOS=$(word 1,$(subst _, ,$(1))) GOARCH=$(word 2,$(subst _, ,$(1))) GOAMD64=v1 GOARM64=v8.0 \
 	$(GO) build -trimpath -buildvcs=false -ldflags "$(LDFLAGS)" -o $(2) ./cmd/kubectl-hpa
 
-.PHONY: build build-all FORCE
+.PHONY: build build-all build-test-platforms FORCE
 
 ## build: bin/kubectl-hpa for this machine (the same file as bin/<os>_<arch>/kubectl-hpa)
 build: $(call platform_bin,$(HOST_PLATFORM))
@@ -34,6 +45,9 @@ build: $(call platform_bin,$(HOST_PLATFORM))
 
 ## build-all: bin/<os>_<arch>/kubectl-hpa[.exe] of every release platform
 build-all: $(foreach p,$(PLATFORMS),$(call platform_bin,$(p)))
+
+# build-test-platforms: the binaries make test runs or ships in a test (TEST_PLATFORMS).
+build-test-platforms: $(foreach p,$(TEST_PLATFORMS),$(call platform_bin,$(p)))
 
 # Rewritten only when the link flags (version, commit) change, so that the binaries relink then.
 $(BIN)/.ldflags: FORCE
@@ -46,7 +60,8 @@ $(BIN)/%/kubectl-hpa.exe: $(GO_SOURCES) $(BIN)/.ldflags
 	$(call GOBUILD,$*,$@)
 
 ## verify: formatting, vet, golangci-lint (.golangci.yml), tidy modules, import rules and the
-## package table of docs/development.md (hack/verify-imports.sh). `make update` fixes what it can.
+## package table of docs/development.md (hack/verify-imports.sh), the plugin type-checked for the release
+## platforms make test does not build (hack/typecheck-platforms.sh). `make update` fixes what it can.
 # vet builds with -race so that it shares every compiled package with the unit and end-to-end
 # tests (a second, plain build of the whole dependency tree costs minutes on a cold machine).
 # golangci-lint is built once per version and cached (hack/golangci-lint.sh); it runs last, so
@@ -56,6 +71,7 @@ verify:
 	$(GO) vet -race -tags "e2e soak fidelity" ./...
 	hack/verify-tidy.sh
 	hack/verify-imports.sh
+	GO="$(GO)" hack/typecheck-platforms.sh $(TEST_STANDIN_PLATFORMS)
 	GO="$(GO)" hack/golangci-lint.sh run ./...
 
 ## update: go mod tidy in every module, gofmt, the golden files (tests run with -update)
@@ -64,7 +80,7 @@ update:
 
 ## test: everything CI runs: static checks, unit tests, bounded fuzzing, parity with upstream,
 ## the krew install round-trip and the end-to-end tests on a real control plane (needs root),
-## in that order, then a table of each step's wall time (hack/test.sh). The end-to-end tests'
+## in that order, then a table of each step's wall and CPU time (hack/test.sh). The end-to-end tests'
 ## components build in the background from the start.
 test:
 	@MAKE="$(MAKE)" hack/test.sh
@@ -227,16 +243,20 @@ DIST ?= $(CURDIR)/dist
 
 .PHONY: dist krew-manifest krew-index test-krew image release e2e-image
 
-IMAGE_PLATFORMS := linux/amd64 linux/arm64
-
 ## image: the container image of linux/amd64 and linux/arm64 as one OCI index, without a Docker
 ## daemon: $(DIST)/image (OCI layout), $(DIST)/kubectl-hpa_$(VERSION)_image.tar, $(DIST)/image.digest
 image: $(foreach p,$(IMAGE_PLATFORMS),$(call platform_bin,$(p)))
 	VERSION="$(VERSION)" BIN="$(BIN)" DIST="$(DIST)" IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" hack/image.sh
 
+# DIST_STANDIN: platforms whose archive make dist packs with a stand-in payload (a text file
+# under the binary's name saying what it stands for) instead of building the binary. Only the
+# krew round trip sets it, on make's command line (a plain assignment: the environment cannot
+# set it), for TEST_STANDIN_PLATFORMS; make release refuses it.
+DIST_STANDIN :=
+
 ## dist: reproducible release archives of every platform and checksums.txt in $(DIST)
-dist: build-all
-	GO="$(GO)" VERSION="$(VERSION)" BIN="$(BIN)" DIST="$(DIST)" PLATFORMS="$(PLATFORMS)" hack/dist.sh
+dist: $(foreach p,$(filter-out $(DIST_STANDIN),$(PLATFORMS)),$(call platform_bin,$(p)))
+	GO="$(GO)" VERSION="$(VERSION)" BIN="$(BIN)" DIST="$(DIST)" PLATFORMS="$(PLATFORMS)" STANDIN="$(DIST_STANDIN)" hack/dist.sh
 
 ## e2e-image: the image of this machine's platform, validated and unpacked into $(BIN)/e2e-image
 ## for the in-cluster end-to-end test
@@ -246,6 +266,7 @@ e2e-image: $(call platform_bin,$(HOST_PLATFORM))
 ## release: archives, checksums.txt, hpa.yaml, the image and kubectl-hpa.yaml (deploy/ with the
 ## image's digest) in $(DIST), all or nothing; refuses a dirty tree or a VERSION that is not semver
 release:
+	@[ -z "$(DIST_STANDIN)" ] || { echo "release: DIST_STANDIN is for the krew round trip only; a release packs every binary"; exit 1; }
 	@MAKE="$(MAKE)" VERSION="$(VERSION)" DIST="$(DIST)" hack/release.sh
 
 ## krew-manifest: $(DIST)/hpa.yaml for VERSION=vX.Y.Z from krew/hpa.yaml, validated by krew
@@ -258,10 +279,12 @@ krew-index: krew-manifest
 
 ## test-krew: the release round trip, offline: make dist + krew-manifest into a temp dir, krew
 ## install of every platform, the upgrade through the index; make release's refusals; the image
-## (deploy/image) and its reproducibility. The binaries of build-all and krew's tools (cached by
-## hack/krew-tools.sh) are built once and reused.
-test-krew: build-all
-	cd krew/tools && VERSION="$(VERSION)" $(GO) test -race -count=1 -timeout 45m ./...
+## (deploy/image) and its reproducibility. The binaries of build-test-platforms and krew's tools
+## (cached by hack/krew-tools.sh) are built once and reused; the archives of the platforms make
+## test does not build (TEST_STANDIN_PLATFORMS, type-checked by make verify) hold a stand-in
+## payload (KREW_ROUNDTRIP_STANDIN: see krew/tools/roundtrip).
+test-krew: build-test-platforms
+	cd krew/tools && VERSION="$(VERSION)" KREW_ROUNDTRIP_STANDIN="$(TEST_STANDIN_PLATFORMS)" $(GO) test -race -count=1 -timeout 45m ./...
 	cd deploy/image && $(GO) test -race -count=1 ./...
 
 # ---- fidelity: recordings of upstream's HPA controller (owner: fidelity) ----

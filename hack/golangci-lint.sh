@@ -13,6 +13,12 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 go=${GO:-go}
 flags=(-trimpath)
+# cpu_of FILE: "CPU Ns: Us user + Ss sys" from bash's `times` output in FILE (the shell's and its
+# children's times, added).
+cpu_of() {
+  awk '{ for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t[i] += a[1] * 60 + a[2] } }
+    END { printf "CPU %ds: %ds user + %ds sys", t[1] + t[2] + 0.5, t[1] + 0.5, t[2] + 0.5 }' "$1"
+}
 key=$( { "$go" env GOVERSION GOOS GOARCH; echo "${flags[*]}"; cat "$root/hack/tools/go.mod" "$root/hack/tools/go.sum"; } | sha256sum | cut -c1-12)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-hpa/golangci-lint
 bin=$cache/$key/golangci-lint
@@ -24,10 +30,12 @@ if [ ! -x "$bin" ]; then
   if [ ! -x "$bin" ]; then
     start=$(date +%s)
     rm -rf "$cache/$key.partial" && mkdir -p "$cache/$key.partial"
-    (cd "$root/hack/tools" && "$go" build "${flags[@]}" \
+    # The subshell writes its process tree's CPU time (bash's times) as it exits.
+    (trap 'times >"$cache/$key.times"' EXIT; cd "$root/hack/tools" && "$go" build "${flags[@]}" \
       -o "$cache/$key.partial/golangci-lint" github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
     rm -rf "${bin%/*}" && mv "$cache/$key.partial" "${bin%/*}"
-    echo "golangci-lint: built $("$bin" version --short 2>/dev/null || true) into ${bin%/*} in $(( $(date +%s) - start ))s" >&2
+    echo "golangci-lint: built $("$bin" version --short 2>/dev/null || true) into ${bin%/*} in $(( $(date +%s) - start ))s ($(cpu_of "$cache/$key.times"))" >&2
+    rm -f "$cache/$key.times"
   fi
   exec 9>&-
 fi

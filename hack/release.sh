@@ -24,7 +24,8 @@ stage=$(mktemp -d "$dist/.release.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 log=$stage/.log
 build() {
-  if ! "${MAKE:-make}" -C "$root" --no-print-directory VERSION="$version" DIST="$stage" "$@" >"$log" 2>&1; then
+  # DIST_STANDIN empty whatever MAKEFLAGS carries: every archive holds its real binary.
+  if ! "${MAKE:-make}" -C "$root" --no-print-directory VERSION="$version" DIST="$stage" DIST_STANDIN= "$@" >"$log" 2>&1; then
     tail -n 20 "$log" >&2
     fail "make $* failed (output above)"
   fi

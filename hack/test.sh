@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # `make test`: every suite CI runs, one after another, then a table of each step's wall time
-# (printed on failure too).
+# and CPU time (printed on failure too). A row's CPU is the user and system time of the step's
+# whole process tree (bash's `times` for the children of a subshell that runs it: every process
+# it started and waited for, however deep), so unlike the wall time it barely changes with what
+# else runs on the machine.
 #
-# What the later steps only wait for is built from the start in the background: the components
-# of the end-to-end tests (control plane, metrics-server, Heapster, Prometheus), the plugin for
-# every release platform, and the release tools (krew, its manifest validator, the archive and
-# image builders). A step that needs a background build waits for it first.
+# What the later steps only wait for is built from the start in the background: the plugin for
+# the platforms make test runs or ships in a test (this machine's, then the image's linux/arm64:
+# the Makefile's TEST_PLATFORMS; verify type-checks the other release platforms instead), the
+# components of the end-to-end tests (control plane, metrics-server, Heapster, Prometheus) once
+# this machine's plugin is built, and the release tools (krew, its manifest validator, the
+# archive and image builders). A step that needs a background build waits for it first.
 #
 # The end-to-end tests wait on the cluster, not the CPU (the load average stays under 0.5 while
 # they run alone), so they run alongside the other steps: they start as soon as what they need
@@ -22,9 +27,9 @@ steps=(${TEST_STEPS:-verify test-unit test-fuzz test-parity test-krew test-e2e})
 e2e=false
 for i in "${!steps[@]}"; do [ "${steps[$i]}" = test-e2e ] && { e2e=true; unset "steps[$i]"; }; done
 steps=("${steps[@]}")
-# The background builds the end-to-end step needs before it starts (of plugin-all-platforms,
+# The background builds the end-to-end step needs before it starts (of plugin-test-platforms,
 # only this machine's binary).
-e2e_needs=(components release-tools plugin-all-platforms)
+e2e_needs=(components release-tools plugin-test-platforms)
 
 t0=$(date +%s)
 tmp=$(mktemp -d -t kubectl-hpa-test.XXXXXX)
@@ -37,16 +42,23 @@ rows=()
 # end-to-end tests (they wait on the cluster for about ten minutes), so the components build at
 # the steps' own priority (0; the steps run at 5 while the end-to-end tests run alongside). On a
 # warm one it is this machine's plugin, which the end-to-end tests wait for, so it links at 0
-# too; the five other platforms only the krew step, near the end, needs: nice 19.
-bg_names=(components plugin-all-platforms release-tools golangci-lint)
+# too; the image's other platform (linux/arm64), which only the krew step near the end needs,
+# at nice 19. (The release's other platforms make test type-checks in verify instead of
+# building them: see TEST_PLATFORMS in the Makefile.)
+bg_names=(plugin-test-platforms components release-tools golangci-lint)
 bg_nice_components=0
 bg_cmd_components="hack/build-testbin.sh"
 bg_for_components=""
+# The components start once this machine's plugin is built (or its build ended): built with the
+# same flags, the control plane finds the standard library and the Kubernetes packages they
+# share (k8s.io/api, apimachinery, client-go) compiled in Go's build cache, where building both
+# at once would compile them twice, side by side.
+bg_after_components=plugin-test-platforms
 # This machine's binary first: the end-to-end tests start when it exists (plugin-host.ready)
-# and only read it afterwards, while the other platforms link.
-bg_cmd_plugin_all_platforms="$make --no-print-directory build && : >'$tmp/plugin-host.ready' && renice -n 19 \$\$ >/dev/null && $make --no-print-directory build-all"
-bg_nice_plugin_all_platforms=0
-bg_for_plugin_all_platforms="test-krew"
+# and only read it afterwards, while the other platform builds.
+bg_cmd_plugin_test_platforms="$make --no-print-directory build && : >'$tmp/plugin-host.ready' && renice -n 19 \$\$ >/dev/null && $make --no-print-directory build-test-platforms"
+bg_nice_plugin_test_platforms=0
+bg_for_plugin_test_platforms="test-krew"
 # dist, the krew round trip and the e2e image all call hack/krew-tools.sh, which builds once.
 bg_cmd_release_tools="hack/krew-tools.sh"
 bg_nice_release_tools=5
@@ -69,22 +81,37 @@ wanted() { # NAME: is a step that waits for it among those to run?
   return 1
 }
 
+# cpu_of FILE: "USER SYS" in whole seconds from bash's `times` output in FILE (the shell's own
+# line and its children's, added), or "? ?" when there is none.
+cpu_of() {
+  awk '{ for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t[i] += a[1] * 60 + a[2] } }
+    END { if (NR) printf "%d %d\n", t[1] + 0.5, t[2] + 0.5; else print "? ?" }' "$1" 2>/dev/null || echo "? ?"
+}
+
 for n in "${bg_names[@]}"; do
   wanted "$n" || continue
+  cmd=$(var "$n" cmd)
+  after=$(var "$n" after)
+  if [ -n "$after" ] && [ -n "${bg_pid[$after]:-}" ]; then
+    # plugin-host.ready: plugin-test-platforms has built this machine's binary.
+    cmd="w=\$(date +%s); until [ -e '$tmp/plugin-host.ready' ] || [ -e '$tmp/$after.done' ]; do sleep 1; done
+      echo \"$n: waited \$(( \$(date +%s) - w ))s for $after\"; $cmd"
+  fi
   # Its own session, so that a stop ends the whole build (go and its compilers) at once.
-  setsid bash -c 's=$(date +%s); renice -n '"$(var "$n" nice)"' $$ >/dev/null; { '"$(var "$n" cmd)"'; } >"$1.log" 2>&1; rc=$?
-    echo "$rc $(( $(date +%s) - s ))" >"$1.done"; exit $rc' build "$tmp/$n" &
+  setsid bash -c 's=$(date +%s); renice -n '"$(var "$n" nice)"' $$ >/dev/null; { '"$cmd"'; } >"$1.log" 2>&1; rc=$?
+    times >"$1.times"; echo "$rc $(( $(date +%s) - s ))" >"$1.done"; exit $rc' build "$tmp/$n" &
   bg_pid[$n]=$!
 done
 
 # run_e2e runs in its own session: it waits for e2e_needs' done files (or plugin-host.ready),
-# then runs the step; its output goes to test-e2e.log, "RC SECONDS WAITED" to test-e2e.done.
+# then runs the step; its output goes to test-e2e.log, "RC SECONDS WAITED" to test-e2e.done and
+# the step's CPU (bash's times) to test-e2e.times.
 run_e2e() { # TMP MAKE NEEDS...
   local tmp=$1 make=$2 n rc secs w0 s0
   shift 2
   w0=$(date +%s)
   for n in "$@"; do
-    until [ -e "$tmp/$n.done" ] || { [ "$n" = plugin-all-platforms ] && [ -e "$tmp/plugin-host.ready" ]; }; do sleep 1; done
+    until [ -e "$tmp/$n.done" ] || { [ "$n" = plugin-test-platforms ] && [ -e "$tmp/plugin-host.ready" ]; }; do sleep 1; done
     [ -e "$tmp/$n.done" ] || continue
     read -r rc secs <"$tmp/$n.done"
     if [ "$rc" != 0 ]; then
@@ -95,7 +122,7 @@ run_e2e() { # TMP MAKE NEEDS...
   done
   s0=$(date +%s)
   echo "make test: === test-e2e (alongside the other steps, after waiting $(( s0 - w0 ))s for its builds)"
-  "$make" --no-print-directory test-e2e
+  ( trap 'times >"$tmp/test-e2e.times"' EXIT; "$make" --no-print-directory test-e2e )
   rc=$?
   echo "$rc $(( $(date +%s) - s0 )) $(( s0 - w0 ))" >"$tmp/test-e2e.done"
   return $rc
@@ -109,18 +136,27 @@ fi
 nice_steps=()
 $e2e && nice_steps=(nice -n 5)
 
+# The table: SECONDS is a row's wall time, CPU its process tree's user+sys seconds (USER and
+# SYS apart). The rows' CPU adds up to nearly all of make test's: the steps run one after
+# another, the background builds and the end-to-end step beside them.
 table() {
-  local total=$(( $(date +%s) - t0 )) r
+  local total=$(( $(date +%s) - t0 )) r u=0 y=0 cu cy
   echo
-  echo "make test: wall time per step (total ${total}s = $(( total / 60 ))m$(( total % 60 ))s)"
-  printf '  %-44s %8s  %s\n' STEP SECONDS RESULT
+  echo "make test: wall time and CPU time per step (total ${total}s = $(( total / 60 ))m$(( total % 60 ))s)"
+  printf '  %-44s %8s %7s %7s %6s  %s\n' STEP SECONDS CPU USER SYS RESULT
   for r in "${rows[@]}"; do printf '  %s\n' "$r"; done
+  for r in "${cpus[@]}"; do read -r cu cy <<<"$r"; [ "$cu" = '?' ] || { u=$(( u + cu )); y=$(( y + cy )); }; done
+  printf '  %-44s %8s %7s %7s %6s\n' "CPU of all rows" "" $(( u + y )) "$u" "$y"
 }
-# row records a step's figure for the table and prints it at once (a run cut short by a
-# time limit still shows the steps it finished).
+# row NAME SECONDS CPU-FILE RESULT records a step's figures for the table and prints them at
+# once (a run cut short by a time limit still shows the steps it finished).
+cpus=()
 row() {
-  rows+=("$(printf '%-44s %8s  %s' "$1" "$2" "$3")")
-  echo "make test: $1: $2s, $3"
+  local cu cy
+  read -r cu cy <<<"$(cpu_of "$3")"
+  cpus+=("$cu $cy")
+  rows+=("$(printf '%-44s %8s %7s %7s %6s  %s' "$1" "$2" "$([ "$cu" = '?' ] && echo '?' || echo $(( cu + cy )))" "$cu" "$cy" "$4")")
+  echo "make test: $1: $2s, CPU ${cu}s user ${cy}s sys, $4"
 }
 
 cleanup() {
@@ -141,16 +177,16 @@ wait_bg() { # NAME STEP [after]
   unset "bg_pid[$n]"
   read -r rc secs <"$tmp/$n.done" || { rc=1 secs=?; }
   waited=$(( $(date +%s) - w0 ))
-  grep -E ' built in [0-9]+s' "$tmp/$n.log" | sed 's/^/  /' || true
+  grep -E ' built in [0-9]+s|: waited [0-9]+s for ' "$tmp/$n.log" | sed 's/^/  /' || true
   if [ "$rc" != 0 ]; then
     cat "$tmp/$n.log" >&2
-    row "$n (background)" "$secs" "FAILED (exit $rc)"
+    row "$n (background)" "$secs" "$tmp/$n.times" "FAILED (exit $rc)"
     return 1
   fi
   if [ "${3:-}" = after ]; then
-    row "$n (background, nice $(var "$n" nice))" "$secs" "ok; $2 used it"
+    row "$n (background, nice $(var "$n" nice))" "$secs" "$tmp/$n.times" "ok; $2 used it"
   else
-    row "$n (background, nice $(var "$n" nice))" "$secs" "ok; $2 waited ${waited}s for it"
+    row "$n (background, nice $(var "$n" nice))" "$secs" "$tmp/$n.times" "ok; $2 waited ${waited}s for it"
   fi
 }
 
@@ -163,9 +199,9 @@ for s in "${steps[@]}"; do
   done
   echo "make test: === $s"
   s0=$(date +%s)
-  "${nice_steps[@]}" "$make" --no-print-directory "$s"
+  ( trap 'times >"$tmp/$s.times"' EXIT; "${nice_steps[@]}" "$make" --no-print-directory "$s" )
   rc=$?
-  row "$s" $(( $(date +%s) - s0 )) "$([ $rc = 0 ] && echo ok || echo "FAILED (exit $rc)")"
+  row "$s" $(( $(date +%s) - s0 )) "$tmp/$s.times" "$([ $rc = 0 ] && echo ok || echo "FAILED (exit $rc)")"
   for n in "${bg_names[@]}"; do
     for w in $(var "$n" with); do
       [ "$w" = "$s" ] && [ $rc = 0 ] || continue
@@ -184,7 +220,7 @@ if $e2e; then
   for n in "${bg_names[@]}"; do
     if ! wait_bg "$n" test-e2e after; then table; echo "make test: FAILED: background build $n"; exit 1; fi
   done
-  row "test-e2e (alongside, started at ${waited}s)" "$secs" "$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")"
+  row "test-e2e (alongside, started at ${waited}s)" "$secs" "$tmp/test-e2e.times" "$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")"
   if [ "$rc" != 0 ]; then
     table
     # Last, where a CI log's tail shows it: what the failed e2e tests said.

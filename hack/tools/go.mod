@@ -1,10 +1,14 @@
 // Module tools pins the linters make verify runs (hack/golangci-lint.sh builds them once and
-// caches them by version). It is never imported by product code.
+// caches them by version) and holds platformcheck, the type checker of the release platforms
+// make test does not build (hack/typecheck-platforms.sh), on golangci-lint's golang.org/x/tools.
+// It is never imported by product code.
 module github.com/kubectl-hpa/kubectl-hpa/hack/tools
 
 go 1.26.0
 
 tool github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+require golang.org/x/tools v0.52.0
 
 require (
 	4d63.com/gocheckcompilerdirectives v1.4.0 // indirect
@@ -210,7 +214,6 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
-	golang.org/x/tools v0.52.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/ini.v1 v1.67.0 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
