@@ -145,23 +145,21 @@ func TestEvaluate(t *testing.T) {
 		}
 	})
 
-	t.Run("Amend sees the decision as read and changes what is decided; WithoutHistory decides again from nothing", func(t *testing.T) {
+	t.Run("a caller between Gather and Decide sees the decision as read and changes what is decided; WithoutHistory decides again from nothing", func(t *testing.T) {
 		m := newMetrics()
-		var asRead int32
-		ev, err := evaluation.Evaluate(t.Context(), source(m, podsAfterMetrics{started: m.started, pods: webPods()}), ns, "web", evaluation.Options{
-			Now: t0, Config: replicas.DefaultConfig(), WithoutHistory: true,
-			Amend: func(in *replicas.Input, d replicas.Decision) error {
-				asRead = d.DesiredReplicas
-				in.Metrics = []replicas.MetricData{{PodSamples: sampleset.Of(map[string]sampleset.Sample{
-					"web-1": {MilliValue: 50, Timestamp: sampleset.Timestamp(t0.Add(-10 * time.Second)), Window: 30 * time.Second},
-					"web-2": {MilliValue: 50, Timestamp: sampleset.Timestamp(t0.Add(-10 * time.Second)), Window: 30 * time.Second},
-				}), Timestamp: t0.Add(-10 * time.Second)}}
-				return nil
-			},
-		})
+		src := source(m, podsAfterMetrics{started: m.started, pods: webPods()})
+		opts := evaluation.Options{Now: t0, Config: replicas.DefaultConfig(), WithoutHistory: true}
+		read, known, err := evaluation.Read(t.Context(), src, ns, "web")
 		if err != nil {
 			t.Fatal(err)
 		}
+		ev := evaluation.Gather(t.Context(), src, read, read, known, opts)
+		asRead := replicas.Decide(ev.Input).DesiredReplicas
+		ev.Input.Metrics = []replicas.MetricData{{PodSamples: sampleset.Of(map[string]sampleset.Sample{
+			"web-1": {MilliValue: 50, Timestamp: sampleset.Timestamp(t0.Add(-10 * time.Second)), Window: 30 * time.Second},
+			"web-2": {MilliValue: 50, Timestamp: sampleset.Timestamp(t0.Add(-10 * time.Second)), Window: 30 * time.Second},
+		}), Timestamp: t0.Add(-10 * time.Second)}}
+		evaluation.Decide(ev, opts)
 		if asRead != 4 || ev.Decision.DesiredReplicas != 2 || ev.Fresh == nil || ev.Fresh.DesiredReplicas != 2 {
 			t.Errorf("as read %d, decided %d, fresh %v; want 4, 2, 2", asRead, ev.Decision.DesiredReplicas, ev.Fresh)
 		}

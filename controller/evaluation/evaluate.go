@@ -96,15 +96,6 @@ type Options struct {
 	// tracker). Upstream then decides without reading metrics, so the pods are read first
 	// and the metrics after; without it the two are read at the same time.
 	Overlaps OverlapFinder
-	// Adjust replaces the HPA as read before its scale is read (explain's --set-target).
-	Adjust func(*autoscalingv2.HorizontalPodAutoscaler) (*autoscalingv2.HorizontalPodAutoscaler, error)
-	// Amend changes the gathered input before the decision (explain's --assume); asRead
-	// is the decision from the input as read.
-	Amend func(in *replicas.Input, asRead replicas.Decision) error
-	// Beside runs once the HPA is read, next to the scale, pod and metric reads, for reads
-	// the caller needs with the decision (explain's VerticalPodAutoscalers). Evaluate
-	// returns after it.
-	Beside func(ctx context.Context, read *autoscalingv2.HorizontalPodAutoscaler)
 	// WithoutHistory also decides from an empty history (Evaluation.Fresh).
 	WithoutHistory bool
 	// OmitPodTreatments decides without the per-pod account (replicas.Input.OmitPodTreatments),
@@ -132,52 +123,58 @@ type Evaluation struct {
 }
 
 // Evaluate is the one way every command decides for an HPA: it reads the HPA beside its
-// past, then the target's scale, then the pods beside their metrics, and asks the decision
-// core. Only a failed HPA read (or Adjust, Amend) is an error: every other read error lands
+// past (Read), then the target's scale, then the pods beside their metrics (Gather), and asks
+// the decision core (Decide). Only a failed HPA read is an error: every other read error lands
 // in the Input fields the core turns into upstream's conditions and events (ScaleErr,
-// MetricData.Err).
+// MetricData.Err). A command that changes the HPA or the input between the steps (explain's
+// what-ifs) calls them itself.
 func Evaluate(ctx context.Context, src Source, namespace, name string, opts Options) (*Evaluation, error) {
+	read, known, err := Read(ctx, src, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	ev := Gather(ctx, src, read, read, known, opts)
+	Decide(ev, opts)
+	return ev, nil
+}
+
+// Read reads the HPA beside what src knows of its past; the error is the HPA read's.
+func Read(ctx context.Context, src Source, namespace, name string) (*autoscalingv2.HorizontalPodAutoscaler, history.Known, error) {
 	var (
-		read    *autoscalingv2.HorizontalPodAutoscaler
-		readErr error
-		past    history.Known
-		wg      sync.WaitGroup
+		known history.Known
+		wg    sync.WaitGroup
 	)
-	wg.Go(func() { past = src.History(ctx, namespace, name) })
-	read, readErr = src.HPA(ctx, namespace, name)
+	wg.Go(func() { known = src.History(ctx, namespace, name) })
+	read, err := src.HPA(ctx, namespace, name)
 	wg.Wait()
-	if readErr != nil {
-		return nil, readErr
+	if err != nil {
+		return nil, nil, err
 	}
-	hpa := read
-	if opts.Adjust != nil {
-		adjusted, err := opts.Adjust(read)
-		if err != nil {
-			return nil, err
-		}
-		hpa = adjusted
-	}
-	if opts.Beside != nil {
-		wg.Go(func() { opts.Beside(ctx, read) })
-	}
-	ev := &Evaluation{Read: read, Known: past}
-	var known replicas.History
-	if past != nil {
-		known = past.History(read, opts.Now)
+	return read, known, nil
+}
+
+// Gather reads the inputs of a decision for hpa: its history from known (as of read, the HPA
+// as the source returned it), its target's scale, its pods and their metrics. hpa is read
+// unless the caller changed it.
+func Gather(ctx context.Context, src Source, read, hpa *autoscalingv2.HorizontalPodAutoscaler, known history.Known, opts Options) *Evaluation {
+	ev := &Evaluation{Read: read, Known: known}
+	var kept replicas.History
+	if known != nil {
+		kept = known.History(read, opts.Now)
 	}
 	var g gatherResult
-	ev.Input, g = gather(ctx, src, hpa, known, opts)
+	ev.Input, g = gather(ctx, src, hpa, kept, opts)
 	ev.MetricTimes, ev.PodsErr = g.took, g.podsErr
-	if ip, ok := past.(history.InputDependent); ok {
+	if ip, ok := known.(history.InputDependent); ok {
 		// A replayed past needs the pods, the scale and the live samples' times.
 		ev.Input.History = ip.HistoryFor(ctx, ev.Input)
 	}
-	wg.Wait()
-	if opts.Amend != nil {
-		if err := opts.Amend(&ev.Input, replicas.Decide(ev.Input)); err != nil {
-			return nil, err
-		}
-	}
+	return ev
+}
+
+// Decide asks the core for ev's decision from ev.Input, and with Options.WithoutHistory also
+// for the one from an empty history.
+func Decide(ev *Evaluation, opts Options) {
 	ev.Decision = replicas.Decide(ev.Input)
 	if opts.WithoutHistory {
 		fresh := ev.Input
@@ -185,7 +182,6 @@ func Evaluate(ctx context.Context, src Source, namespace, name string, opts Opti
 		d := replicas.Decide(fresh)
 		ev.Fresh = &d
 	}
-	return ev, nil
 }
 
 // gatherResult is what gather learnt besides the Input: how long each metric read took, and the
