@@ -8,7 +8,7 @@ GO ?= go
 # Semver with its leading v (krew requires it): the tag at HEAD, else v0.0.0-<commit> (hack/version.sh).
 VERSION ?= $(shell hack/version.sh)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS := -s -w -X github.com/kubectl-hpa/kubectl-hpa/plugin.version=$(VERSION) -X github.com/kubectl-hpa/kubectl-hpa/plugin.commit=$(COMMIT)
+LDFLAGS := -s -w -X github.com/kubectl-hpa/kubectl-hpa/plugin/version.version=$(VERSION) -X github.com/kubectl-hpa/kubectl-hpa/plugin/version.commit=$(COMMIT)
 BIN := $(CURDIR)/bin
 
 .PHONY: all test verify update test-unit test-fuzz bench

@@ -15,6 +15,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 )
 
 // apiReply is one canned answer of a stand-in server.
@@ -110,34 +112,34 @@ func TestCommandsReportClusterAccessFailuresAsWhatTheyAre(t *testing.T) {
 	}{
 		{"run with an invalid token exits 9 with the kubeconfig hint, not as a metrics-source choice",
 			func(t *testing.T) string { return standInServer(t, bySuffix(nil, unauthorized)) },
-			[]string{"run", "-n", "shop", "--dry-run=client"}, ExitUnauthorized, "check your kubeconfig credentials, --context and --user", "--metrics-source"},
+			[]string{"run", "-n", "shop", "--dry-run=client"}, cmdutil.ExitUnauthorized, "check your kubeconfig credentials, --context and --user", "--metrics-source"},
 		{"a 401 met while discovering the metrics APIs exits 9 too",
 			func(t *testing.T) string {
 				return standInServer(t, bySuffix(map[string]apiReply{"/version": versionOK}, unauthorized))
 			},
-			[]string{"run", "-n", "shop", "--dry-run=client"}, ExitUnauthorized, "choosing a metrics source", "pass --metrics-source"},
+			[]string{"run", "-n", "shop", "--dry-run=client"}, cmdutil.ExitUnauthorized, "choosing a metrics source", "pass --metrics-source"},
 		{"a 403 met while choosing the metrics source exits 7",
 			func(t *testing.T) string {
 				return standInServer(t, bySuffix(map[string]apiReply{"/version": versionOK, "/api": coreOnly, "/apis": noGroups,
 					"/api/v1/namespaces/kube-system/services/heapster": serviceDenied}, apiNotFound))
 			},
-			[]string{"run", "-n", "shop", "--dry-run=client"}, ExitForbidden, `lacks the permission to get services (core) in namespace "kube-system"`, ""},
+			[]string{"run", "-n", "shop", "--dry-run=client"}, cmdutil.ExitForbidden, `lacks the permission to get services (core) in namespace "kube-system"`, ""},
 		{"run against a closed port exits 1 asking whether the server is reachable",
-			closedPort, []string{"run", "-n", "shop", "--dry-run=client"}, ExitFailure, "is the API server reachable? check the kubeconfig, --context or --server", "--metrics-source"},
+			closedPort, []string{"run", "-n", "shop", "--dry-run=client"}, cmdutil.ExitFailure, "is the API server reachable? check the kubeconfig, --context or --server", "--metrics-source"},
 		{"run against a plain web server says it is not a Kubernetes API server",
 			func(t *testing.T) string { return standInServer(t, bySuffix(nil, plainNotFound)) },
-			[]string{"run", "-n", "shop", "--dry-run=client"}, ExitFailure, "is not a Kubernetes API server", "metrics"},
+			[]string{"run", "-n", "shop", "--dry-run=client"}, cmdutil.ExitFailure, "is not a Kubernetes API server", "metrics"},
 		{"explain against a plain web server says it is not a Kubernetes API server, not that the namespace is missing",
 			func(t *testing.T) string { return standInServer(t, bySuffix(nil, plainNotFound)) },
-			[]string{"explain", "web", "-n", "demo"}, ExitFailure, "is not a Kubernetes API server (GET /version", `namespace "demo" not found`},
+			[]string{"explain", "web", "-n", "demo"}, cmdutil.ExitFailure, "is not a Kubernetes API server (GET /version", `namespace "demo" not found`},
 		{"explain against a web server answering 200 with a page says it is not a Kubernetes API server",
 			func(t *testing.T) string {
 				return standInServer(t, bySuffix(map[string]apiReply{"/version": welcomePage}, plainNotFound))
 			},
-			[]string{"explain", "web", "-n", "demo"}, ExitFailure, "is not a Kubernetes API server", `namespace "demo" not found`},
+			[]string{"explain", "web", "-n", "demo"}, cmdutil.ExitFailure, "is not a Kubernetes API server", `namespace "demo" not found`},
 		{"explain with an invalid token exits 9",
 			func(t *testing.T) string { return standInServer(t, bySuffix(nil, unauthorized)) },
-			[]string{"explain", "web", "-n", "demo"}, ExitUnauthorized, "check your kubeconfig credentials", ""},
+			[]string{"explain", "web", "-n", "demo"}, cmdutil.ExitUnauthorized, "check your kubeconfig credentials", ""},
 		{"run in a namespace that does not exist exits 4 with explain's message",
 			func(t *testing.T) string {
 				return standInServer(t, func(r *http.Request) apiReply {
@@ -158,7 +160,7 @@ func TestCommandsReportClusterAccessFailuresAsWhatTheyAre(t *testing.T) {
 					return apiNotFound
 				})
 			},
-			[]string{"run", "-n", "nowhere", "--metrics-source=heapster", "--heapster-url=http://127.0.0.1:1"}, ExitWrongNamespace,
+			[]string{"run", "-n", "nowhere", "--metrics-source=heapster", "--heapster-url=http://127.0.0.1:1"}, cmdutil.ExitWrongNamespace,
 			`namespace "nowhere" not found: pass the HPA's namespace with -n NAMESPACE`, ""},
 	}
 	for _, tt := range tests {
@@ -190,8 +192,8 @@ func TestCommandsWithoutAnyKubeconfigSayWhereTheyLooked(t *testing.T) {
 		t.Run(args[0], func(t *testing.T) {
 			r := runRoot(t, args...)
 			want := `no kubeconfig found (looked in ` + missing + `; KUBECONFIG="` + missing + `") and not running in a pod: set KUBECONFIG or pass --kubeconfig FILE`
-			if r.code != ExitUsage || !strings.Contains(r.stderr, want) {
-				t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, ExitUsage, want)
+			if r.code != cmdutil.ExitUsage || !strings.Contains(r.stderr, want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, cmdutil.ExitUsage, want)
 			}
 			if strings.Contains(r.stderr, "localhost:8080") {
 				t.Errorf("stderr still names the localhost:8080 fallback: %q", r.stderr)

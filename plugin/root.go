@@ -3,25 +3,21 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	goflag "flag"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/completion"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/explain"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/run"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/simulate"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/version"
 )
-
-// ExitError carries a process exit code chosen by a command.
-type ExitError struct {
-	Code int
-	Err  error
-}
-
-func (e *ExitError) Error() string { return e.Err.Error() }
-func (e *ExitError) Unwrap() error { return e.Err }
 
 // NewRootCmd builds the "kubectl hpa" command tree.
 func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
@@ -35,7 +31,7 @@ func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl hpa",
 		},
-		// Runnable, so that an unknown command reaches RunE and exits with ExitUsage;
+		// Runnable, so that an unknown command reaches RunE and exits with cmdutil.ExitUsage;
 		// cobra reports it before any hook otherwise, as a plain error.
 		Args:                       cobra.ArbitraryArgs,
 		SuggestionsMinimumDistance: 2,
@@ -47,25 +43,25 @@ func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 				msg += fmt.Sprintf(": did you mean %q?", s[0])
 			}
-			return usageErrorf("%s (see kubectl hpa --help)", msg)
+			return cmdutil.UsageErrorf("%s (see kubectl hpa --help)", msg)
 		},
 	}
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
 	configFlags.AddFlags(cmd.PersistentFlags())
-	withUsageExitCodes(cmd)
-	cmd.AddCommand(NewCmdVersion(streams))
-	cmd.AddCommand(NewCmdExplain(configFlags, streams), NewCmdCompletion(streams))
-	cmd.AddCommand(NewCmdRun(configFlags, streams))
-	cmd.AddCommand(NewCmdSimulate(configFlags, streams))
+	cmdutil.WithUsageExitCodes(cmd)
+	cmd.AddCommand(version.NewCmdVersion(streams))
+	cmd.AddCommand(explain.NewCmdExplain(configFlags, streams), completion.NewCmdCompletion(streams))
+	cmd.AddCommand(run.NewCmdRun(configFlags, streams))
+	cmd.AddCommand(simulate.NewCmdSimulate(configFlags, streams))
 	return cmd
 }
 
 // withUserAgent gives every client built from the kubeconfig flags the plugin's one user agent,
 // so audit logs name the version that sent each request.
 func withUserAgent(cfg *rest.Config) *rest.Config {
-	cfg.UserAgent = UserAgent()
+	cfg.UserAgent = version.UserAgent()
 	return cfg
 }
 
@@ -81,25 +77,5 @@ func Execute(ctx context.Context, streams genericiooptions.IOStreams, args []str
 		}
 	}
 	cmd.SetArgs(args)
-	return report(streams.ErrOut, cmd.ExecuteContext(ctx))
+	return cmdutil.Report(streams.ErrOut, cmd.ExecuteContext(ctx))
 }
-
-// report prints err as one line on errOut, unless it was printed already, and returns the
-// exit code it carries.
-func report(errOut io.Writer, err error) int {
-	if err == nil {
-		return ExitOK
-	}
-	var printed alreadyReported
-	if !errors.As(err, &printed) {
-		fmt.Fprintf(errOut, "error: %v\n", err)
-	}
-	return exitCode(err)
-}
-
-// alreadyReported is an error the command has printed itself (explain --watch prints each
-// failure as it happens and exits with the last one's code).
-type alreadyReported struct{ err error }
-
-func (a alreadyReported) Error() string { return a.err.Error() }
-func (a alreadyReported) Unwrap() error { return a.err }

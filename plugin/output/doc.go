@@ -37,4 +37,9 @@
 //	whatIf[]           inputs changed by --set-target/--assume (the cluster was not touched)
 //	warnings[]         reason + message for conditions that make the decision surprising
 //	trace[]            the core's ordered steps
+//
+// Files by job: types.go and simulation.go are the schemas; build.go builds an Explanation
+// from what was read and decided (Facts), verdict.go words its verdict; format.go holds the
+// formatters the commands share (a metric's short name, targets, current values,
+// quantities); text.go and simulation_text.go are the text renderers.
 package output

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
@@ -125,7 +126,7 @@ func scenarios() map[string]Facts {
 				DesiredReplicas: 4,
 			},
 			Cluster: hpa(func(h *autoscalingv2.HorizontalPodAutoscaler) {
-				h.Status.LastScaleTime = ptr(metav1.NewTime(now.Add(-2 * time.Minute)))
+				h.Status.LastScaleTime = ptr.To(metav1.NewTime(now.Add(-2 * time.Minute)))
 				h.Status.Conditions = []autoscalingv2.HorizontalPodAutoscalerCondition{{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue, Reason: "ReadyForNewScale", LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}}
 			}),
 			RescaleEvents: []corev1.Event{{Type: "Normal", Reason: "SuccessfulRescale", Message: "New size: 4; reason: " + cpuName + " above target", Count: 1, LastTimestamp: metav1.NewTime(now.Add(-2 * time.Minute))}},
@@ -245,9 +246,9 @@ func TestBehaviorDefaultsAreFilledOnlyWhenBehaviorIsSet(t *testing.T) {
 	}
 	b := behaviorOf(&autoscalingv2.HorizontalPodAutoscalerBehavior{}, cfg)
 	want := &Behavior{
-		ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr(int32(0)), SelectPolicy: ptr(autoscalingv2.MaxChangePolicySelect),
+		ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(int32(0)), SelectPolicy: ptr.To(autoscalingv2.MaxChangePolicySelect),
 			Policies: []autoscalingv2.HPAScalingPolicy{{Type: "Pods", Value: 4, PeriodSeconds: 15}, {Type: "Percent", Value: 100, PeriodSeconds: 15}}},
-		ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr(int32(300)), SelectPolicy: ptr(autoscalingv2.MaxChangePolicySelect),
+		ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(int32(300)), SelectPolicy: ptr.To(autoscalingv2.MaxChangePolicySelect),
 			Policies: []autoscalingv2.HPAScalingPolicy{{Type: "Percent", Value: 100, PeriodSeconds: 15}}},
 	}
 	if diff := cmp.Diff(want, b, cmpIgnoreDefaulted()); diff != "" {
@@ -306,7 +307,7 @@ func TestClusterStatusNeverWrittenIsNotADisagreement(t *testing.T) {
 
 func TestVerdictDetailsAnswerTheUsualFollowUps(t *testing.T) {
 	mem := autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceMemory,
-		Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(int32(80))}}}
+		Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To(int32(80))}}}
 	twoMetrics := func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.Metrics = append(h.Spec.Metrics, mem) }
 	base := func(phase replicas.Phase, desired int32, results ...replicas.MetricResult) Facts {
 		return Facts{

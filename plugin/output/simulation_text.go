@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -51,7 +52,7 @@ func RenderSimulationText(w io.Writer, s *Simulation, o SimulationTextOptions) e
 	wl := s.Workload
 	fmt.Fprintf(&b, "\nWorkload:  %s, %d replicas at the start", targetName(wl), wl.Replicas)
 	if len(wl.Requests) > 0 {
-		keys := sortedKeys(wl.Requests)
+		keys := slices.Sorted(maps.Keys(wl.Requests))
 		var reqs []string
 		for _, k := range keys {
 			reqs = append(reqs, k+"="+wl.Requests[k])
@@ -110,21 +111,12 @@ func targetName(w SimWorkload) string {
 	return w.Kind + "/" + w.Name
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // heldBackBy lists the constraints by how many syncs each held, most first.
 func heldBackBy(m map[string]int) string {
 	if len(m) == 0 {
 		return "-"
 	}
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	slices.SortStableFunc(keys, func(a, b string) int { return m[b] - m[a] })
 	parts := make([]string, len(keys))
 	for i, k := range keys {
@@ -169,7 +161,7 @@ func renderVariantChart(b *bytes.Buffer, v SimVariant, duration float64, o Simul
 			metrics[m] = true
 		}
 	}
-	for _, m := range sortedKeys(metrics) {
+	for _, m := range slices.Sorted(maps.Keys(metrics)) {
 		vals := make([]float64, len(v.Steps))
 		hi := 100.0
 		for i, st := range v.Steps {

@@ -1,0 +1,187 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/klog/v2"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+)
+
+var vpaGVR = schema.GroupVersionResource{Group: "autoscaling.k8s.io", Version: "v1", Resource: "verticalpodautoscalers"}
+
+// explain decides through evaluation.Evaluate over live reads (three round trips: the HPA
+// with its rescale events; the scale with the VPAs; the pods with every metric) and builds
+// the Explanation. A non-nil error with a non-nil Explanation means: print it, then exit
+// with the error's code.
+func (o *Options) explain(ctx context.Context) (*output.Explanation, error) {
+	g := &gathering{o: o}
+	ev, err := g.evaluate(ctx, o.source())
+	switch {
+	case g.usageErr != nil:
+		return nil, &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: g.usageErr}
+	case err != nil:
+		return nil, cmdutil.HPAGetError(ctx, o.clients.Kube, o.clients.Host, o.Namespace, o.Name, err)
+	}
+	d := ev.Decision
+	klog.FromContext(ctx).V(2).Info("Decided", "phase", d.Phase, "current", d.CurrentReplicas, "desired", d.DesiredReplicas)
+	e := output.Build(o.facts(ev, g))
+	if err := o.decisionExitError(ev.Read, ev.Input, d, g.served); err != nil {
+		e.Error = &output.Error{ExitCode: err.Code, Reason: cmdutil.ExitReason(err.Code), Message: err.Error()}
+		return e, err
+	}
+	return e, nil
+}
+
+// source reads the cluster live; with --prometheus-url the past is replayed from Prometheus.
+func (o *Options) source() evaluation.Source {
+	c := o.clients
+	src := live.Source(c.Kube, c.Scales, c.Pods, c.Metrics, o.Config)
+	if o.prom != nil {
+		src.HistoryReader = history.PrometheusReader{Events: live.EventReader(c.Kube, o.Config), Reader: o.prom, SyncPeriod: o.SyncPeriod}
+	}
+	return src
+}
+
+// gathering is what explain's steps around the shared evaluation path gather besides the
+// decision: the what-ifs applied, the served APIs and the VPAs.
+type gathering struct {
+	o       *Options
+	whatIfs []output.WhatIf
+	// usageErr is a what-if that does not fit the HPA read.
+	usageErr error
+	served   map[string]bool
+	vpas     *unstructured.UnstructuredList
+	vpaErr   error
+}
+
+// evaluate is the evaluation path's three steps with explain's what-ifs between them: the HPA
+// read, with the --set-target targets, is the one decided for; discovery and the VPAs are read
+// beside the scale, pods and metrics; with an --assume, its values replace the metrics read
+// before the decision. It decides as the cluster's controller would now, without a history of
+// explain's own, and also from an empty history (Evaluation.Fresh).
+func (g *gathering) evaluate(ctx context.Context, src evaluation.Source) (*evaluation.Evaluation, error) {
+	read, known, err := evaluation.Read(ctx, src, g.o.Namespace, g.o.Name)
+	if err != nil {
+		return nil, err
+	}
+	hpa, err := g.setTargets(read)
+	if err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { g.readBeside(ctx) })
+	opts := evaluation.Options{Now: g.o.Clock.Now(), Config: g.o.Config, WithoutHistory: true}
+	ev := evaluation.Gather(ctx, src, read, hpa, known, opts)
+	wg.Wait()
+	if slices.ContainsFunc(g.o.whatIf, func(w cmdutil.WhatIf) bool { return w.Flag == "assume" }) {
+		if err := g.assume(&ev.Input, replicas.Decide(ev.Input)); err != nil {
+			return nil, err
+		}
+	}
+	evaluation.Decide(ev, opts)
+	return ev, nil
+}
+
+// setTargets is the HPA the core sees: the one read, with the --set-target targets.
+func (g *gathering) setTargets(hpa *autoscalingv2.HorizontalPodAutoscaler) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+	adjusted, records, err := applySetTargets(hpa, g.o.whatIf)
+	g.whatIfs, g.usageErr = records, err
+	return adjusted, err
+}
+
+// readBeside reads discovery and the VPAs beside the scale. Discovery only after the HPA
+// was read: an unreachable cluster then fails with the one line of the HPA read.
+func (g *gathering) readBeside(ctx context.Context) {
+	c := g.o.clients
+	g.served = servedGroupVersions(c.Discovery)
+	if g.served[vpaGVR.GroupVersion().String()] && c.Dynamic != nil {
+		g.vpas, g.vpaErr = c.Dynamic.Resource(vpaGVR).Namespace(g.o.Namespace).List(ctx, metav1.ListOptions{})
+	}
+}
+
+// assume puts the --assume values in place of the metrics read.
+func (g *gathering) assume(in *replicas.Input, asRead replicas.Decision) error {
+	assumed, err := applyAssumes(in, g.o.whatIf, asRead.Metrics)
+	g.whatIfs = append(g.whatIfs, assumed...)
+	g.usageErr = err
+	return err
+}
+
+// facts are what the Explanation is built from: the evaluation, what g gathered beside it,
+// and the history the decision used (recorded by run, replayed, or reconstructed).
+func (o *Options) facts(ev *evaluation.Evaluation, g *gathering) output.Facts {
+	hpa, in, d := ev.Read, ev.Input, ev.Decision
+	var freshDesired *int32
+	if ev.Fresh != nil && ev.Fresh.DesiredReplicas != d.DesiredReplicas {
+		freshDesired = &ev.Fresh.DesiredReplicas
+	}
+	past, _ := ev.Known.(history.Events)
+	replayed, _ := ev.Known.(*history.Prometheus)
+	if replayed != nil {
+		past = replayed.Events
+	}
+	_, historyNote := past.Reconstruct(hpa, in.Now)
+	facts := output.Facts{
+		Input:         in,
+		Decision:      d,
+		Cluster:       hpa,
+		RescaleEvents: past.Events,
+		MetricsSource: metricsSource(o.clients),
+		HistorySource: output.HistoryReconstructed,
+		HistoryNote:   historyNote,
+		FreshDesired:  freshDesired,
+		WhatIf:        g.whatIfs,
+		Warnings:      warnings(hpa, in, g.vpas, g.vpaErr, past.Err),
+	}
+	// A history kubectl hpa run recorded is its own: there is nothing to replay.
+	if !applyRecorded(&facts, past, hpa, in) && replayed != nil {
+		applyReplay(&facts, replayed.Replay, o.prom.Address())
+		if r := facts.Replay; r.Error != "" {
+			// One line on stderr too, so that -o json readers and scripts see it.
+			fmt.Fprintf(o.ErrOut, "warning: replay from Prometheus unavailable, history reconstructed from status and events only: %s\n", r.Error)
+		}
+	}
+	return facts
+}
+
+// servedGroupVersions returns the group/versions the (cached) discovery client knows;
+// empty when discovery fails, which only silences optional warnings.
+func servedGroupVersions(dc discovery.DiscoveryInterface) map[string]bool {
+	out := map[string]bool{}
+	if dc == nil {
+		return out
+	}
+	groups, err := dc.ServerGroups()
+	if err != nil {
+		return out
+	}
+	for _, g := range groups.Groups {
+		for _, v := range g.Versions {
+			out[v.GroupVersion] = true
+		}
+		out[g.Name] = true
+	}
+	return out
+}
+
+// metricsSource says where numbers came from and why that source was chosen.
+func metricsSource(c *clients) string {
+	if sel := c.MetricsSelection; sel.Detail != "" {
+		return sel.String()
+	}
+	return c.Metrics.Source()
+}

@@ -1,0 +1,115 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/lease"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/monitor"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+)
+
+// loop builds the controllers run runs (one, or one per term of the Lease) from what they
+// share, and keeps the one running now for /metrics and /healthz.
+type loop struct {
+	opts    controller.Options
+	workers int
+	metrics metrics.Client
+	render  *renderer
+	// rec records every sync (nil without --record).
+	rec *recorder
+	// count notes the number of HPAs watched, across controllers.
+	count func(int)
+
+	// mon is the latest controller's monitor, served on /metrics.
+	mon atomic.Pointer[monitor.Monitor]
+	// active is the controller running now; nil while waiting for the Lease.
+	active atomic.Pointer[controller.Controller]
+}
+
+func newLoop(o *Options, mc metrics.Client, r *renderer, rec *recorder) *loop {
+	l := &loop{opts: o.Controller, workers: o.Workers, metrics: mc, render: r, rec: rec, count: o.hpaCountNotes(r)}
+	l.mon.Store(monitor.New())
+	return l
+}
+
+// loopClients are the clients a controller writes through, built from cfg: for a Lease term
+// its fenced configuration, whose requests all end with the term.
+func loopClients(cfg *rest.Config) (kubernetes.Interface, *live.ScaleClient, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	scales, err := live.NewScaleClient(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kube, scales, nil
+}
+
+// newController builds a controller over kube and scales that writes as holder (the
+// previous holder last seen at prevSeen), reporting to the renderer and the recording.
+func (l *loop) newController(kube kubernetes.Interface, scales controller.ScaleTarget, holder string, prevSeen time.Time) (*controller.Controller, error) {
+	sink := l.render.report
+	if l.rec != nil {
+		// A new controller starts from what it restores: the recording says where each one starts.
+		record := l.rec.sink(time.Now())
+		sink = func(rep controller.Report) {
+			l.render.report(rep)
+			record(rep)
+		}
+	}
+	// A fresh monitor per controller: a new term's informers count every HPA again.
+	return controller.New(l.opts, controller.Deps{Kube: kube, Scales: scales, Metrics: l.metrics, Monitor: monitor.New(), Sink: sink, Count: l.count,
+		Note: l.note, Holder: holder, PreviousHolderSeen: prevSeen})
+}
+
+// activate makes c the controller /metrics and /healthz show.
+func (l *loop) activate(c *controller.Controller) {
+	l.mon.Store(c.Monitor())
+	l.active.Store(c)
+}
+
+// runTerm runs a controller for one term of the Lease, as identity. Every request of the
+// term's clients ends with the term: a write even already sent is cancelled the moment the
+// Lease is lost, before a successor may take it.
+func (l *loop) runTerm(ctx context.Context, cfg *rest.Config, identity string, term lease.Term) error {
+	kube, scales, err := loopClients(lease.FenceConfig(term.Leading, cfg))
+	if err != nil {
+		return err
+	}
+	c, err := l.newController(kube, scales, identity, term.PreviousHolderSeen)
+	if err != nil {
+		return cmdutil.UsageErrorf("%w", err)
+	}
+	l.activate(c)
+	defer l.active.Store(nil)
+	return c.Run(ctx, l.workers)
+}
+
+// healthz is the active controller's health; a standby waiting for the Lease is healthy: a
+// liveness probe failing on it would only restart it, over and over, while the leader works.
+func (l *loop) healthz() error {
+	c := l.active.Load()
+	if c == nil {
+		return nil
+	}
+	return c.Healthz()
+}
+
+// handler serves the latest controller's /metrics and /healthz.
+func (l *loop) handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { l.mon.Load().Handler(l.healthz).ServeHTTP(w, req) })
+}
+
+// note shows a line about run itself (the Lease, the HPAs watched).
+func (l *loop) note(msg string) { l.render.note(time.Now(), msg) }
