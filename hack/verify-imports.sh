@@ -8,7 +8,8 @@
 #  - the Layout table of docs/development.md lists every package of the main module, no other,
 #    and for each exactly its imports of this module (tests' imports aside), and those imports point
 #    cmd -> plugin -> controller -> metrics (test/ packages may import anything; product code
-#    never imports test/ nor the tests' builders, internal/testbuild).
+#    never imports test/ nor the tests' internal/testbuild and internal/cmdtest; the product's other
+#    internal/ helpers rank with metrics, as leaves any package may import).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=github.com/kubectl-hpa/kubectl-hpa
@@ -52,9 +53,16 @@ while read -r pkg imps; do
 done < <(go list -tags "$tags" -f '{{.ImportPath}} {{join .Imports " "}}' ./...)
 
 cell() { if [ $# = 0 ]; then echo '—'; else printf '`%s` ' "$@" | sed 's/ $//'; fi; }
-# rank: cmd 4 > plugin 3 > controller 2 > metrics 1; test/ and internal/testbuild packages 0
-# (outside the layering: tests only).
-rank() { case "$1" in cmd|cmd/*) echo 4;; plugin|plugin/*) echo 3;; controller|controller/*) echo 2;; metrics|metrics/*) echo 1;; *) echo 0;; esac; }
+# rank: cmd 4 > plugin 3 > controller 2 > metrics and the product's internal helpers 1; test/
+# packages and the tests' internal/testbuild and internal/cmdtest 0 (outside the layering:
+# tests only).
+rank() {
+  case "$1" in
+    cmd|cmd/*) echo 4;; plugin|plugin/*) echo 3;; controller|controller/*) echo 2;;
+    internal/testbuild|internal/testbuild/*|internal/cmdtest|internal/cmdtest/*) echo 0;;
+    metrics|metrics/*|internal/*) echo 1;; *) echo 0;;
+  esac
+}
 for pkg in $(printf '%s\n' "${!real[@]}" | LC_ALL=C sort); do
   if [ -z "${doc[$pkg]+set}" ]; then
     fail "$layoutdoc, section Layout: package $pkg is missing; add a row: | \`$pkg\` | its one job | $(cell ${real[$pkg]}) |"
@@ -68,7 +76,7 @@ for pkg in $(printf '%s\n' "${!real[@]}" | LC_ALL=C sort); do
   for imp in ${real[$pkg]}; do
     ri=$(rank "$imp")
     if [ "$ri" = 0 ]; then
-      fail "$pkg imports $imp: product code never imports test/ packages nor internal/testbuild (tests only)"
+      fail "$pkg imports $imp: product code never imports test/ packages, internal/testbuild nor internal/cmdtest (tests only)"
     elif [ "$ri" -gt "$rp" ]; then
       fail "$pkg imports $imp: imports point cmd -> plugin -> controller -> metrics; pass what $pkg needs from $imp in from above instead"
     fi

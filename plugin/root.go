@@ -1,4 +1,5 @@
-// Package plugin holds the cobra commands of kubectl hpa.
+// Package plugin is the root command, kubectl hpa: its global flags and logging, and one
+// subcommand from each command package (explain, run, simulate, version, completion).
 package plugin
 
 import (

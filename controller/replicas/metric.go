@@ -384,7 +384,7 @@ func (c *calc) usageRatioReplicas(d *decision, r *MetricResult, ratio float64) (
 	}
 	ready := 0
 	for _, p := range c.pods {
-		if p != nil && p.Status.Phase == corev1.PodRunning && podReady(p) {
+		if p != nil && p.Status.Phase == corev1.PodRunning && PodIsReady(p) {
 			ready++
 		}
 	}
@@ -431,7 +431,8 @@ func positiveTarget(source, kind string, v int64) error {
 	return fmt.Errorf("invalid %s metric source: the %s target must be positive, got %s", source, kind, got)
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodIsReady reports whether the pod's Ready condition is True.
+func PodIsReady(p *corev1.Pod) bool {
 	c := readyCondition(p)
 	return c != nil && c.Status == corev1.ConditionTrue
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
 
@@ -173,7 +174,7 @@ func metricOf(i int, spec autoscalingv2.MetricSpec, r *replicas.MetricResult, ch
 		p := Pod{Name: pt.Name, Treatment: string(pt.Class), Why: pt.Why}
 		if pod, ok := pods[pt.Name]; ok {
 			p.Phase = string(pod.Status.Phase)
-			p.Ready = podReady(pod)
+			p.Ready = replicas.PodIsReady(pod)
 			if pod.Status.StartTime != nil {
 				p.Age = age(now, pod.Status.StartTime.Time)
 			}
@@ -196,15 +197,6 @@ func metricOf(i int, spec autoscalingv2.MetricSpec, r *replicas.MetricResult, ch
 }
 
 func round4(f float64) float64 { return math.Round(f*10000) / 10000 }
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
 
 func age(now, t time.Time) string {
 	if t.After(now) {
@@ -352,12 +344,12 @@ func clusterOf(hpa *autoscalingv2.HorizontalPodAutoscaler, events []corev1.Event
 		c.Conditions = append(c.Conditions, Condition{Type: string(cond.Type), Status: string(cond.Status), Reason: cond.Reason, Message: cond.Message, LastTransitionTime: ptr.To(cond.LastTransitionTime)})
 	}
 	evs := append([]corev1.Event(nil), events...)
-	sort.SliceStable(evs, func(i, j int) bool { return EventTime(evs[i]).After(EventTime(evs[j])) })
+	sort.SliceStable(evs, func(i, j int) bool { return history.EventTime(evs[i]).After(history.EventTime(evs[j])) })
 	if len(evs) > maxRecentRescales {
 		evs = evs[:maxRecentRescales]
 	}
 	for _, ev := range evs {
-		c.RecentRescales = append(c.RecentRescales, Event{Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Count: ev.Count, Time: ptr.To(metav1.NewTime(EventTime(ev)))})
+		c.RecentRescales = append(c.RecentRescales, Event{Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Count: ev.Count, Time: ptr.To(metav1.NewTime(history.EventTime(ev)))})
 	}
 	if st.ObservedGeneration == nil && len(st.Conditions) == 0 && st.LastScaleTime == nil && st.CurrentReplicas == 0 && st.DesiredReplicas == 0 {
 		c.StatusNeverWritten = true

@@ -3,10 +3,8 @@ package output
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
@@ -98,19 +96,6 @@ func FormatCurrent(spec autoscalingv2.MetricSpec, r replicas.MetricResult) strin
 		return formatCurrent(TargetOf(spec), c)
 	}
 	return "<unknown>"
-}
-
-// EventTime is the latest time an event was seen.
-func EventTime(ev corev1.Event) time.Time {
-	switch {
-	case ev.Series != nil && !ev.Series.LastObservedTime.IsZero():
-		return ev.Series.LastObservedTime.Time
-	case !ev.LastTimestamp.IsZero():
-		return ev.LastTimestamp.Time
-	case !ev.EventTime.IsZero():
-		return ev.EventTime.Time
-	}
-	return ev.FirstTimestamp.Time
 }
 
 // Quantity formats milli-units as a quantity for people ("250m", "128Mi").

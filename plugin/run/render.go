@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 // renderer shows what the loop decides: a live table on a terminal, one line per
@@ -43,7 +44,7 @@ type renderer struct {
 
 // row is the table's state for one HPA.
 type row struct {
-	last  controller.Report
+	last  output.Sync
 	trace []int32 // desired replicas of recent decisions, oldest first
 }
 
@@ -98,16 +99,16 @@ func (r *renderer) report(rep controller.Report) {
 	defer r.mu.Unlock()
 	switch r.mode {
 	case "json":
-		r.writeJSON(rep)
+		r.writeJSON(syncOf(rep))
 	case "lines":
-		fmt.Fprintln(r.out, DecisionLine(rep))
+		fmt.Fprintln(r.out, syncOf(rep).Line())
 	case "table":
 		e := r.rows[rep.Key]
 		if e == nil {
 			e = &row{}
 			r.rows[rep.Key] = e
 		}
-		e.last = rep
+		e.last = syncOf(rep)
 		// A target whose scale could not be read has no replica count to plot.
 		if rep.Decision.Phase != replicas.PhaseScaleFailed {
 			e.trace = append(e.trace, rep.Decision.DesiredReplicas)
@@ -197,8 +198,8 @@ func (r *renderer) redraw(now time.Time) {
 	r.drawn = len(lines)
 }
 
-func (r *renderer) writeJSON(rep controller.Report) {
-	e := ExplanationOf(rep, r.metricsSource)
+func (r *renderer) writeJSON(s output.Sync) {
+	e := s.Explanation(r.metricsSource)
 	data, err := json.Marshal(e)
 	if err != nil {
 		fmt.Fprintf(r.out, "{\"error\":%q}\n", err.Error())
@@ -220,15 +221,15 @@ func (r *renderer) writeTable(w io.Writer, now time.Time) {
 		e := r.rows[k]
 		rep := e.last
 		d := rep.Decision
-		last := actionOf(rep)
+		last := rep.Action()
 		if rep.DryRunReason != "" {
 			last += " [dry-run]"
 		}
 		if rep.Err != nil {
 			last += " [error]"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k, targetOf(rep.Input.HPA), replicaCounts(d, " -> "),
-			metricsSummary(rep), last, now.Sub(rep.Input.Now).Round(time.Second), sparkline(e.trace))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k, output.ScaleTarget(rep.Input.HPA), output.ReplicaCounts(d, " -> "),
+			rep.Metrics(), last, now.Sub(rep.Input.Now).Round(time.Second), sparkline(e.trace))
 	}
 	_ = tw.Flush()
 }
@@ -250,4 +251,9 @@ func sparkline(vals []int32) string {
 		b.WriteRune(levels[i])
 	}
 	return b.String()
+}
+
+// syncOf is what run prints of one reconcile.
+func syncOf(rep controller.Report) output.Sync {
+	return output.Sync{Key: rep.Key, Input: rep.Input, Decision: rep.Decision, DryRunReason: rep.DryRunReason, Err: rep.Err}
 }

@@ -10,12 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/rerun"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/run"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 // completeRecording checks simulate --from-recording's arguments: the recording gives the
@@ -117,12 +116,12 @@ func (o *Options) recordedKeys(rec *recording.Recording) ([]string, error) {
 func (o *Options) printReplay(rec *recording.Recording, keys []string, rep *rerun.Report) error {
 	asJSON := o.PrintFlags.OutputFormat != nil && *o.PrintFlags.OutputFormat == "json"
 	for _, s := range rep.Syncs {
-		r := controller.Report{Key: s.Key, Input: s.Input, Decision: s.Decision, Outcome: s.Outcome, DryRunReason: s.DryRunReason, Err: s.Outcome.Err}
+		r := output.Sync{Key: s.Key, Input: s.Input, Decision: s.Decision, DryRunReason: s.DryRunReason, Err: s.Outcome.Err}
 		if !asJSON {
-			fmt.Fprintln(o.Out, run.DecisionLine(r))
+			fmt.Fprintln(o.Out, r.Line())
 			continue
 		}
-		data, err := json.Marshal(run.ExplanationOf(r, rec.Header.MetricsSource))
+		data, err := json.Marshal(r.Explanation(rec.Header.MetricsSource))
 		if err != nil {
 			return err
 		}
