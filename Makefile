@@ -59,7 +59,7 @@ $(BIN)/%/kubectl-hpa: $(GO_SOURCES) $(BIN)/.ldflags
 $(BIN)/%/kubectl-hpa.exe: $(GO_SOURCES) $(BIN)/.ldflags
 	$(call GOBUILD,$*,$@)
 
-## verify: formatting, vet, golangci-lint (.golangci.yml), tidy modules, import rules and the
+## verify: formatting, vet, golangci-lint (.golangci.yml), tidy modules, no committed binary, import rules and the
 ## package table of docs/development.md (hack/verify-imports.sh), the plugin type-checked for the release
 ## platforms make test does not build (hack/typecheck-platforms.sh). `make update` fixes what it can.
 # vet builds with -race so that it shares every compiled package with the unit and end-to-end
@@ -70,6 +70,7 @@ verify:
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed (make update fixes it):"; echo "$$out"; exit 1; fi
 	$(GO) vet -race -tags "e2e soak fidelity" ./...
 	hack/verify-tidy.sh
+	hack/verify-no-binaries.sh
 	hack/verify-imports.sh
 	GO="$(GO)" hack/typecheck-platforms.sh $(TEST_STANDIN_PLATFORMS)
 	GO="$(GO)" hack/golangci-lint.sh run ./...
