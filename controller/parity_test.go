@@ -11,9 +11,9 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakesource"
 )
 
 // TestRunAndLiveSnapshotDecideAlike feeds one fixture to run's reconcile (informer caches,
@@ -52,7 +52,7 @@ func TestRunAndLiveSnapshotDecideAlike(t *testing.T) {
 
 			scales := &live.ScaleClient{Scales: f.scales, Mapper: testMapper()}
 			live := evaluation.Readers{
-				HPAReader: live.HPAs{Client: f.kube}, HistoryReader: noHistory{},
+				HPAReader: live.HPAs{Client: f.kube}, HistoryReader: fakesource.NoHistory{},
 				ScaleReader: scales, PodReader: live.Pods{Client: f.kube}, MetricsReader: tc.metrics,
 			}
 			ev, err := evaluation.Evaluate(context.Background(), live, ns, tc.hpa.Name, evaluation.Options{Now: t0, Config: opts.Config})
@@ -86,8 +86,3 @@ func sameError(a, b error) bool {
 	}
 	return a.Error() == b.Error()
 }
-
-// noHistory is an empty history, as run's on its first sync.
-type noHistory struct{}
-
-func (noHistory) History(context.Context, string, string) history.Known { return history.Kept{} }

@@ -1,4 +1,4 @@
-package controller
+package history_test
 
 import (
 	"context"
@@ -22,8 +22,15 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakesource"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
 )
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+const ns = "default"
 
 // replayProm is a Prometheus whose pods use highMilli cpu until drop and lowMilli after,
 // scraped every 5s; gone is a pod of the window that no longer exists.
@@ -99,15 +106,18 @@ func (p *replayProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // before t0-10s, and holds 6 for 60s after it.
 func replayFixture(t *testing.T, promURL string, status autoscalingv2.HorizontalPodAutoscalerStatus, managedFields []metav1.ManagedFieldsEntry) (evaluation.Readers, *autoscalingv2.HorizontalPodAutoscaler) {
 	t.Helper()
-	hpa := newHPA("web", func(h *autoscalingv2.HorizontalPodAutoscaler) {
-		h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](60)}}
-		h.Status = status
-		h.ManagedFields = managedFields
-	})
+	hpa := testbuild.HPA(ns, "web", testbuild.Target("apps/v1", "Deployment", "web"), testbuild.Min(1), testbuild.Max(10),
+		testbuild.Metrics(testbuild.CPUUtilization(50)), func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](60)}}
+			h.Status = status
+			h.ManagedFields = managedFields
+		})
 	var pods []*corev1.Pod
 	var names []string
 	for i := range 6 {
-		p := newPod(fmt.Sprintf("web-%d", i), "web")
+		p := testbuild.Pod(ns, fmt.Sprintf("web-%d", i), testbuild.Labels("app", "web"), testbuild.Containers(corev1.Container{Name: "app",
+			Resources: corev1.ResourceRequirements{Requests: testbuild.Requests("cpu", "100m")}}),
+			testbuild.StartedAt(t0.Add(-10*time.Minute)), testbuild.ReadySince(corev1.ConditionTrue, t0.Add(-9*time.Minute)))
 		p.CreationTimestamp = metav1.Time{Time: t0.Add(-10 * time.Minute)}
 		pods = append(pods, p)
 		names = append(names, p.Name)
@@ -117,11 +127,12 @@ func replayFixture(t *testing.T, promURL string, status autoscalingv2.Horizontal
 		t.Fatal(err)
 	}
 	return evaluation.Readers{
-		HPAReader:     oneHPA{hpa: hpa},
+		HPAReader:     fakesource.OneHPA{Object: hpa},
 		HistoryReader: history.PrometheusReader{Events: live.EventReader(fake.NewClientset(), replicas.Config{}), Reader: r, SyncPeriod: 5 * time.Second},
-		ScaleReader:   fixedScale{SpecReplicas: 6, StatusReplicas: 6, Selector: "app=web"},
-		PodReader:     staticPods(pods),
-		MetricsReader: cpuMetrics(cpuAt(10, names...)),
+		ScaleReader:   fakesource.Scale{SpecReplicas: 6, StatusReplicas: 6, Selector: "app=web"},
+		PodReader:     fakesource.Pods(pods),
+		MetricsReader: &fakemetrics.Client{Name: "fixture", At: t0.Add(-10 * time.Second), Resource: map[corev1.ResourceName]fakemetrics.Values{
+			corev1.ResourceCPU: fakemetrics.Samples(10, t0.Add(-10*time.Second), 30*time.Second, names...)}},
 	}, hpa
 }
 

@@ -1,4 +1,4 @@
-package controller
+package evaluation_test
 
 import (
 	"context"
@@ -15,30 +15,11 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakesource"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
-
-// oneHPA serves one HPA, or err.
-type oneHPA struct {
-	hpa *autoscalingv2.HorizontalPodAutoscaler
-	err error
-}
-
-func (o oneHPA) HPA(context.Context, string, string) (*autoscalingv2.HorizontalPodAutoscaler, error) {
-	if o.err != nil {
-		return nil, o.err
-	}
-	return o.hpa.DeepCopy(), nil
-}
-
-// fixedScale serves the same scale for every target.
-type fixedScale replicas.Scale
-
-func (f fixedScale) Scale(context.Context, string, autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, error) {
-	s := replicas.Scale(f)
-	return &s, nil
-}
 
 // podsAfterMetrics answers the pod list only once a metric read has started.
 type podsAfterMetrics struct {
@@ -53,13 +34,6 @@ func (p podsAfterMetrics) Pods(context.Context, string, labels.Selector) ([]*cor
 	case <-time.After(5 * time.Second):
 		return nil, errors.New("no metric read started while the pods were being listed")
 	}
-}
-
-// staticPods lists the same pods for every selector.
-type staticPods []*corev1.Pod
-
-func (p staticPods) Pods(context.Context, string, labels.Selector) ([]*corev1.Pod, error) {
-	return p, nil
 }
 
 // signalMetrics closes started on the first read and counts the reads.
@@ -83,13 +57,39 @@ func (otherHPA) OtherHPAs(context.Context, *autoscalingv2.HorizontalPodAutoscale
 	return []string{ns + "/other"}, nil
 }
 
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+const ns = "default"
+
+// newHPA is default/<name>: target Deployment "web", 1..10 replicas, cpu at 50%.
+func newHPA(name string) *autoscalingv2.HorizontalPodAutoscaler {
+	return testbuild.HPA(ns, name, testbuild.Target("apps/v1", "Deployment", "web"), testbuild.Min(1), testbuild.Max(10),
+		testbuild.Metrics(testbuild.CPUUtilization(50)))
+}
+
+// webPods are two running, ready pods of app=web, each requesting 100m cpu.
+func webPods() []*corev1.Pod {
+	pod := func(name string) *corev1.Pod {
+		return testbuild.Pod(ns, name, testbuild.Labels("app", "web"), testbuild.Containers(corev1.Container{Name: "app",
+			Resources: corev1.ResourceRequirements{Requests: testbuild.Requests("cpu", "100m")}}),
+			testbuild.StartedAt(t0.Add(-10*time.Minute)), testbuild.ReadySince(corev1.ConditionTrue, t0.Add(-9*time.Minute)))
+	}
+	return []*corev1.Pod{pod("web-1"), pod("web-2")}
+}
+
+// cpuMetrics serves milli cpu for each pod, sampled 10 s before t0 over 30 s.
+func cpuMetrics(milli int64, pods ...string) *fakemetrics.Client {
+	return &fakemetrics.Client{Name: "fixture", At: t0.Add(-10 * time.Second), Resource: map[corev1.ResourceName]fakemetrics.Values{
+		corev1.ResourceCPU: fakemetrics.Samples(milli, t0.Add(-10*time.Second), 30*time.Second, pods...)}}
+}
+
 func TestEvaluate(t *testing.T) {
-	scale := fixedScale{SpecReplicas: 2, StatusReplicas: 2, Selector: "app=web"}
+	scale := fakesource.Scale{SpecReplicas: 2, StatusReplicas: 2, Selector: "app=web"}
 	source := func(m *signalMetrics, pods evaluation.PodReader) evaluation.Readers {
-		return evaluation.Readers{HPAReader: oneHPA{hpa: newHPA("web")}, HistoryReader: noHistory{}, ScaleReader: scale, PodReader: pods, MetricsReader: m}
+		return evaluation.Readers{HPAReader: fakesource.OneHPA{Object: newHPA("web")}, HistoryReader: fakesource.NoHistory{}, ScaleReader: scale, PodReader: pods, MetricsReader: m}
 	}
 	newMetrics := func() *signalMetrics {
-		return &signalMetrics{Client: cpuMetrics(cpuAt(100, "web-1", "web-2")), started: make(chan struct{})}
+		return &signalMetrics{Client: cpuMetrics(100, "web-1", "web-2"), started: make(chan struct{})}
 	}
 
 	t.Run("without a selector tracker the pods are listed while the metrics are read", func(t *testing.T) {
@@ -105,7 +105,7 @@ func TestEvaluate(t *testing.T) {
 
 	t.Run("with a selector tracker that finds another HPA no metric is read, as upstream", func(t *testing.T) {
 		m := newMetrics()
-		ev, err := evaluation.Evaluate(t.Context(), source(m, staticPods(webPods())), ns, "web",
+		ev, err := evaluation.Evaluate(t.Context(), source(m, fakesource.Pods(webPods())), ns, "web",
 			evaluation.Options{Now: t0, Config: replicas.DefaultConfig(), Overlaps: otherHPA{}})
 		if err != nil {
 			t.Fatal(err)
@@ -121,7 +121,7 @@ func TestEvaluate(t *testing.T) {
 	t.Run("OmitPodTreatments decides the same without the per-pod account", func(t *testing.T) {
 		var got [2]replicas.Decision
 		for i, omit := range []bool{false, true} {
-			ev, err := evaluation.Evaluate(t.Context(), source(newMetrics(), staticPods(webPods())), ns, "web",
+			ev, err := evaluation.Evaluate(t.Context(), source(newMetrics(), fakesource.Pods(webPods())), ns, "web",
 				evaluation.Options{Now: t0, Config: replicas.DefaultConfig(), OmitPodTreatments: omit})
 			if err != nil {
 				t.Fatal(err)
@@ -139,7 +139,7 @@ func TestEvaluate(t *testing.T) {
 	})
 
 	t.Run("a missing HPA is the error, as the source said it", func(t *testing.T) {
-		src := evaluation.Readers{HPAReader: oneHPA{err: apierrors.NewNotFound(schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}, "web")}, HistoryReader: noHistory{}}
+		src := evaluation.Readers{HPAReader: fakesource.OneHPA{Err: apierrors.NewNotFound(schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}, "web")}, HistoryReader: fakesource.NoHistory{}}
 		if _, err := evaluation.Evaluate(t.Context(), src, ns, "web", evaluation.Options{Now: t0, Config: replicas.DefaultConfig()}); !apierrors.IsNotFound(err) {
 			t.Errorf("err %v, want NotFound", err)
 		}
@@ -167,7 +167,7 @@ func TestEvaluate(t *testing.T) {
 
 	t.Run("a source that parses its selector itself is asked instead of labels.Parse", func(t *testing.T) {
 		m := newMetrics()
-		src := &parsingSource{Readers: source(m, staticPods(webPods()))}
+		src := &parsingSource{Readers: source(m, fakesource.Pods(webPods()))}
 		ev, err := evaluation.Evaluate(t.Context(), src, ns, "web", evaluation.Options{Now: t0, Config: replicas.DefaultConfig()})
 		if err != nil {
 			t.Fatal(err)
