@@ -167,7 +167,7 @@ METRICS_FUZZTIME ?= 30000x
 .PHONY: test-fuzz-metrics
 
 test-fuzz-metrics:
-	@for pkg in metrics/decode metrics/decodeet; do \
+	@for pkg in metrics/decode metrics/sampleset; do \
 		targets=$$(hack/fuzz-targets.sh $$pkg); \
 		[ -n "$$targets" ] || { echo "no fuzz targets found in $$pkg"; exit 1; }; \
 		for target in $$targets; do \
