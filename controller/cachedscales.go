@@ -299,7 +299,7 @@ func (c *CachedScales) informer(k *cachedKind) cache.SharedIndexInformer {
 				return
 			}
 			if k.forbidden.CompareAndSwap(false, true) {
-				logger.Info("Cannot list the targets; reading their scales from the API server instead", "resource", k.resource, "err", err)
+				logger.V(1).Info("Cannot list the targets; reading their scales from the API server instead", "resource", k.resource, "err", err)
 				return
 			}
 			logger.V(4).Info("Listing the targets is still forbidden", "resource", k.resource, "err", err)

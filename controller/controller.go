@@ -145,7 +145,8 @@ type Deps struct {
 	// synced, and again whenever that number changes, so that a run watching none (an empty
 	// namespace, a selector matching nothing) says so instead of staying silent.
 	Count func(n int)
-	// Note, when set, is told in one line each what history was restored and what was ignored.
+	// Note, when set, is told in one line each what history was restored and what was
+	// ignored, and when the controller stops taking work.
 	Note func(msg string)
 	// Holder names this process in the history it persists (its Lease identity).
 	Holder string
@@ -309,7 +310,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer c.stopInformers(ctx)
 	defer c.queue.ShutDown()
 
-	logger.Info("Waiting for caches to sync", "namespace", c.opts.Namespace)
+	logger.V(1).Info("Waiting for caches to sync", "namespace", c.opts.Namespace)
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		if ctx.Err() != nil {
 			return nil
@@ -317,7 +318,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		return errors.New("informer caches did not sync")
 	}
 	c.restoreHistory(ctx)
-	logger.Info("Caches synced; starting workers", "workers", workers)
+	logger.V(1).Info("Caches synced; starting workers", "workers", workers)
 	c.startCounting()
 	c.running.Store(true)
 	defer c.running.Store(false)
@@ -329,7 +330,10 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		})
 	}
 	<-ctx.Done()
-	logger.Info("Stopping: no new work is taken")
+	logger.V(1).Info("Stopping: no new work is taken")
+	if c.note != nil {
+		c.note("stopping: no new work is taken; the writes in flight finish first")
+	}
 	// The decisions' writes in flight and then their events share one grace from now.
 	grace, endGrace := c.writeContext(ctx)
 	defer endGrace()

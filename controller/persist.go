@@ -105,7 +105,7 @@ func (c *Controller) restoreHistory(ctx context.Context) {
 			restored, strings.Join(names, ", "), written, entries, dropped)}, lines...)
 	}
 	for _, l := range lines {
-		logger.Info("Decision history", "note", l)
+		logger.V(1).Info("Decision history", "note", l)
 		if c.note != nil {
 			c.note(l)
 		}

@@ -90,7 +90,7 @@ func (w *Writer) wait(ctx context.Context) {
 	select {
 	case <-ch:
 	case <-ctx.Done():
-		klog.FromContext(ctx).Info("Stopping before every event was written", "unwritten", left)
+		klog.FromContext(ctx).Error(nil, "Stopping before every event was written", "unwritten", left)
 	}
 }
 

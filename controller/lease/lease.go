@@ -37,6 +37,9 @@ type Config struct {
 	OnWaiting func(holder string, since time.Time)
 	// OnAcquired, when set, is told each time this process acquires the Lease.
 	OnAcquired func()
+	// OnLost, when set, is told why each time leadership ends while the process runs (it
+	// then stops writing and campaigns again).
+	OnLost func(reason string)
 }
 
 func (c Config) withDefaults() Config {
@@ -118,8 +121,12 @@ func RunTerms(ctx context.Context, kube kubernetes.Interface, cfg Config, run fu
 		if err != nil || !lost || ctx.Err() != nil {
 			return err
 		}
-		logger.Info("Lost the lease: stopped writing; campaigning for it again", "lease", klog.KRef(cfg.Namespace, cfg.Name),
-			"identity", cfg.Identity, "reason", lock.lossReason(cfg.RenewDeadline))
+		reason := lock.lossReason(cfg.RenewDeadline)
+		logger.V(1).Info("Lost the lease: stopped writing; campaigning for it again", "lease", klog.KRef(cfg.Namespace, cfg.Name),
+			"identity", cfg.Identity, "reason", reason)
+		if cfg.OnLost != nil {
+			cfg.OnLost(reason)
+		}
 	}
 }
 
@@ -165,7 +172,7 @@ func runTerm(ctx context.Context, lock *watchedLock, cfg Config, run func(contex
 				stop := context.AfterFunc(ctx, cancel)
 				defer stop()
 				leading = leadCtx
-				logger.Info("Acquired the lease", "lease", ref, "identity", cfg.Identity)
+				logger.V(1).Info("Acquired the lease", "lease", ref, "identity", cfg.Identity)
 				if cfg.OnAcquired != nil {
 					cfg.OnAcquired()
 				}
@@ -174,7 +181,7 @@ func runTerm(ctx context.Context, lock *watchedLock, cfg Config, run func(contex
 			OnStoppedLeading: func() {},
 			OnNewLeader: func(id string) {
 				if id != cfg.Identity && id != "" {
-					logger.Info("Another instance holds the lease; waiting", "lease", ref, "holder", id)
+					logger.V(1).Info("Another instance holds the lease; waiting", "lease", ref, "holder", id)
 					if cfg.OnWaiting != nil {
 						cfg.OnWaiting(id, lock.acquiredBy(id))
 					}
@@ -196,7 +203,9 @@ func runTerm(ctx context.Context, lock *watchedLock, cfg Config, run func(contex
 	electorDone := make(chan struct{})
 	go func() {
 		defer close(electorDone)
-		le.Run(electCtx)
+		// The elector's progress lines (attempting, acquired) are the callbacks' to tell;
+		// its errors still show at every verbosity.
+		le.Run(klog.NewContext(electCtx, logger.V(1)))
 	}()
 	select {
 	case <-electorDone:
@@ -255,7 +264,7 @@ func release(ctx context.Context, lock *watchedLock, cfg Config) {
 			LeaderTransitions: rec.LeaderTransitions, LeaseDurationSeconds: 1, RenewTime: now, AcquireTime: now})
 	}()
 	if err != nil {
-		klog.FromContext(ctx).Info("Could not release the lease; it expires on its own", "lease", klog.KRef(cfg.Namespace, cfg.Name), "after", cfg.LeaseDuration, "err", err)
+		klog.FromContext(ctx).Error(err, "Could not release the lease; it expires on its own", "lease", klog.KRef(cfg.Namespace, cfg.Name), "after", cfg.LeaseDuration)
 	}
 }
 

@@ -56,7 +56,7 @@ func TestRunSaysWhenItWatchesNoHPAAndEveryChangeAfter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o, out, _ := notesOptions("", tt.selector)
-			count := o.hpaCountNotes(newRenderer(o, "metrics.k8s.io/v1beta1"))
+			count := o.hpaCountNotes(newRenderer(o, "metrics.k8s.io/v1beta1", func() {}))
 			for _, n := range tt.counts {
 				count(n)
 			}
@@ -69,7 +69,7 @@ func TestRunSaysWhenItWatchesNoHPAAndEveryChangeAfter(t *testing.T) {
 
 func TestRunNotesGoToStderrWithOutputJSON(t *testing.T) {
 	o, out, errOut := notesOptions("json", "")
-	o.hpaCountNotes(newRenderer(o, "metrics.k8s.io/v1beta1"))(0)
+	o.hpaCountNotes(newRenderer(o, "metrics.k8s.io/v1beta1", func() {}))(0)
 	if out.Len() != 0 {
 		t.Errorf("stdout is for Explanations only, got %q", out.String())
 	}
@@ -103,7 +103,7 @@ func TestADryRunSaysWhenAnotherRunHoldsTheLease(t *testing.T) {
 				kube = fake.NewClientset(tt.lease)
 			}
 			o, out, _ := notesOptions("", "")
-			o.noteOtherWriter(context.Background(), kube, newRenderer(o, "metrics.k8s.io/v1beta1"))
+			o.noteOtherWriter(context.Background(), kube, newRenderer(o, "metrics.k8s.io/v1beta1", func() {}))
 			if diff := cmp.Diff(tt.want, untimed(out.String())); diff != "" {
 				t.Errorf("notes (-want +got):\n%s", diff)
 			}

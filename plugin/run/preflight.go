@@ -80,6 +80,6 @@ func preflightFailed(ctx context.Context, err error) error {
 	if apierrors.IsUnauthorized(err) || ctx.Err() != nil {
 		return cmdutil.APIExitError("checking permissions", err)
 	}
-	klog.FromContext(ctx).Info("Could not check permissions ahead; continuing", "err", err)
+	klog.FromContext(ctx).Error(err, "Could not check permissions ahead; continuing")
 	return nil
 }

@@ -51,8 +51,16 @@ type row struct {
 // traceLen is how many decisions the replicas-over-time trace shows.
 const traceLen = 20
 
-func newRenderer(o *Options, metricsSource string) *renderer {
-	r := &renderer{out: o.Out, errOut: o.ErrOut, mode: "lines", metricsSource: metricsSource, refresh: time.Second,
+// newRenderer renders to o's streams; onClosed is called once if the reader of the output
+// has gone.
+func newRenderer(o *Options, metricsSource string, onClosed func()) *renderer {
+	out := &closedOutput{w: o.Out, onClosed: func() {
+		if o.ErrOut != nil {
+			fmt.Fprintf(o.ErrOut, "kubectl hpa run: %v; stopping as on Ctrl-C\n", errOutputClosed)
+		}
+		onClosed()
+	}}
+	r := &renderer{out: out, errOut: o.ErrOut, mode: "lines", metricsSource: metricsSource, refresh: time.Second,
 		rows: map[string]*row{}, dirty: make(chan struct{}, 1)}
 	switch {
 	case o.Output == "json":

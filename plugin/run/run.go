@@ -243,10 +243,13 @@ func (o *Options) leaseConfig() lease.Config {
 // writes reports whether anything will be sent to the API server.
 func (o *Options) writes() bool { return controller.DryRun(o.DryRun) != controller.DryRunClient }
 
-// Run runs the loop until ctx is cancelled: it opens the recording, connects, chooses the
-// metrics source, checks the permissions, then runs one controller, or one per term of the
-// Lease, with /metrics and the live output beside it.
+// Run runs the loop until ctx is cancelled or the reader of its output has gone: it opens
+// the recording, connects, chooses the metrics source, checks the permissions, then runs one
+// controller, or one per term of the Lease, with /metrics and the live output beside it.
 func (o *Options) Run(ctx context.Context) (err error) {
+	survivePipeClose()
+	ctx, stopOnClosedOutput := context.WithCancel(ctx)
+	defer stopOnClosedOutput()
 	rec, err := o.openRecording()
 	if err != nil {
 		return err
@@ -271,7 +274,7 @@ func (o *Options) Run(ctx context.Context) (err error) {
 	if err := o.preflight(ctx, kube, sel, scales.Mapper); err != nil {
 		return err
 	}
-	r := newRenderer(o, mc.Source())
+	r := newRenderer(o, mc.Source(), stopOnClosedOutput)
 	if err := o.startRecording(rec, mc.Source(), r); err != nil {
 		return err
 	}
@@ -288,11 +291,12 @@ func (o *Options) Run(ctx context.Context) (err error) {
 		l.activate(c)
 	}
 	if o.MetricsBindAddress != "" {
-		stop, err := serveMetrics(ctx, o.MetricsBindAddress, l.handler())
+		stop, bound, err := serveMetrics(ctx, o.MetricsBindAddress, l.handler())
 		if err != nil {
 			return err
 		}
 		defer stop()
+		l.note("serving /metrics and /healthz on " + bound)
 	}
 	renderDone := r.start(ctx)
 	defer renderDone()
@@ -353,7 +357,7 @@ func (o *Options) chooseMetrics(ctx context.Context, cfg *rest.Config) (metrics.
 		}
 		return nil, sel, &cmdutil.ExitError{Code: cmdutil.ExitMetricsUnavailable, Err: fmt.Errorf("choosing a metrics source: %w", err)}
 	}
-	klog.FromContext(ctx).Info("Metrics source chosen", "source", sel.Source, "detail", sel.Detail, "reason", sel.Reason)
+	klog.FromContext(ctx).V(1).Info("Metrics source chosen", "source", sel.Source, "detail", sel.Detail, "reason", sel.Reason)
 	return mc, sel, nil
 }
 
@@ -367,12 +371,15 @@ func (o *Options) runLeased(ctx context.Context, cfg *rest.Config, kube kubernet
 		if !since.IsZero() {
 			held = " since " + since.UTC().Format(time.RFC3339)
 		}
-		l.note(fmt.Sprintf("standby: Lease %s/%s is held by %s%s; this run writes nothing until it takes the Lease over", leaseCfg.Namespace, leaseCfg.Name, holder, held))
+		l.note(fmt.Sprintf("standby: Lease %s/%s is held by %s%s; this run (%s) writes nothing until it takes the Lease over", leaseCfg.Namespace, leaseCfg.Name, holder, held, leaseCfg.Identity))
 	}
 	leaseCfg.OnAcquired = func() {
-		l.note(fmt.Sprintf("acquired Lease %s/%s: this run writes", leaseCfg.Namespace, leaseCfg.Name))
+		l.note(fmt.Sprintf("acquired Lease %s/%s as %s: this run writes", leaseCfg.Namespace, leaseCfg.Name, leaseCfg.Identity))
 	}
-	klog.FromContext(ctx).Info("Waiting for the lease before writing", "lease", klog.KRef(leaseCfg.Namespace, leaseCfg.Name), "identity", leaseCfg.Identity)
+	leaseCfg.OnLost = func(reason string) {
+		l.note(fmt.Sprintf("lost Lease %s/%s: %s; stopped writing, campaigning for it again", leaseCfg.Namespace, leaseCfg.Name, reason))
+	}
+	klog.FromContext(ctx).V(1).Info("Waiting for the lease before writing", "lease", klog.KRef(leaseCfg.Namespace, leaseCfg.Name), "identity", leaseCfg.Identity)
 	return lease.RunTerms(ctx, kube, leaseCfg, func(ctx context.Context, term lease.Term) error {
 		return l.runTerm(ctx, cfg, leaseCfg.Identity, term)
 	})

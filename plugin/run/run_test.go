@@ -102,7 +102,7 @@ func TestRunRendering(t *testing.T) {
 			o := NewOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{Out: &out})
 			o.Output = tc.output
 			o.isTerminal = func() bool { return tc.tty }
-			r := newRenderer(o, "metrics.k8s.io/v1beta1")
+			r := newRenderer(o, "metrics.k8s.io/v1beta1", func() {})
 			for _, rep := range testReports() {
 				r.report(rep)
 			}
@@ -201,7 +201,7 @@ func TestRunTableRedrawsInPlaceAndLeavesASummary(t *testing.T) {
 	var out cmdtest.SyncBuffer
 	o := NewOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{Out: &out})
 	o.isTerminal = func() bool { return true }
-	r := newRenderer(o, "metrics.k8s.io/v1beta1")
+	r := newRenderer(o, "metrics.k8s.io/v1beta1", func() {})
 	r.refresh = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := r.start(ctx)
@@ -241,7 +241,7 @@ func TestRunTableFrameFitsTheTerminal(t *testing.T) {
 	var out bytes.Buffer
 	o := NewOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{Out: &out})
 	o.isTerminal = func() bool { return true }
-	r := newRenderer(o, "metrics.k8s.io/v1beta1")
+	r := newRenderer(o, "metrics.k8s.io/v1beta1", func() {})
 	for _, rep := range testReports() {
 		r.report(rep)
 	}

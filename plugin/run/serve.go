@@ -12,11 +12,12 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 )
 
-// serveMetrics serves h on addr until stop is called or ctx ends.
-func serveMetrics(ctx context.Context, addr string, h http.Handler) (stop func(), err error) {
+// serveMetrics serves h on addr until stop is called or ctx ends; bound is the address it
+// listens on (the port chosen when addr's is 0).
+func serveMetrics(ctx context.Context, addr string, h http.Handler) (stop func(), bound string, err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, cmdutil.UsageErrorf("--metrics-bind-address %s: %w", addr, err)
+		return nil, "", cmdutil.UsageErrorf("--metrics-bind-address %s: %w", addr, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
@@ -24,11 +25,10 @@ func serveMetrics(ctx context.Context, addr string, h http.Handler) (stop func()
 			klog.FromContext(ctx).Error(err, "Metrics server stopped", "address", addr)
 		}
 	}()
-	klog.FromContext(ctx).Info("Serving metrics", "address", ln.Addr().String())
 	return func() {
 		// Scrapes are short; do not let one hold up the exit.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 200*time.Millisecond)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
-	}, nil
+	}, ln.Addr().String(), nil
 }

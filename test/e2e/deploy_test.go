@@ -268,8 +268,8 @@ func deployStart(t *testing.T, c deployContainer, rootfs, saDir string, saEnv []
 	return p
 }
 
-// deployIdentityRE finds the Lease identity a run process announces.
-var deployIdentityRE = regexp.MustCompile(`"Waiting for the lease before writing".*identity="([^"]+)"`)
+// deployIdentityRE finds the Lease identity a run process announces, holder or standby.
+var deployIdentityRE = regexp.MustCompile(`(?:acquired Lease \S+ as |this run \()([^ :)]+)`)
 
 func (p *deployProcess) identity() string {
 	if m := deployIdentityRE.FindStringSubmatch(p.out.String()); m != nil {

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -18,7 +19,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,8 +45,8 @@ import (
 // lifeStopBound is the issue's requirement: Ctrl-C or SIGTERM ends run within 2 seconds.
 const lifeStopBound = 2 * time.Second
 
-// lifeStoppingLine is what run logs once its context is cancelled (controller.Run).
-const lifeStoppingLine = "Stopping: no new work is taken"
+// lifeStoppingLine is what run says once its context is cancelled (controller.Run).
+const lifeStoppingLine = "stopping: no new work is taken"
 
 // lifeProc is a `kubectl hpa run` the test signals itself (startRun only interrupts).
 type lifeProc struct {
@@ -370,17 +373,7 @@ func TestLifeSignalMidReconcileStopsWithinTwoSecondsReleasingTheLeaseWithNoHalfA
 					t.Errorf("exit code %d after %s, want 0 (a clean stop)", code, sg.name)
 				}
 
-				// Released as client-go's ReleaseOnCancel leaves a Lease: no holder, a 1s
-				// duration, renewed (and acquired) at the moment of release.
-				lease, err = lifeGetLease(context.Background(), ns)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if h := ptr.Deref(lease.Spec.HolderIdentity, ""); h != "" || ptr.Deref(lease.Spec.LeaseDurationSeconds, 0) != 1 ||
-					lease.Spec.RenewTime == nil || lease.Spec.RenewTime.Time.Before(signalled.Truncate(time.Microsecond)) {
-					t.Errorf("Lease after the stop: holder %q, duration %ds, renewed %v (signal at %v); want released: no holder, 1s, renewed after the signal",
-						h, ptr.Deref(lease.Spec.LeaseDurationSeconds, 0), lease.Spec.RenewTime, signalled)
-				}
+				lifeCheckReleased(t, ns, signalled)
 
 				writes := pluginWrites(t, mark, user)
 				if half := lifeHalfApplied(writes); len(half) > 0 {
@@ -417,6 +410,99 @@ func TestLifeSignalMidReconcileStopsWithinTwoSecondsReleasingTheLeaseWithNoHalfA
 			})
 		}
 	}
+}
+
+// lifeCheckReleased checks that run released the Lease of ns after signalled, as client-go's
+// ReleaseOnCancel leaves one: no holder, a 1s duration, renewed (and acquired) at the moment
+// of release.
+func lifeCheckReleased(t *testing.T, ns string, signalled time.Time) {
+	t.Helper()
+	lease, err := lifeGetLease(context.Background(), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := ptr.Deref(lease.Spec.HolderIdentity, ""); h != "" || ptr.Deref(lease.Spec.LeaseDurationSeconds, 0) != 1 ||
+		lease.Spec.RenewTime == nil || lease.Spec.RenewTime.Time.Before(signalled.Truncate(time.Microsecond)) {
+		t.Errorf("Lease after the stop: holder %q, duration %ds, renewed %v (signal at %v); want released: no holder, 1s, renewed after the signal",
+			h, ptr.Deref(lease.Spec.LeaseDurationSeconds, 0), lease.Spec.RenewTime, signalled)
+	}
+}
+
+// klogInfoLine is a klog text line at info severity ("I1203 17:31:08.123456 ...").
+var klogInfoLine = regexp.MustCompile(`^I\d{4} \d{2}:\d{2}:\d{2}\.\d+ `)
+
+// TestLifeCtrlCWithOutputPipedToAReaderThatGoesStillReleasesTheLease is `kubectl hpa run -n NS
+// 2>&1 | tee log` stopped by Ctrl-C: the terminal's SIGINT ends tee as well, so run's next line
+// (saying it stops) meets a pipe with no reader. run must still exit 0 and release its Lease,
+// not die of SIGPIPE holding it. Its output before the first decision is its own lines, no
+// klog line at the default verbosity.
+func TestLifeCtrlCWithOutputPipedToAReaderThatGoesStillReleasesTheLease(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "life-pipe")
+	createDeployment(t, ns, deploymentSpec{replicas: 1})
+	createHPA(t, ns, hpaSpec{min: 2})
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := pluginAs(t, "e2e:life-pipe").Command(context.Background(), "hpa", "run", "-n", ns, "--sync-period=2s")
+	cmd.Stdout, cmd.Stderr = wr, wr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Only run holds the pipe's write end now, as with a shell's pipe.
+	wr.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+
+	// tee: read run's lines until its first decision for web.
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(rd)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var read []string
+	deadline := time.After(90 * time.Second)
+	for decided := false; !decided; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("run's output ended before its first decision:\n%s", strings.Join(read, "\n"))
+			}
+			read = append(read, l)
+			decided = strings.Contains(l, " "+ns+"/web ")
+		case <-deadline:
+			t.Fatalf("no decision from run within 90s:\n%s", strings.Join(read, "\n"))
+		}
+	}
+	for _, l := range read {
+		if klogInfoLine.MatchString(l) {
+			t.Errorf("a klog info line in run's output at the default verbosity: %s", l)
+		}
+	}
+
+	// Ctrl-C: tee goes first (the reader closes), run gets SIGINT.
+	rd.Close()
+	signalled := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run ended with %v after SIGINT with its output's reader gone, want exit 0 (a clean stop)", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run still running 30s after SIGINT")
+	}
+	lifeCheckReleased(t, ns, signalled)
 }
 
 // TestLifeOnlyTheLeaseHolderWritesAndTheStandbyTakesOverAfterAKill starts two runs on one

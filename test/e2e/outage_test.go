@@ -120,7 +120,7 @@ func TestOutageLongerThanTheRenewDeadlineRunCampaignsAgainAndWritesAgain(t *test
 	}
 	// The one line saying why run stopped writing.
 	out := r.out.String()
-	for _, want := range []string{"Lost the lease: stopped writing; campaigning for it again", "renewing it failed for the renew deadline (2s)"} {
+	for _, want := range []string{"lost Lease " + ns + "/kubectl-hpa: ", "; stopped writing, campaigning for it again", "renewing it failed for the renew deadline (2s)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("run's output lacks %q:\n%s", want, out)
 		}

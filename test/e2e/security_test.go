@@ -138,7 +138,7 @@ func TestSecCredentialsNeverAppearInOutputAtAnyVerbosity(t *testing.T) {
 			t.Run(fmt.Sprintf("%s run -v=%d", tc.name, v), func(t *testing.T) {
 				r := startRun(t, tc.k, "-n", ns, "--sync-period=2s", "-o", "json", fmt.Sprintf("-v=%d", v))
 				eventually(t, time.Minute, "run reports a decision it applied", func(context.Context) error {
-					if out := r.out.String(); !strings.Contains(out, `"desiredReplicas":4`) || !strings.Contains(out, "Acquired the lease") {
+					if out := r.out.String(); !strings.Contains(out, `"desiredReplicas":4`) || !strings.Contains(out, "acquired Lease") {
 						return fmt.Errorf("no applied decision yet")
 					}
 					return nil
