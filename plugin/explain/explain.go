@@ -171,7 +171,7 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	}
 	o.Namespace, o.ExplicitNamespace = ns, explicit
 	if o.PrintFlags.OutputFormat != nil && *o.PrintFlags.OutputFormat != "" {
-		p, err := o.PrintFlags.ToPrinter()
+		p, err := cmdutil.Printer(o.PrintFlags)
 		if err != nil {
 			return cmdutil.UsageErrorf("%w", err)
 		}

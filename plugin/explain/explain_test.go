@@ -585,3 +585,16 @@ func TestExplainSaysWhenRunRecordedTheHistoryUnderAnotherDownscaleWindow(t *test
 		})
 	}
 }
+
+// -o yaml leads as kubectl's does: apiVersion, kind, metadata. Sorting every key, as
+// cli-runtime's YAML printer does, put kind at line 102 of an Explanation.
+func TestExplainYAMLLeadsWithAPIVersionKindAndMetadata(t *testing.T) {
+	r := newFixture().run(t, "web", "-n", "shop", "-o", "yaml")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lead := strings.SplitN(r.stdout, "\n", 4)[:3]
+	if diff := cmp.Diff([]string{"apiVersion: hpa.kubectl-hpa.io/v1alpha1", "kind: Explanation", "metadata:"}, lead); diff != "" {
+		t.Errorf("-o yaml starts (-want +got):\n%s", diff)
+	}
+}

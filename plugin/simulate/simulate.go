@@ -252,7 +252,7 @@ func (o *Options) completeCommon(cmd *cobra.Command) error {
 	}
 	o.Namespace, o.ExplicitNamespace = ns, explicit
 	if o.PrintFlags.OutputFormat != nil && *o.PrintFlags.OutputFormat != "" {
-		p, err := o.PrintFlags.ToPrinter()
+		p, err := cmdutil.Printer(o.PrintFlags)
 		if err != nil {
 			return cmdutil.UsageErrorf("%v", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -197,5 +198,17 @@ func TestVariantOverridesSetTheirFields(t *testing.T) {
 	}
 	if hpa.Spec.Behavior != nil || *hpa.Spec.MinReplicas != 2 {
 		t.Error("the variant changed the HPA it was made from")
+	}
+}
+
+// -o yaml leads as kubectl's does: apiVersion, kind, metadata (not the keys sorted).
+func TestSimulateYAMLLeadsWithAPIVersionKindAndMetadata(t *testing.T) {
+	r := runSimulate(t, nil, append(simulateGoldenArgs, "-o", "yaml", "--duration", "5m")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lead := strings.SplitN(r.stdout, "\n", 4)[:3]
+	if diff := cmp.Diff([]string{"apiVersion: hpa.kubectl-hpa.io/v1alpha1", "kind: Simulation", "metadata:"}, lead); diff != "" {
+		t.Errorf("-o yaml starts (-want +got):\n%s", diff)
 	}
 }
