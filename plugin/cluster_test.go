@@ -131,16 +131,16 @@ func TestCommandsReportClusterAccessFailuresAsWhatTheyAre(t *testing.T) {
 			[]string{"run", "-n", "shop", "--dry-run=client"}, cmdutil.ExitFailure, "is not a Kubernetes API server", "metrics"},
 		{"explain against a plain web server says it is not a Kubernetes API server, not that the namespace is missing",
 			func(t *testing.T) string { return standInServer(t, bySuffix(nil, plainNotFound)) },
-			[]string{"explain", "web", "-n", "demo"}, cmdutil.ExitFailure, "is not a Kubernetes API server (GET /version", `namespace "demo" not found`},
+			[]string{"explain", "web", "-n", "demo"}, cmdutil.ExitFailure, "is not a Kubernetes API server (GET /version", `namespace "demo" does not exist`},
 		{"explain against a web server answering 200 with a page says it is not a Kubernetes API server",
 			func(t *testing.T) string {
 				return standInServer(t, bySuffix(map[string]apiReply{"/version": welcomePage}, plainNotFound))
 			},
-			[]string{"explain", "web", "-n", "demo"}, cmdutil.ExitFailure, "is not a Kubernetes API server", `namespace "demo" not found`},
+			[]string{"explain", "web", "-n", "demo"}, cmdutil.ExitFailure, "is not a Kubernetes API server", `namespace "demo" does not exist`},
 		{"explain with an invalid token exits 9",
 			func(t *testing.T) string { return standInServer(t, bySuffix(nil, unauthorized)) },
 			[]string{"explain", "web", "-n", "demo"}, cmdutil.ExitUnauthorized, "check your kubeconfig credentials", ""},
-		{"run in a namespace that does not exist exits 4 with explain's message",
+		{"run in a namespace given with -n that does not exist exits 4 and does not ask for -n",
 			func(t *testing.T) string {
 				return standInServer(t, func(r *http.Request) apiReply {
 					switch {
@@ -161,7 +161,7 @@ func TestCommandsReportClusterAccessFailuresAsWhatTheyAre(t *testing.T) {
 				})
 			},
 			[]string{"run", "-n", "nowhere", "--metrics-source=heapster", "--heapster-url=http://127.0.0.1:1"}, cmdutil.ExitWrongNamespace,
-			`namespace "nowhere" not found: pass the HPA's namespace with -n NAMESPACE`, ""},
+			`namespace "nowhere" does not exist: check the name given to -n (kubectl get namespaces lists them)`, "pass the HPA's namespace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -77,10 +77,28 @@ func isUnparsableVersion(err error) bool {
 }
 
 // NamespaceMissing returns the wrong-namespace error explain and run give when namespace
-// does not exist, or nil (it exists, or whether it does could not be read).
-func NamespaceMissing(getErr error, namespace string) error {
+// does not exist, or nil (it exists, or whether it does could not be read). explicit is
+// whether -n named it (kubectl's enforceNamespace): then asking for -n would not help.
+func NamespaceMissing(getErr error, namespace string, explicit bool) error {
 	if !apierrors.IsNotFound(getErr) {
 		return nil
 	}
-	return &ExitError{Code: ExitWrongNamespace, Err: fmt.Errorf("namespace %q not found: pass the HPA's namespace with -n NAMESPACE", namespace)}
+	return &ExitError{Code: ExitWrongNamespace, Err: errors.New(namespaceMissing(namespace, explicit) + advice(explicit))}
+}
+
+// namespaceMissing says that namespace does not exist, and where it came from when -n did
+// not name it.
+func namespaceMissing(namespace string, explicit bool) string {
+	if explicit {
+		return fmt.Sprintf("namespace %q does not exist", namespace)
+	}
+	return fmt.Sprintf("namespace %q, used as no -n was given, does not exist", namespace)
+}
+
+// advice is what to do about a missing namespace, nothing else known.
+func advice(explicit bool) string {
+	if explicit {
+		return ": check the name given to -n (kubectl get namespaces lists them)"
+	}
+	return ": pass the HPA's namespace with -n NAMESPACE"
 }

@@ -49,8 +49,9 @@ func HPANameOf(arg string) string {
 
 // HPAGetError turns a failed GET of HPA namespace/name into an actionable error; on NotFound
 // it looks (only on this error path) whether the server at host is an API server, whether
-// the namespace exists and whether the HPA lives elsewhere.
-func HPAGetError(ctx context.Context, kube kubernetes.Interface, host, namespace, name string, err error) error {
+// the namespace exists and whether the HPA lives elsewhere. explicitNS is whether -n named
+// the namespace.
+func HPAGetError(ctx context.Context, kube kubernetes.Interface, host, namespace string, explicitNS bool, name string, err error) error {
 	doing := fmt.Sprintf("getting horizontalpodautoscaler %q in namespace %q", name, namespace)
 	if !apierrors.IsNotFound(err) {
 		return APIExitError(doing, err)
@@ -60,24 +61,35 @@ func HPAGetError(ctx context.Context, kube kubernetes.Interface, host, namespace
 		return err
 	}
 	_, nsErr := kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-	if err := NamespaceMissing(nsErr, namespace); err != nil {
-		return err
+	missing := NamespaceMissing(nsErr, namespace, explicitNS)
+	if elsewhere := namespacesOf(ctx, kube, name, namespace); len(elsewhere) > 0 {
+		notHere := fmt.Sprintf("horizontalpodautoscaler %q not found in namespace %q, but it", name, namespace)
+		if missing != nil {
+			notHere = namespaceMissing(namespace, explicitNS) + fmt.Sprintf(", but horizontalpodautoscaler %q", name)
+		}
+		return &ExitError{Code: ExitWrongNamespace, Err: fmt.Errorf("%s exists in namespace %s: pass -n %s", notHere, strings.Join(elsewhere, ", "), elsewhere[0])}
 	}
-	list, lerr := kube.AutoscalingV2().HorizontalPodAutoscalers(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
-	if lerr == nil {
-		var elsewhere []string
-		for _, h := range list.Items {
-			if h.Name == name && h.Namespace != namespace {
-				elsewhere = append(elsewhere, h.Namespace)
-			}
-		}
-		slices.Sort(elsewhere)
-		if len(elsewhere) > 0 {
-			return &ExitError{Code: ExitWrongNamespace, Err: fmt.Errorf("horizontalpodautoscaler %q not found in namespace %q, but it exists in namespace %s: pass -n %s",
-				name, namespace, strings.Join(elsewhere, ", "), elsewhere[0])}
-		}
+	if missing != nil {
+		return missing
 	}
 	return &ExitError{Code: ExitHPANotFound, Err: fmt.Errorf("horizontalpodautoscaler %q not found in namespace %q: list them with kubectl get hpa -n %s", name, namespace, namespace)}
+}
+
+// namespacesOf lists, sorted, the namespaces other than namespace that hold an HPA called
+// name; none when the user may not list HPAs in every namespace.
+func namespacesOf(ctx context.Context, kube kubernetes.Interface, name, namespace string) []string {
+	list, err := kube.AutoscalingV2().HorizontalPodAutoscalers(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		return nil
+	}
+	var elsewhere []string
+	for _, h := range list.Items {
+		if h.Name == name && h.Namespace != namespace {
+			elsewhere = append(elsewhere, h.Namespace)
+		}
+	}
+	slices.Sort(elsewhere)
+	return elsewhere
 }
 
 // TargetExitError classifies a scale read failure: missing object, unscalable kind, or RBAC.

@@ -16,7 +16,9 @@ import (
 // WhatIf is one parsed METRIC=VALUE: explain's --set-target and --assume, a metric's target
 // in simulate's --variant.
 type WhatIf struct {
-	Flag   string // "set-target", "assume", or "variant NAME"
+	Flag string // "set-target", "assume" or "variant"
+	// Prefix is what the flag's value holds before METRIC=VALUE: "NAME=" for --variant.
+	Prefix string
 	Metric string // short name or spec index
 	Raw    string
 	// Exactly one of Percent and Quantity is set.
@@ -24,31 +26,36 @@ type WhatIf struct {
 	Quantity *resource.Quantity
 }
 
-// ParseWhatIf parses METRIC=VALUE given to --flag (flag may carry more words, such as
-// simulate's "variant NAME"). A target (any flag but assume) of 0% is refused.
-func ParseWhatIf(flag, s string) (WhatIf, error) {
+// ParseWhatIf parses METRIC=VALUE given to --flag after prefix (simulate's --variant
+// NAME=METRIC=VALUE has the prefix "NAME="). A target (any flag but assume) of 0% is refused.
+func ParseWhatIf(flag, prefix, s string) (WhatIf, error) {
 	metric, value, ok := strings.Cut(s, "=")
 	if !ok || metric == "" || value == "" {
-		return WhatIf{}, fmt.Errorf("--%s %q: want METRIC=VALUE, e.g. cpu=60%% or requests_per_second=100", flag, s)
+		return WhatIf{}, fmt.Errorf("--%s %q: want METRIC=VALUE, e.g. cpu=60%% or requests_per_second=100", flag, prefix+s)
 	}
-	w := WhatIf{Flag: flag, Metric: metric, Raw: value}
+	w := WhatIf{Flag: flag, Prefix: prefix, Metric: metric, Raw: value}
 	if p, isPct := strings.CutSuffix(value, "%"); isPct {
 		n, err := strconv.ParseInt(p, 10, 32)
 		if err != nil || n < 0 || (flag != "assume" && n == 0) {
-			return WhatIf{}, fmt.Errorf("--%s %q: %q is not a valid percentage", flag, s, value)
+			return WhatIf{}, fmt.Errorf("%s: %q is not a valid percentage", w.Given(), value)
 		}
 		w.Percent = ptr.To(int32(n))
 	} else {
 		q, err := resource.ParseQuantity(value)
 		if err != nil {
-			return WhatIf{}, fmt.Errorf("--%s %q: %q is neither a percentage nor a quantity: %w", flag, s, value, err)
+			return WhatIf{}, fmt.Errorf("%s: %q is neither a percentage nor a quantity: %w", w.Given(), value, err)
 		}
 		if q.Sign() < 0 {
-			return WhatIf{}, fmt.Errorf("--%s %q: the value must not be negative", flag, s)
+			return WhatIf{}, fmt.Errorf("%s: the value must not be negative", w.Given())
 		}
 		w.Quantity = &q
 	}
 	return w, nil
+}
+
+// Given is the flag as it was typed, for messages: --set-target cpu=60%, --variant fast=cpu=60%.
+func (w WhatIf) Given() string {
+	return "--" + w.Flag + " " + w.Prefix + w.Metric + "=" + w.Raw
 }
 
 // FindMetric resolves a metric named by spec index, short name, or bare resource name.
@@ -117,8 +124,8 @@ func RefuseBareResourceNumber(w WhatIf, spec autoscalingv2.MetricSpec) error {
 	if name == corev1.ResourceCPU {
 		example, unit = "900m", "cores"
 	}
-	return fmt.Errorf("--%s %s=%s: a number without a unit would mean %s %s: give a utilization such as %s%% or a quantity with its unit such as %s",
-		w.Flag, w.Metric, w.Raw, w.Raw, unit, w.Raw, example)
+	return fmt.Errorf("%s: a number without a unit would mean %s %s: give a utilization such as %s%% or a quantity with its unit such as %s",
+		w.Given(), w.Raw, unit, w.Raw, example)
 }
 
 // IsResourceMetric is true for the Resource and ContainerResource metric types.
@@ -142,12 +149,12 @@ func ResourceOf(spec autoscalingv2.MetricSpec) (corev1.ResourceName, string) {
 func SetTarget(hpa *autoscalingv2.HorizontalPodAutoscaler, w WhatIf) (output.WhatIf, error) {
 	i, err := FindMetric(hpa, w.Metric)
 	if err != nil {
-		return output.WhatIf{}, fmt.Errorf("--%s: %w", w.Flag, err)
+		return output.WhatIf{}, fmt.Errorf("%s: %w", w.Given(), err)
 	}
 	spec := &hpa.Spec.Metrics[i]
 	t := TargetIn(spec)
 	if t == nil {
-		return output.WhatIf{}, fmt.Errorf("--%s: metric %d has no target to change", w.Flag, i)
+		return output.WhatIf{}, fmt.Errorf("%s: metric %d has no target to change", w.Given(), i)
 	}
 	was := output.FormatTarget(*t)
 	if err := RefuseBareResourceNumber(w, *spec); err != nil {
@@ -156,7 +163,7 @@ func SetTarget(hpa *autoscalingv2.HorizontalPodAutoscaler, w WhatIf) (output.Wha
 	switch {
 	case w.Percent != nil:
 		if !IsResourceMetric(spec.Type) {
-			return output.WhatIf{}, fmt.Errorf("--%s %s=%s: only Resource and ContainerResource metrics have utilization targets; give a quantity", w.Flag, w.Metric, w.Raw)
+			return output.WhatIf{}, fmt.Errorf("%s: only Resource and ContainerResource metrics have utilization targets; give a quantity", w.Given())
 		}
 		*t = autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: w.Percent}
 	case t.Type == autoscalingv2.ValueMetricType:

@@ -71,6 +71,8 @@ type Options struct {
 
 	Name      string
 	Namespace string
+	// ExplicitNamespace is whether -n named Namespace (kubectl's enforceNamespace).
+	ExplicitNamespace bool
 
 	Watch      bool
 	SyncPeriod time.Duration
@@ -163,13 +165,13 @@ func newCmd(o *Options) *cobra.Command {
 func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = cmdutil.HPANameOf(args[0])
 	o.syncPeriodSet = cmd != nil && cmd.Flags().Changed("sync-period")
-	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	ns, explicit, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return cmdutil.UsageErrorf("reading the namespace from the kubeconfig: %w", err)
 	}
-	o.Namespace = ns
+	o.Namespace, o.ExplicitNamespace = ns, explicit
 	if o.PrintFlags.OutputFormat != nil && *o.PrintFlags.OutputFormat != "" {
-		p, err := o.PrintFlags.ToPrinter()
+		p, err := cmdutil.Printer(o.PrintFlags)
 		if err != nil {
 			return cmdutil.UsageErrorf("%w", err)
 		}

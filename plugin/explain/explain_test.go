@@ -347,8 +347,14 @@ func TestExplainFailsWithDistinctCodesAndOneLine(t *testing.T) {
 			f.Namespaces = append(f.Namespaces, "other")
 			return f
 		}, []string{"web", "-n", "other"}, cmdutil.ExitWrongNamespace, `exists in namespace shop: pass -n shop`},
-		{"namespace missing", newFixture, []string{"web", "-n", "nowhere"}, cmdutil.ExitWrongNamespace, `namespace "nowhere" not found`},
-		{"no -n uses the kubeconfig namespace", newFixture, []string{"web"}, cmdutil.ExitWrongNamespace, `namespace "default" not found`},
+		{"a namespace given with -n that does not exist is not answered with pass -n", newFixture, []string{"nope", "-n", "nowhere"}, cmdutil.ExitWrongNamespace,
+			`namespace "nowhere" does not exist: check the name given to -n (kubectl get namespaces lists them)`},
+		{"a namespace given with -n that does not exist names the namespace the HPA is in", newFixture, []string{"web", "-n", "nowhere"}, cmdutil.ExitWrongNamespace,
+			`namespace "nowhere" does not exist, but horizontalpodautoscaler "web" exists in namespace shop: pass -n shop`},
+		{"no -n uses the kubeconfig namespace, and a missing one asks for -n", newFixture, []string{"nope"}, cmdutil.ExitWrongNamespace,
+			`namespace "default", used as no -n was given, does not exist: pass the HPA's namespace with -n NAMESPACE`},
+		{"no -n and the HPA elsewhere names its namespace", newFixture, []string{"web"}, cmdutil.ExitWrongNamespace,
+			`namespace "default", used as no -n was given, does not exist, but horizontalpodautoscaler "web" exists in namespace shop: pass -n shop`},
 		{"target missing", func() *fixture {
 			f := newFixture()
 			f.ScaleErr = apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web")
@@ -577,5 +583,18 @@ func TestExplainSaysWhenRunRecordedTheHistoryUnderAnotherDownscaleWindow(t *test
 				t.Errorf("warning %+v, want none", *got)
 			}
 		})
+	}
+}
+
+// -o yaml leads as kubectl's does: apiVersion, kind, metadata. Sorting every key, as
+// cli-runtime's YAML printer does, put kind at line 102 of an Explanation.
+func TestExplainYAMLLeadsWithAPIVersionKindAndMetadata(t *testing.T) {
+	r := newFixture().run(t, "web", "-n", "shop", "-o", "yaml")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lead := strings.SplitN(r.stdout, "\n", 4)[:3]
+	if diff := cmp.Diff([]string{"apiVersion: hpa.kubectl-hpa.io/v1alpha1", "kind: Explanation", "metadata:"}, lead); diff != "" {
+		t.Errorf("-o yaml starts (-want +got):\n%s", diff)
 	}
 }

@@ -34,7 +34,7 @@ func (o *Options) explain(ctx context.Context) (*output.Explanation, error) {
 	case g.usageErr != nil:
 		return nil, &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: g.usageErr}
 	case err != nil:
-		return nil, cmdutil.HPAGetError(ctx, o.clients.Kube, o.clients.Host, o.Namespace, o.Name, err)
+		return nil, cmdutil.HPAGetError(ctx, o.clients.Kube, o.clients.Host, o.Namespace, o.ExplicitNamespace, o.Name, err)
 	}
 	d := ev.Decision
 	klog.FromContext(ctx).V(2).Info("Decided", "phase", d.Phase, "current", d.CurrentReplicas, "desired", d.DesiredReplicas)

@@ -15,14 +15,14 @@ import (
 func parseWhatIfs(sets, assumes []string) ([]cmdutil.WhatIf, error) {
 	var out []cmdutil.WhatIf
 	for _, s := range sets {
-		w, err := cmdutil.ParseWhatIf("set-target", s)
+		w, err := cmdutil.ParseWhatIf("set-target", "", s)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, w)
 	}
 	for _, s := range assumes {
-		w, err := cmdutil.ParseWhatIf("assume", s)
+		w, err := cmdutil.ParseWhatIf("assume", "", s)
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +68,7 @@ func applyAssumes(in *replicas.Input, wis []cmdutil.WhatIf, before []replicas.Me
 		}
 		i, err := cmdutil.FindMetric(in.HPA, w.Metric)
 		if err != nil {
-			return nil, fmt.Errorf("--assume: %w", err)
+			return nil, fmt.Errorf("%s: %w", w.Given(), err)
 		}
 		spec := in.HPA.Spec.Metrics[i]
 		if err := cmdutil.RefuseBareResourceNumber(w, spec); err != nil {

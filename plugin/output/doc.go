@@ -9,7 +9,8 @@
 // per reconcile. Within v1alpha1 fields are only added, never renamed or removed; a
 // breaking change gets a new version.
 //
-// Top-level fields (all names are JSON names):
+// Top-level fields, in the order -o json and -o yaml print them (all names are JSON names;
+// below the top level, -o yaml sorts the keys as kubectl does):
 //
 //	apiVersion, kind   hpa.kubectl-hpa.io/v1alpha1, Explanation
 //	metadata           the HPA explained: name, namespace, uid, generation, resourceVersion
@@ -41,5 +42,6 @@
 // Files by job: types.go and simulation.go are the schemas; build.go builds an Explanation
 // from what was read and decided (Facts), verdict.go words its verdict; format.go holds the
 // formatters the commands share (a metric's short name, targets, current values,
-// quantities); text.go and simulation_text.go are the text renderers.
+// quantities); text.go and simulation_text.go are the text renderers, yaml.go the YAML
+// printer of -o yaml.
 package output

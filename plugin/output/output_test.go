@@ -180,7 +180,7 @@ func TestRenderMatchesGolden(t *testing.T) {
 		}{
 			{"txt", TextPrinter{}},
 			{"json", &printers.JSONPrinter{}},
-			{"yaml", &printers.YAMLPrinter{}},
+			{"yaml", &YAMLPrinter{}},
 		} {
 			t.Run(name+"."+format.ext, func(t *testing.T) {
 				var buf bytes.Buffer

@@ -82,7 +82,7 @@ func TestSimulationRendersMatchGolden(t *testing.T) {
 	}{
 		{"txt", func(b *bytes.Buffer) error { return RenderSimulationText(b, s, SimulationTextOptions{Width: 80}) }},
 		{"json", func(b *bytes.Buffer) error { return (&printers.JSONPrinter{}).PrintObj(s, b) }},
-		{"yaml", func(b *bytes.Buffer) error { return (&printers.YAMLPrinter{}).PrintObj(s, b) }},
+		{"yaml", func(b *bytes.Buffer) error { return (&YAMLPrinter{}).PrintObj(s, b) }},
 	} {
 		t.Run(f.ext, func(t *testing.T) {
 			var b bytes.Buffer

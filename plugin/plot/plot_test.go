@@ -3,13 +3,19 @@ package plot
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
@@ -23,7 +29,8 @@ func fixture() *output.Simulation {
 	s.DurationSeconds = 600
 	for i, name := range []string{"current", "fast"} {
 		v := output.SimVariant{Name: name, MinReplicas: 1, MaxReplicas: 10}
-		for t := 0; t <= 600; t += 15 {
+		// As the simulator steps: one sync every 15s, the last one before the end.
+		for t := 0; t < 600; t += 15 {
 			r := int32(2)
 			if t >= 120 {
 				r = min(10, 2+int32((t-120)/15)*int32(2+2*i))
@@ -105,5 +112,68 @@ func TestWriteLeavesNoPartialFile(t *testing.T) {
 	}
 	if err := Write(filepath.Join(dir, "missing-dir", "chart.svg"), fixture()); err == nil {
 		t.Error("writing into a missing directory succeeded")
+	}
+}
+
+// Every panel shows the same minutes at the same places: the whole simulated duration, with the
+// same ticks, although the replicas end at the last sync and the target line at the end.
+func TestPanelsShareOneTimeAxis(t *testing.T) {
+	s := fixture()
+	panels, err := buildPanels(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(panels) != 2 {
+		t.Fatalf("%d panels, want replicas and cpu", len(panels))
+	}
+	tickLabels := func(p *gplot.Plot) []string {
+		var l []string
+		for _, tk := range p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) {
+			l = append(l, fmt.Sprintf("%g:%s", tk.Value, tk.Label))
+		}
+		return l
+	}
+	first := panels[0].plot
+	for _, pn := range panels {
+		p := pn.plot
+		if p.X.Min != 0 || p.X.Max != s.DurationSeconds/60 {
+			t.Errorf("panel %q spans minutes %g to %g, want 0 to %g", p.Title.Text, p.X.Min, p.X.Max, s.DurationSeconds/60)
+		}
+		if diff := cmp.Diff(tickLabels(first), tickLabels(p)); diff != "" {
+			t.Errorf("panel %q has other time ticks than %q (-first +this):\n%s", p.Title.Text, first.Title.Text, diff)
+		}
+	}
+}
+
+// A legend inside a chart covers some simulation's line whatever the corner (the replicas
+// climb to the top right, the utilization starts at the top left): each stands right of its
+// chart's data, level with its top, and the charts' data areas line up.
+func TestLegendsStandBesideTheDataTheyName(t *testing.T) {
+	panels, err := buildPanels(fixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := draw.New(vgimg.New(24*vg.Centimeter, 16*vg.Centimeter))
+	areas := layout(c, panels)
+	if len(areas) != len(panels) {
+		t.Fatalf("%d areas for %d panels", len(areas), len(panels))
+	}
+	firstData := areas[0].panel.plot.DataCanvas(areas[0].plot)
+	for _, a := range areas {
+		p := a.panel.plot
+		data := p.DataCanvas(a.plot)
+		legend := a.panel.legend.Rectangle(a.legend)
+		if legend.Size().X == 0 || legend.Size().Y == 0 {
+			t.Fatalf("panel %q: empty legend %v", p.Title.Text, legend)
+		}
+		if legend.Min.X <= a.plot.Max.X {
+			t.Errorf("panel %q: legend %v starts left of the chart's right edge %v", p.Title.Text, legend, a.plot.Max.X)
+		}
+		if legend.Max.X > c.Max.X || legend.Max.Y != data.Max.Y || legend.Min.Y < a.plot.Min.Y {
+			t.Errorf("panel %q: legend %v is not right of the data %v, level with its top, inside the canvas %v", p.Title.Text, legend, data.Rectangle, c.Rectangle)
+		}
+		if math.Abs(float64(data.Min.X-firstData.Min.X)) > 0.01 || math.Abs(float64(data.Max.X-firstData.Max.X)) > 0.01 {
+			t.Errorf("panel %q: data spans x %v..%v, the first panel's %v..%v", p.Title.Text, data.Min.X, data.Max.X, firstData.Min.X, firstData.Max.X)
+		}
 	}
 }

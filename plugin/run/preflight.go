@@ -24,7 +24,7 @@ func (o *Options) checkNamespace(ctx context.Context, kube kubernetes.Interface)
 		return nil
 	}
 	_, err := kube.CoreV1().Namespaces().Get(ctx, o.Controller.Namespace, metav1.GetOptions{})
-	return cmdutil.NamespaceMissing(err, o.Controller.Namespace)
+	return cmdutil.NamespaceMissing(err, o.Controller.Namespace, o.ExplicitNamespace)
 }
 
 // preflight checks, before anything starts, that every permission run needs is granted, and

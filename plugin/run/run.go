@@ -67,7 +67,9 @@ type Options struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	genericiooptions.IOStreams
 
-	AllNamespaces      bool
+	AllNamespaces bool
+	// ExplicitNamespace is whether -n named the namespace (kubectl's enforceNamespace).
+	ExplicitNamespace  bool
 	Selector           string
 	Workers            int
 	DryRun             string
@@ -180,11 +182,11 @@ func newCmd(o *Options) *cobra.Command {
 
 // Complete resolves the namespace and defaults that depend on it.
 func (o *Options) Complete() error {
-	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	ns, explicit, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return cmdutil.UsageErrorf("resolving the namespace: %w", err)
 	}
-	o.Controller.Namespace = ns
+	o.Controller.Namespace, o.ExplicitNamespace = ns, explicit
 	if o.AllNamespaces {
 		o.Controller.Namespace = metav1.NamespaceAll
 	}

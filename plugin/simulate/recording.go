@@ -93,11 +93,10 @@ func (o *Options) recordedKeys(rec *recording.Recording) ([]string, error) {
 	if o.Name == "" {
 		return all, nil
 	}
-	explicitNS := o.ConfigFlags.Namespace != nil && *o.ConfigFlags.Namespace != ""
 	var keys []string
 	for _, k := range all {
 		ns, name, _ := strings.Cut(k, "/")
-		if name == o.Name && (!explicitNS || ns == o.Namespace) {
+		if name == o.Name && (!o.ExplicitNamespace || ns == o.Namespace) {
 			keys = append(keys, k)
 		}
 	}

@@ -60,6 +60,8 @@ type Options struct {
 
 	Name      string
 	Namespace string
+	// ExplicitNamespace is whether -n named Namespace (kubectl's enforceNamespace).
+	ExplicitNamespace bool
 
 	File     string
 	LoadFile string
@@ -244,13 +246,13 @@ func (o *Options) completeCommon(cmd *cobra.Command) error {
 			o.modelFlags[param] = true
 		}
 	}
-	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	ns, explicit, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
 	if err != nil || ns == "" {
-		ns = metav1.NamespaceDefault
+		ns, explicit = metav1.NamespaceDefault, false
 	}
-	o.Namespace = ns
+	o.Namespace, o.ExplicitNamespace = ns, explicit
 	if o.PrintFlags.OutputFormat != nil && *o.PrintFlags.OutputFormat != "" {
-		p, err := o.PrintFlags.ToPrinter()
+		p, err := cmdutil.Printer(o.PrintFlags)
 		if err != nil {
 			return cmdutil.UsageErrorf("%v", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -133,18 +134,19 @@ func TestSimulateRefusesBadInputWithOneLine(t *testing.T) {
 			"bad-period.yaml:16: the API server would refuse it: spec.behavior.scaleUp.policies[0].periodSeconds"},
 		{"a misspelt field names its line", append(base, "--variant-file", td("misspelt.yaml")), `misspelt.yaml:11: unknown field "spec.behaviour"`},
 		{"a variant with an unknown key lists the known ones", append(base, "--variant", "x=scaleup.policies=Pods:4/15s"),
-			`--variant x: unknown key "scaleup.policies": known keys are min, max, tolerance, scaleUp.stabilizationWindowSeconds`},
+			`--variant x=scaleup.policies=Pods:4/15s: unknown key "scaleup.policies": known keys are min, max, tolerance, scaleUp.stabilizationWindowSeconds`},
 		{"a variant naming a metric index out of range says so", append(base, "--variant", "x=3=60%"),
-			"--variant x: 3=60%: metric index 3 is out of range: the HPA has 1 metric(s)"},
+			"--variant x=3=60%: metric index 3 is out of range: the HPA has 1 metric(s)"},
 		{"a variant naming a metric two metrics share says how to pick one", []string{"-f", td("hpa-two-containers.yaml"), "--requests", "cpu=200m", "--load", td("load.csv"), "--variant", "x=cpu=60%"},
-			`--variant x: cpu=60%: metric "cpu" is ambiguous (cpu/app, cpu/proxy): name it by index (0=cpu/app, 1=cpu/proxy)`},
+			`--variant x=cpu=60%: metric "cpu" is ambiguous (cpu/app, cpu/proxy): name it by index (0=cpu/app, 1=cpu/proxy)`},
 		{"a variant the API server would refuse", append(base, "--variant", "x=scaleUp.policies=Pods:4/31m"),
 			"--variant x: the API server would refuse it: spec.behavior.scaleUp.policies[0].periodSeconds: Invalid value: 1860"},
 		{"a variant with an unknown select policy", append(base, "--variant", "x=scaleDown.selectPolicy=Fastest"),
 			`spec.behavior.scaleDown.selectPolicy: Unsupported value: "Fastest"`},
 		{"a variant with max below min", append(base, "--variant", "x=max=1"), "spec.maxReplicas: Invalid value: 1"},
-		{"a policy that does not parse", append(base, "--variant", "x=scaleUp.policies=Pods8"), "want TYPE:VALUE/PERIOD"},
-		{"a bare number for cpu", append(base, "--variant", "x=cpu=90"), "a number without a unit would mean 90 cores"},
+		{"a policy that does not parse", append(base, "--variant", "x=scaleUp.policies=Pods8"), `--variant x=scaleUp.policies=Pods8: policy "Pods8": want TYPE:VALUE/PERIOD`},
+		{"a bare number for cpu echoes the flag as typed", append(base, "--variant", "x=cpu=90"), "--variant x=cpu=90: a number without a unit would mean 90 cores"},
+		{"a target that does not parse echoes the flag as typed", append(base, "--variant", "x=cpu=lots"), `--variant x=cpu=lots: "lots" is neither a percentage nor a quantity`},
 		{"a variant without overrides", append(base, "--variant", "x"), "want NAME=KEY=VALUE"},
 		{"two variants of one name", append(base, "--variant", "x=max=5", "--variant", "x=max=6"), `variant name "x" is taken`},
 		{"a variant named as the HPA as it is", append(base, "--variant", "current=max=5"), `variant name "current" is taken by the HPA as it is`},
@@ -196,5 +198,17 @@ func TestVariantOverridesSetTheirFields(t *testing.T) {
 	}
 	if hpa.Spec.Behavior != nil || *hpa.Spec.MinReplicas != 2 {
 		t.Error("the variant changed the HPA it was made from")
+	}
+}
+
+// -o yaml leads as kubectl's does: apiVersion, kind, metadata (not the keys sorted).
+func TestSimulateYAMLLeadsWithAPIVersionKindAndMetadata(t *testing.T) {
+	r := runSimulate(t, nil, append(simulateGoldenArgs, "-o", "yaml", "--duration", "5m")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lead := strings.SplitN(r.stdout, "\n", 4)[:3]
+	if diff := cmp.Diff([]string{"apiVersion: hpa.kubectl-hpa.io/v1alpha1", "kind: Simulation", "metadata:"}, lead); diff != "" {
+		t.Errorf("-o yaml starts (-want +got):\n%s", diff)
 	}
 }

@@ -55,13 +55,12 @@ func parseVariant(base *autoscalingv2.HorizontalPodAutoscaler, s string, opts va
 		return variant{}, cmdutil.UsageErrorf("--variant %q: the name %q must be lower-case letters, digits, '-', '_' or '.'", s, name)
 	}
 	v := variant{name: name, hpa: base.DeepCopy()}
-	flag := "variant " + name
 	for _, kv := range strings.Split(overrides, ",") {
 		key, value, ok := strings.Cut(kv, "=")
 		if !ok || key == "" || value == "" {
 			return variant{}, cmdutil.UsageErrorf("--variant %s: %q: want KEY=VALUE", name, kv)
 		}
-		if err := applyOverride(v.hpa, flag, key, value); err != nil {
+		if err := applyOverride(v.hpa, name, key, value); err != nil {
 			return variant{}, err
 		}
 		v.changes = append(v.changes, kv)
@@ -72,16 +71,16 @@ func parseVariant(base *autoscalingv2.HorizontalPodAutoscaler, s string, opts va
 	return v, nil
 }
 
-// applyOverride sets one KEY=VALUE of a --variant in hpa: a bound, a behavior field, or a
-// metric's target.
-func applyOverride(hpa *autoscalingv2.HorizontalPodAutoscaler, flag, key, value string) error {
+// applyOverride sets one KEY=VALUE of --variant NAME=... in hpa: a bound, a behavior field,
+// or a metric's target. Its errors start with the flag as typed: --variant NAME=KEY=VALUE.
+func applyOverride(hpa *autoscalingv2.HorizontalPodAutoscaler, name, key, value string) error {
 	bad := func(format string, args ...any) error {
-		return cmdutil.UsageErrorf("--%s: %s=%s: %s", flag, key, value, fmt.Sprintf(format, args...))
+		return cmdutil.UsageErrorf("--variant %s=%s=%s: %s", name, key, value, fmt.Sprintf(format, args...))
 	}
 	if known, err := applySpecOverride(hpa, key, value, bad); known {
 		return err
 	}
-	return applyTargetOverride(hpa, flag, key, value)
+	return applyTargetOverride(hpa, name, key, value, bad)
 }
 
 // applySpecOverride sets min, max, tolerance or a scaleUp./scaleDown. field; known is false
@@ -151,20 +150,20 @@ func applyRuleOverride(hpa *autoscalingv2.HorizontalPodAutoscaler, direction, ru
 }
 
 // applyTargetOverride sets the target of the metric key names, by name or index; a key that
-// names no metric is an unknown key, and the error lists the known ones.
-func applyTargetOverride(hpa *autoscalingv2.HorizontalPodAutoscaler, flag, key, value string) error {
+// names no metric is an unknown key, and the error lists the known ones. bad words an error.
+func applyTargetOverride(hpa *autoscalingv2.HorizontalPodAutoscaler, name, key, value string, bad func(string, ...any) error) error {
 	if _, err := cmdutil.FindMetric(hpa, key); err != nil {
 		if !errors.As(err, new(*cmdutil.NoSuchMetricError)) {
-			return cmdutil.UsageErrorf("--%s: %s=%s: %v", flag, key, value, err)
+			return bad("%v", err)
 		}
 		var metrics []string
 		for i, m := range hpa.Spec.Metrics {
 			metrics = append(metrics, fmt.Sprintf("%d=%s", i, output.ShortName(m)))
 		}
-		return cmdutil.UsageErrorf("--%s: unknown key %q: known keys are %s, or a metric of this HPA by name or index (%s)",
-			flag, key, strings.Join(variantKeys, ", "), strings.Join(metrics, ", "))
+		return bad("unknown key %q: known keys are %s, or a metric of this HPA by name or index (%s)",
+			key, strings.Join(variantKeys, ", "), strings.Join(metrics, ", "))
 	}
-	w, err := cmdutil.ParseWhatIf(flag, key+"="+value)
+	w, err := cmdutil.ParseWhatIf("variant", name+"=", key+"="+value)
 	if err != nil {
 		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
 	}

@@ -46,7 +46,7 @@ func (o *Options) readFromCluster(ctx context.Context) (*autoscalingv2.Horizonta
 	}
 	hpa, err := c.Kube.AutoscalingV2().HorizontalPodAutoscalers(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
 	if err != nil {
-		return nil, sim.Workload{}, cmdutil.HPAGetError(ctx, c.Kube, c.Host, o.Namespace, o.Name, err)
+		return nil, sim.Workload{}, cmdutil.HPAGetError(ctx, c.Kube, c.Host, o.Namespace, o.ExplicitNamespace, o.Name, err)
 	}
 	ref := hpa.Spec.ScaleTargetRef
 	sc, err := c.Scales.Scale(ctx, o.Namespace, ref)

@@ -78,7 +78,8 @@ func (l *lineLog) waitFor(t *testing.T, bound time.Duration, what string, match 
 // commands it prints exactly as printed (through sh, as a paste would), then does what
 // `make demo | tee log` and Ctrl-C do: SIGINT to the whole group while the pipe's reader
 // goes away. The demo must stop its run first (the Lease released while the API server still
-// answers), then the cluster, exit 0 and leave no run directory (keys, tokens, etcd data).
+// answers), then the cluster, exit 0 and leave no run directory (keys, tokens, etcd data); its
+// log has the teardown the closed pipe did not carry.
 func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
 	t.Parallel()
 	bin := os.Getenv(demoEnv)
@@ -93,6 +94,9 @@ func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	// Not the default /tmp/kubectl-hpa-demo.log, which a demo of the user's may be writing.
+	demoLog := filepath.Join(t.TempDir(), "demo.log")
+	cmd.Env = append(cmd.Env, "KUBECTL_HPA_DEMO_LOG="+demoLog)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -224,4 +228,11 @@ func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
 	if _, err := os.Stat(runDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("run directory %s after the demo: %v, want it removed", runDir, err)
 	}
+	// The log has both streams, the decisions run printed to the pipe now closed included, up
+	// to the parent's last line naming it.
+	logged, err := os.ReadFile(demoLog)
+	if err != nil {
+		t.Fatalf("the demo's log: %v", err)
+	}
+	contains(t, string(logged), "demo: this output is also written to "+demoLog, " demo/web ", "demo: tearing down", "stopped; removed "+runDir, "demo: the whole output is in "+demoLog)
 }

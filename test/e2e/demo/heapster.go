@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,33 +16,33 @@ import (
 // explainBothSources runs explain on the same load from metrics-server and from the real
 // Heapster (through the service proxy of kube-system/heapster), prints both, then the figures
 // that matter side by side.
-func explainBothSources(ctx context.Context, k cluster.Kubectl) error {
+func explainBothSources(ctx context.Context, k cluster.Kubectl, s streams) error {
 	sources := []struct{ flag, title string }{
 		{"--metrics-source=metrics-api", "metrics-server"},
 		{"--metrics-source=heapster", "Heapster"},
 	}
 	// Heapster's window (60s) is the longer: once it starts after the pods became ready,
 	// metrics-server's does too, and both explanations count the same ready pods.
-	say("waiting for Heapster to sample a full window (60s, it says) since the pods became ready")
+	s.say("waiting for Heapster to sample a full window (60s, it says) since the pods became ready")
 	if err := waitHeapsterWindow(ctx, k); err != nil {
 		return err
 	}
 	var explained []output.Explanation
-	for _, s := range sources {
-		say("$ kubectl hpa explain %s -n %s %s", demoApp, demoNamespace, s.flag)
-		out, err := k.Run(ctx, "hpa", "explain", demoApp, "-n", demoNamespace, s.flag)
+	for _, src := range sources {
+		s.say("$ kubectl hpa explain %s -n %s %s", demoApp, demoNamespace, src.flag)
+		out, err := k.Run(ctx, "hpa", "explain", demoApp, "-n", demoNamespace, src.flag)
 		if err != nil {
-			return fmt.Errorf("explain from %s: %w", s.title, err)
+			return fmt.Errorf("explain from %s: %w", src.title, err)
 		}
-		fmt.Print(out)
-		e, err := explainJSON(ctx, k, s.flag)
+		fmt.Fprint(s.out, out)
+		e, err := explainJSON(ctx, k, src.flag)
 		if err != nil {
 			return err
 		}
 		explained = append(explained, e)
 	}
-	say("the two explanations side by side:")
-	printSideBySide(explained[0], explained[1])
+	s.say("the two explanations side by side:")
+	printSideBySide(s.out, explained[0], explained[1])
 	return nil
 }
 
@@ -90,8 +90,8 @@ func waitHeapsterWindow(ctx context.Context, k cluster.Kubectl) error {
 	}
 }
 
-func printSideBySide(ms, hs output.Explanation) {
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+func printSideBySide(w io.Writer, ms, hs output.Explanation) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(label string, f func(output.Explanation) string) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", label, f(ms), f(hs))
 	}

@@ -56,37 +56,128 @@ func cycle() []phase {
 // isolated child.
 const runDirEnv = "KUBECTL_HPA_DEMO_DIR"
 
+// logEnv names the file the demo writes its whole output to besides the console; unset, it is
+// defaultLogPath. The parent creates the file afresh and hands its path to the isolated child,
+// which appends to it.
+const logEnv = "KUBECTL_HPA_DEMO_LOG"
+
+// defaultLogPath is a stable place, named when the demo starts and when it ends.
+func defaultLogPath() string { return filepath.Join(os.TempDir(), "kubectl-hpa-demo.log") }
+
 func main() {
+	parent := !cluster.Isolated()
+	if parent {
+		// Nothing the parent writes may end it before it has cleaned up.
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	}
+	logPath, log := setUpLog(parent)
+	s := newStreams(os.Stdout, os.Stderr, log)
 	// The run directory holds keys, tokens and etcd data. The parent makes it and removes it
 	// once the isolated child has exited, however the child ended (a crash, a kill); the
 	// child removes it itself after an orderly teardown.
-	if !cluster.Isolated() {
-		// Nothing the parent writes may end it before it has cleaned up.
-		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	if parent {
+		if logPath != "" {
+			s.say("this output is also written to %s%s", logPath, tableNote())
+		}
 		dir, err := os.MkdirTemp("", "kubectl-hpa-demo-")
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "demo: creating the run directory: %v\n", err)
+			s.say("creating the run directory: %v", err)
 			os.Exit(1)
 		}
 		os.Setenv(runDirEnv, dir)
 	}
 	code, isParent, err := cluster.RunIsolated(cluster.DefaultIP)
 	if err == nil && !isParent {
-		err = run()
+		err = run(s)
 		if err != nil {
 			code = 1
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		s.say("%v", err)
 		if code == 0 {
 			code = 1
 		}
 	}
 	if isParent {
 		removeRunDir(os.Getenv(runDirEnv))
+		if logPath != "" {
+			s.say("the whole output is in %s", logPath)
+		}
 	}
 	os.Exit(code)
+}
+
+// setUpLog opens the log logEnv names: the parent names defaultLogPath when logEnv is unset
+// and creates the file afresh, the isolated child appends to it. Without a log it returns ""
+// and nil, and the output goes to the console only. The log is never closed: the demo ends
+// with os.Exit, and each write went straight to the file.
+func setUpLog(parent bool) (string, io.Writer) {
+	if parent && os.Getenv(logEnv) == "" {
+		os.Setenv(logEnv, defaultLogPath())
+	}
+	path := os.Getenv(logEnv)
+	if path == "" {
+		return "", nil
+	}
+	f, err := openLog(path, parent)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v; the output goes to the console only\n", err)
+		os.Unsetenv(logEnv) // the child would fail alike
+		return "", nil
+	}
+	return path, f
+}
+
+// openLog opens the demo's log for appending: afresh (truncated) in the parent, which runs
+// first, as it is in the isolated child. It does not follow a symbolic link: the default path
+// is in a shared /tmp and the demo runs as root.
+func openLog(path string, fresh bool) (*os.File, error) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND | syscall.O_NOFOLLOW
+	if fresh {
+		flags |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening the log: %w", err)
+	}
+	return f, nil
+}
+
+// tableNote says what the log lacks when stdout is a terminal: run then draws its live table
+// there, in place, and nothing else sees it.
+func tableNote() string {
+	if term.IsTerminal(int(os.Stdout.Fd())) {
+		return " (all but run's live table, which only the terminal shows)"
+	}
+	return ""
+}
+
+// streams are the demo's stdout and stderr: each write goes to the console and to the log.
+type streams struct{ out, err io.Writer }
+
+// newStreams tees stdout and stderr into log (nil: the console only).
+func newStreams(stdout, stderr, log io.Writer) streams {
+	if log == nil {
+		log = io.Discard
+	}
+	return streams{out: tee{console: stdout, log: log}, err: tee{console: stderr, log: log}}
+}
+
+func (s streams) say(format string, args ...any) {
+	fmt.Fprintf(s.err, "demo: "+format+"\n", args...)
+}
+
+// tee writes each write whole to the log and to the console, and never fails: a console that
+// went away (`make demo | tee log`, whose tee the same Ctrl-C ends) costs the log nothing, and
+// the demo learns that nobody watches from SIGPIPE, which run handles. A log that cannot be
+// written costs the console nothing either.
+type tee struct{ console, log io.Writer }
+
+func (t tee) Write(p []byte) (int, error) {
+	_, _ = t.log.Write(p)
+	_, _ = t.console.Write(p)
+	return len(p), nil
 }
 
 // removeRunDir removes the run directory unless cluster.KeepEnv asks to keep it.
@@ -96,30 +187,31 @@ func removeRunDir(dir string) {
 	}
 }
 
-func run() (err error) {
+func run(s streams) (err error) {
 	// A closed stdout or stderr (`make demo | tee log`, then Ctrl-C ends tee) means nobody
 	// watches any more: tear down as for Ctrl-C. Handling SIGPIPE also turns writes to the
-	// closed pipe into errors instead of ending the demo before its teardown.
+	// closed pipe into errors instead of ending the demo before its teardown; the log still
+	// gets every line.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
 	defer stop()
 	bin, pluginDir := os.Getenv("KUBECTL_HPA_TESTBIN"), os.Getenv("KUBECTL_HPA_PLUGIN_DIR")
 	if bin == "" || pluginDir == "" {
 		return errors.New("KUBECTL_HPA_TESTBIN and KUBECTL_HPA_PLUGIN_DIR must be set; run `make demo`")
 	}
-	say("starting the cluster (etcd, kube-apiserver, kube-controller-manager, metrics-server, Heapster, node and Heapster stand-ins)")
+	s.say("starting the cluster (etcd, kube-apiserver, kube-controller-manager, metrics-server, Heapster, node and Heapster stand-ins)")
 	t0 := time.Now()
 	dir := os.Getenv(runDirEnv)
-	c, err := cluster.Start(ctx, cluster.Config{BinDir: bin, Dir: dir, Progress: func(f string, a ...any) { say("  "+f, a...) }})
+	c, err := cluster.Start(ctx, cluster.Config{BinDir: bin, Dir: dir, Progress: func(f string, a ...any) { s.say("  "+f, a...) }})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		say("tearing down")
+		s.say("tearing down")
 		err = errors.Join(err, c.Stop())
 		removeRunDir(c.Dir())
-		say("stopped; removed %s", c.Dir())
+		s.say("stopped; removed %s", c.Dir())
 	}()
-	say("cluster ready in %.1fs", time.Since(t0).Seconds())
+	s.say("cluster ready in %.1fs", time.Since(t0).Seconds())
 
 	if err := sample(ctx, c); err != nil {
 		return err
@@ -133,38 +225,38 @@ func run() (err error) {
 	// Both explanations read the load of the cycle's first phase; the cycle starts after them.
 	first := cycle()[0]
 	c.Load().Set(cluster.Workload{Namespace: demoNamespace, Selector: map[string]string{"app": demoApp}}, cluster.Load{CPUMilli: first.cpuMilli, MemoryBytes: 128 << 20})
-	say("load -> %s", first.what)
-	say("waiting for metrics-server's first pod metrics (two scrapes)")
+	s.say("load -> %s", first.what)
+	s.say("waiting for metrics-server's first pod metrics (two scrapes)")
 	if err := waitForMetrics(ctx, k); err != nil {
 		return err
 	}
-	if err := explainBothSources(ctx, k); err != nil {
-		say("explain failed: %v", err)
+	if err := explainBothSources(ctx, k, s); err != nil {
+		s.say("explain failed: %v", err)
 	}
 	// On a terminal run redraws its table in place: a line printed under it would break the
 	// redraw, so the load's phases are announced once, before the table.
 	var tableUp atomic.Bool
 	announce := func(format string, args ...any) {
 		if !tableUp.Load() {
-			say(format, args...)
+			s.say(format, args...)
 		}
 	}
-	printCommands(os.Stderr, wrapper)
+	printCommands(s.err, wrapper)
 	go driveLoad(ctx, c, announce)
 	if term.IsTerminal(int(os.Stdout.Fd())) {
 		var phases []string
 		for _, p := range cycle() {
 			phases = append(phases, fmt.Sprintf("%s for %s", p.what, p.hold))
 		}
-		say("the load repeats: %s", strings.Join(phases, ", then "))
+		s.say("the load repeats: %s", strings.Join(phases, ", then "))
 		tableUp.Store(true)
 	}
 	args := []string{"hpa", "run", "-n", demoNamespace, "--downscale-stabilization=30s", "--sync-period=5s"}
-	say("$ kubectl %s   (Ctrl-C to stop and tear down)", strings.Join(args, " "))
-	if err := runInForeground(ctx, k.Command(context.Background(), args...)); err != nil {
+	s.say("$ kubectl %s   (Ctrl-C to stop and tear down)", strings.Join(args, " "))
+	if err := runInForeground(ctx, k.Command(context.Background(), args...), s); err != nil {
 		return err
 	}
-	say("%s", leaseState(c))
+	s.say("%s", leaseState(c))
 	return nil
 }
 
@@ -190,33 +282,34 @@ const commandIndent = "    "
 // runInForeground runs kubectl hpa run until it ends or ctx is done, then stops it with one
 // SIGINT and waits for it: it runs in its own process group, so the terminal's Ctrl-C reaches
 // only the demo, which stops run before the cluster (run releases its Lease while the API
-// server still answers). Its output goes through the demo unless stdout is a terminal, so
-// that a closed pipe costs run nothing: it is never ended by SIGPIPE mid-stop.
-func runInForeground(ctx context.Context, cmd *exec.Cmd) error {
+// server still answers). Its output goes through the demo's streams (into the log too) unless
+// stdout is a terminal, so that a closed pipe costs run nothing: it is never ended by SIGPIPE
+// mid-stop.
+func runInForeground(ctx context.Context, cmd *exec.Cmd, s streams) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var copied sync.WaitGroup
-	copyTo := func(dst *os.File) (io.Writer, error) {
+	copyTo := func(dst io.Writer) (io.Writer, error) {
 		r, w, err := os.Pipe()
 		if err != nil {
 			return nil, err
 		}
 		copied.Go(func() {
 			defer r.Close()
-			// Write errors (a closed pipe) are dropped; reading on keeps run unblocked.
-			_, _ = io.Copy(ignoreErrors{dst}, r)
+			// dst never fails (a tee), so reading on to EOF keeps run unblocked.
+			_, _ = io.Copy(dst, r)
 		})
 		return w, nil
 	}
 	cmd.Stdout = os.Stdout
 	var pipes []io.Closer
 	if !term.IsTerminal(int(os.Stdout.Fd())) {
-		w, err := copyTo(os.Stdout)
+		w, err := copyTo(s.out)
 		if err != nil {
 			return err
 		}
 		cmd.Stdout, pipes = w, append(pipes, w.(io.Closer))
 	}
-	w, err := copyTo(os.Stderr)
+	w, err := copyTo(s.err)
 	if err != nil {
 		return err
 	}
@@ -249,14 +342,6 @@ func runInForeground(ctx context.Context, cmd *exec.Cmd) error {
 	}
 	copied.Wait()
 	return err
-}
-
-// ignoreErrors is a writer that always succeeds.
-type ignoreErrors struct{ w io.Writer }
-
-func (i ignoreErrors) Write(p []byte) (int, error) {
-	_, _ = i.w.Write(p)
-	return len(p), nil
 }
 
 // leaseState says whether run released its Lease: the cluster is still up, so this is what
@@ -378,7 +463,3 @@ exec nsenter --net=/proc/%d/ns/net kubectl "$@"
 
 // shellQuote quotes s for sh.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-func say(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "demo: "+format+"\n", args...)
-}
