@@ -6,15 +6,19 @@ import (
 	"context"
 	goflag "flag"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
+	"k8s.io/kubectl/pkg/util/templates"
+	"k8s.io/kubectl/pkg/util/term"
 
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/completion"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/explain"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/options"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/run"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/simulate"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/version"
@@ -24,9 +28,11 @@ import (
 func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 	configFlags := genericclioptions.NewConfigFlags(true).WithWrapConfigFn(withUserAgent)
 	cmd := &cobra.Command{
-		Use:           "kubectl-hpa",
-		Short:         "See, trust and control Horizontal Pod Autoscalers",
-		Long:          "kubectl hpa computes Horizontal Pod Autoscaler decisions exactly as the Kubernetes v1.37 controller does,\nexplains them step by step, simulates them over time under a load you give, and can run the control loop in the foreground.",
+		Use:   "kubectl-hpa",
+		Short: "See, trust and control Horizontal Pod Autoscalers",
+		Long: `kubectl hpa computes Horizontal Pod Autoscaler decisions exactly as the Kubernetes v1.37
+controller does, explains them step by step, simulates them over time under a load you give,
+and can run the control loop in the foreground.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations: map[string]string{
@@ -51,12 +57,38 @@ func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
 	configFlags.AddFlags(cmd.PersistentFlags())
-	cmdutil.WithUsageExitCodes(cmd)
 	cmd.AddCommand(version.NewCmdVersion(streams))
 	cmd.AddCommand(explain.NewCmdExplain(configFlags, streams), completion.NewCmdCompletion(streams))
 	cmd.AddCommand(run.NewCmdRun(configFlags, streams))
 	cmd.AddCommand(simulate.NewCmdSimulate(configFlags, streams))
+	cmd.AddCommand(options.NewCmdOptions(streams))
+	// kubectl's help: each command lists its own flags and points to kubectl hpa options for
+	// the global ones, instead of repeating them all under every command.
+	templates.ActsAsRootCommand(cmd, nil)
+	rootHelpSaysKubectlHPA(cmd)
+	// After ActsAsRootCommand, whose flag errors add a second line "See ... --help".
+	cmdutil.WithUsageExitCodes(cmd)
 	return cmd
+}
+
+// rootHelpSaysKubectlHPA makes the root's help tell users to type kubectl hpa COMMAND --help:
+// kubectl's template names the root there by cobra's Name(), the binary's name kubectl-hpa,
+// where the rest of the help uses the display name.
+func rootHelpSaysKubectlHPA(root *cobra.Command) {
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		if c != root {
+			help(c, args)
+			return
+		}
+		out := c.OutOrStdout()
+		var b strings.Builder
+		c.SetOut(&b)
+		help(c, args)
+		c.SetOut(out)
+		text := strings.Replace(b.String(), `Use "`+c.Name()+` <command>`, `Use "`+c.CommandPath()+` <command>`, 1)
+		_, _ = fmt.Fprint(term.NewResponsiveWriter(out), text)
+	})
 }
 
 // withUserAgent gives every client built from the kubeconfig flags the plugin's one user agent,

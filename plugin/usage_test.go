@@ -32,6 +32,7 @@ func TestUsageErrorsExitTwoWithOneActionableLine(t *testing.T) {
 		{"explain with two names", []string{"explain", "web", "api"}, `unexpected argument "api": kubectl hpa explain takes one HPA NAME`, ""},
 		{"explain TYPE/NAME of another type", []string{"explain", "a/b"}, `"a/b" is not an HPA name`, ""},
 		{"explain --sync-period without --watch", []string{"explain", "web", "--sync-period", "30s"}, `--sync-period only applies with --watch (-w)`, ""},
+		{"options with an argument", []string{"options", "kubeconfig"}, `unexpected argument "kubeconfig": kubectl hpa options takes no arguments`, "unknown command"},
 		{"completion without a shell", []string{"completion"}, `a shell is required: kubectl hpa completion bash|zsh|fish|powershell`, ""},
 		{"completion with an unknown shell", []string{"completion", "tcsh"}, `invalid argument "tcsh"`, ""},
 	}

@@ -2,8 +2,8 @@ package cmdutil
 
 import (
 	"fmt"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -13,19 +13,16 @@ import (
 )
 
 // AddControllerConfigFlags binds the kube-controller-manager settings that change HPA
-// decisions. Defaults are those of a default v1.37 cluster; set them to your cluster's
-// values for decisions that match it.
-func AddControllerConfigFlags(fs *pflag.FlagSet, cfg *replicas.Config) {
-	fs.Float64Var(&cfg.Tolerance, "tolerance", cfg.Tolerance, "Cluster tolerance (kube-controller-manager --horizontal-pod-autoscaler-tolerance)")
-	fs.DurationVar(&cfg.DownscaleStabilizationWindow, "downscale-stabilization", cfg.DownscaleStabilizationWindow, "Cluster downscale stabilization window (--horizontal-pod-autoscaler-downscale-stabilization)")
-	fs.DurationVar(&cfg.CPUInitializationPeriod, "cpu-initialization-period", cfg.CPUInitializationPeriod, "CPU initialization period (--horizontal-pod-autoscaler-cpu-initialization-period)")
-	fs.DurationVar(&cfg.InitialReadinessDelay, "initial-readiness-delay", cfg.InitialReadinessDelay, "Initial readiness delay (--horizontal-pod-autoscaler-initial-readiness-delay)")
-	fs.Var(&featureGates{cfg: cfg}, "feature-gates", "Feature gates of the cluster that change decisions, e.g. HPAScaleToZero=false,PodLevelResources=true")
-}
-
-// AddSyncPeriodFlag binds --sync-period (kube-controller-manager --horizontal-pod-autoscaler-sync-period).
-func AddSyncPeriodFlag(fs *pflag.FlagSet, p *time.Duration) {
-	fs.DurationVar(p, "sync-period", *p, "How often to re-decide (--horizontal-pod-autoscaler-sync-period)")
+// decisions. Defaults are those of a default v1.37 cluster. whose says, at the start of each
+// flag's help, whose settings they are in the command: "The cluster's" for explain, whose
+// decisions match the cluster's only with its values, "Model: the controller's" for simulate,
+// "The loop's" for run.
+func AddControllerConfigFlags(fs *pflag.FlagSet, cfg *replicas.Config, whose string) {
+	fs.Float64Var(&cfg.Tolerance, "tolerance", cfg.Tolerance, whose+" tolerance (kube-controller-manager --horizontal-pod-autoscaler-tolerance)")
+	fs.DurationVar(&cfg.DownscaleStabilizationWindow, "downscale-stabilization", cfg.DownscaleStabilizationWindow, whose+" downscale stabilization window (kube-controller-manager --horizontal-pod-autoscaler-downscale-stabilization)")
+	fs.DurationVar(&cfg.CPUInitializationPeriod, "cpu-initialization-period", cfg.CPUInitializationPeriod, whose+" CPU initialization period (kube-controller-manager --horizontal-pod-autoscaler-cpu-initialization-period)")
+	fs.DurationVar(&cfg.InitialReadinessDelay, "initial-readiness-delay", cfg.InitialReadinessDelay, whose+" initial readiness delay (kube-controller-manager --horizontal-pod-autoscaler-initial-readiness-delay)")
+	fs.Var(&featureGates{cfg: cfg}, "feature-gates", whose+" feature gates that change decisions, e.g. HPAScaleToZero=false,PodLevelResources=true")
 }
 
 // AddMetricsFlags binds the metrics source settings (--metrics-source, --heapster-*,
@@ -46,14 +43,19 @@ func AddMetricsFlags(fs *pflag.FlagSet, cfg *metrics.Config) {
 	fs.DurationVar(&cfg.MaxAge, "metrics-max-age", cfg.MaxAge,
 		"Refuse metric samples whose timestamp is older than this (a source that stopped collecting); 0 disables the check.")
 	fs.DurationVar(&cfg.Timeout, "metrics-timeout", cfg.Timeout,
-		"Abandon a metrics read (one HPA metric from Heapster or a metrics API) that takes longer than this; the HPA then reports the timeout like any failed read. 0 leaves only --request-timeout.")
+		"Abandon a metrics read (one HPA metric from Heapster or a metrics API) that takes longer than this; it then counts as a failed read of that metric. 0 leaves only --request-timeout.")
 }
 
-// AddPrometheusFlags binds the Prometheus history source (--prometheus-*) to cfg; its
-// current values are the defaults shown.
-func AddPrometheusFlags(fs *pflag.FlagSet, cfg *prometheus.Config) {
-	fs.StringVar(&cfg.URL, "prometheus-url", cfg.URL,
-		"Replay the HPA's metrics of the last stabilization window from this Prometheus (base URL, e.g. http://127.0.0.1:9090 after kubectl port-forward) to reconstruct the recommendations kube-controller-manager keeps in memory.")
+// PrometheusUsage is the help of the --prometheus-* flags whose use differs between the
+// commands: explain replays the controller's history, simulate reads a load.
+type PrometheusUsage struct {
+	URL, RateWindow, Query string
+}
+
+// AddPrometheusFlags binds the Prometheus source (--prometheus-*) to cfg; its current values
+// are the defaults shown.
+func AddPrometheusFlags(fs *pflag.FlagSet, cfg *prometheus.Config, usage PrometheusUsage) {
+	fs.StringVar(&cfg.URL, "prometheus-url", cfg.URL, usage.URL)
 	fs.StringVar(&cfg.TokenFile, "prometheus-token-file", cfg.TokenFile, "File holding a bearer token for --prometheus-url, read at each request; never printed.")
 	fs.StringVar(&cfg.CAFile, "prometheus-certificate-authority", cfg.CAFile,
 		"PEM file of the certificate authorities trusted for an https --prometheus-url, instead of the system's.")
@@ -62,10 +64,8 @@ func AddPrometheusFlags(fs *pflag.FlagSet, cfg *prometheus.Config) {
 	fs.DurationVar(&cfg.Timeout, "prometheus-timeout", cfg.Timeout, "Abandon a Prometheus request that takes longer than this.")
 	fs.StringVar(&cfg.Selector, "prometheus-selector", cfg.Selector,
 		`Extra label matchers for the cAdvisor series, for a Prometheus holding several clusters or jobs, e.g. cluster="prod",job="kubelet".`)
-	fs.DurationVar(&cfg.RateWindow, "prometheus-rate-window", cfg.RateWindow,
-		"Window of rate() over the CPU usage counter; 0 takes the live samples' window (metrics-server's), at least two scrape intervals.")
-	fs.Var(&promQueries{m: &cfg.Queries}, "prometheus-query",
-		`PromQL template for a Pods, Object or External metric, METRIC=QUERY (repeatable); it may use {{.Namespace}}, {{.Pods}} (a regexp of the pods' names), {{.Object}}, {{.Window}} and {{.Selector}}. A Pods metric's query must give one series per pod label.`)
+	fs.DurationVar(&cfg.RateWindow, "prometheus-rate-window", cfg.RateWindow, usage.RateWindow)
+	fs.Var(&promQueries{m: &cfg.Queries}, "prometheus-query", usage.Query)
 }
 
 // promQueries is a pflag.Value collecting METRIC=QUERY pairs.
@@ -93,7 +93,6 @@ func (q *promQueries) Set(s string) error {
 // featureGates is a pflag.Value over the gates in replicas.Config.
 type featureGates struct {
 	cfg *replicas.Config
-	set []string
 }
 
 func (f *featureGates) gates() map[string]*bool {
@@ -105,8 +104,17 @@ func (f *featureGates) gates() map[string]*bool {
 	}
 }
 
-func (f *featureGates) String() string { return strings.Join(f.set, ",") }
-func (f *featureGates) Type() string   { return "mapStringBool" }
+// String is every gate's value, so that help shows the defaults.
+func (f *featureGates) String() string {
+	var s []string
+	for name, p := range f.gates() {
+		s = append(s, fmt.Sprintf("%s=%t", name, *p))
+	}
+	slices.Sort(s)
+	return strings.Join(s, ",")
+}
+
+func (f *featureGates) Type() string { return "mapStringBool" }
 
 func (f *featureGates) Set(s string) error {
 	gates := f.gates()
@@ -131,7 +139,6 @@ func (f *featureGates) Set(s string) error {
 		default:
 			return fmt.Errorf("feature gate %s: value %q is not true or false", name, val)
 		}
-		f.set = append(f.set, name+"="+strings.ToLower(val))
 	}
 	return nil
 }

@@ -63,6 +63,13 @@ const example = `  # Why does web have the replica count it has?
   # What if the target were 60% and cpu were at 90%? (nothing in the cluster changes)
   kubectl hpa explain web -n shop --set-target cpu=60% --assume cpu=90%`
 
+// prometheusUsage is what the --prometheus-* flags do in explain: replay the history.
+var prometheusUsage = cmdutil.PrometheusUsage{
+	URL:        "Replay the HPA's metrics of the longest stabilization window from this Prometheus (base URL, e.g. http://127.0.0.1:9090 after kubectl port-forward) to reconstruct the recommendations kube-controller-manager keeps in memory.",
+	RateWindow: "Window CPU usage is averaged over in the replay (the usage counter's increase over it); 0 takes the live samples' window (metrics-server's), or 1m without live samples.",
+	Query:      `PromQL template to replay a Pods, Object or External metric, METRIC=QUERY (repeatable); it may use {{.Namespace}}, {{.Pods}} (a regexp of the pods' names), {{.Object}}, {{.Window}} and {{.Selector}}. A Pods metric's query must give one series per pod label.`,
+}
+
 // Options are the inputs of "kubectl hpa explain".
 type Options struct {
 	ConfigFlags *genericclioptions.ConfigFlags
@@ -121,6 +128,7 @@ func NewOptions(configFlags *genericclioptions.ConfigFlags, streams genericioopt
 		newKube:     cmdutil.KubeFromFlags(configFlags),
 		newMetrics:  metricsFromOptions,
 		Metrics:     metrics.DefaultConfig(),
+		Prometheus:  prometheus.Config{Timeout: prometheus.DefaultTimeout},
 	}
 }
 
@@ -151,12 +159,15 @@ func newCmd(o *Options) *cobra.Command {
 	o.PrintFlags.AddFlags(cmd)
 	fs := cmd.Flags()
 	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "Re-explain every --sync-period until interrupted")
-	cmdutil.AddSyncPeriodFlag(fs, &o.SyncPeriod)
+	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod,
+		"With --watch, how often to re-explain; with --prometheus-url, kube-controller-manager's sync period (--horizontal-pod-autoscaler-sync-period), at which the replay decides")
 	fs.StringArrayVar(&o.SetTargets, "set-target", nil, "What-if: use this target for a metric, e.g. cpu=60% or requests_per_second=100 (metric by short name or index; repeatable)")
 	fs.StringArrayVar(&o.Assumes, "assume", nil, "What-if: use this current value for a metric instead of the fetched one, e.g. cpu=90% or memory=300Mi per pod (repeatable)")
-	cmdutil.AddControllerConfigFlags(fs, &o.Config)
+	cmdutil.AddControllerConfigFlags(fs, &o.Config, "The cluster's")
 	cmdutil.AddMetricsFlags(fs, &o.Metrics)
-	cmdutil.AddPrometheusFlags(fs, &o.Prometheus)
+	cmdutil.AddPrometheusFlags(fs, &o.Prometheus, prometheusUsage)
+	// An Explanation has no managedFields: the flag PrintFlags adds changes nothing here.
+	_ = fs.MarkHidden("show-managed-fields")
 	cmdutil.WithUsageExitCodes(cmd)
 	return cmd
 }

@@ -14,6 +14,18 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 )
 
+// promRateWindow is --prometheus-rate-window's default: the window of rate() over the CPU
+// usage counter when the load comes from Prometheus (Reader.Window's default with no live
+// samples to take it from).
+const promRateWindow = time.Minute
+
+// prometheusUsage is what the --prometheus-* flags do in simulate: read the load.
+var prometheusUsage = cmdutil.PrometheusUsage{
+	URL:        "With --from-prometheus, the Prometheus (base URL, e.g. http://127.0.0.1:9090 after kubectl port-forward) whose history of the HPA's metrics gives the load.",
+	RateWindow: "With --from-prometheus, the window of rate() over the CPU usage counter, or the load's step (--since/720, at least 15s) when longer.",
+	Query:      `PromQL template giving the load of a Pods, Object or External metric, METRIC=QUERY (repeatable): the sum of its series at each step; it may use {{.Namespace}}, {{.Pods}} (a regexp of the pods' names), {{.Object}}, {{.Window}} and {{.Selector}}.`,
+}
+
 // promLoadPoints is about how many points a load read from Prometheus has (its step is
 // --since over it, at least promLoadMinStep): enough for a chart, far under Prometheus'
 // 11,000 points a query.
@@ -135,13 +147,18 @@ func curveFromSeries(names []string, series map[string]prometheus.Series) (load.
 }
 
 // completePrometheus checks --from-prometheus and the --prometheus-* flags and builds the
-// reader.
-func (o *Options) completePrometheus() error {
+// reader. rateWindowSet says --prometheus-rate-window was given.
+func (o *Options) completePrometheus(rateWindowSet bool) error {
 	if !o.FromPrometheus {
 		if o.Prometheus.Enabled() {
 			return cmdutil.UsageErrorf("--prometheus-url is read with --from-prometheus: give both, or neither")
 		}
-		if err := o.Prometheus.Validate(); err != nil {
+		cfg := o.Prometheus
+		// Its default asks for nothing: only a window given on the command line needs --prometheus-url.
+		if !rateWindowSet {
+			cfg.RateWindow = 0
+		}
+		if err := cfg.Validate(); err != nil {
 			return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
 		}
 		return nil

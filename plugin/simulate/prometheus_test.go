@@ -92,6 +92,10 @@ func TestSimulateTakesItsLoadFromPrometheus(t *testing.T) {
 	if len(queries) != 1 || !strings.HasPrefix(queries[0], `sum by (pod) (rate(container_cpu_usage_seconds_total{namespace="shop",pod=~"web-[a-z0-9]+-[a-z0-9]+"`) {
 		t.Errorf("queries %q", queries)
 	}
+	// The step is 15s here: the rate window is --prometheus-rate-window's default, 1m.
+	if len(queries) == 1 && !strings.Contains(queries[0], "[1m])") {
+		t.Errorf("query %q, want rate() over 1m", queries[0])
+	}
 }
 
 func TestSimulateFromPrometheusRefusesFlagsThatDoNotGoTogether(t *testing.T) {
@@ -103,6 +107,7 @@ func TestSimulateFromPrometheusRefusesFlagsThatDoNotGoTogether(t *testing.T) {
 		{[]string{"web", "--from-prometheus", "--prometheus-url", "http://127.0.0.1:9090", "--load", td("load.csv")}, "--load and --from-prometheus both give the load"},
 		{[]string{"-f", td("hpa.yaml"), "--requests", "cpu=200m", "--from-prometheus", "--prometheus-url", "http://127.0.0.1:9090"}, "give an HPA NAME, not -f"},
 		{[]string{"web", "--load", td("load.csv"), "--prometheus-url", "http://127.0.0.1:9090"}, "--prometheus-url is read with --from-prometheus"},
+		{[]string{"web", "--load", td("load.csv"), "--prometheus-rate-window", "2m"}, "--prometheus-rate-window is only used with --prometheus-url"},
 		{[]string{"web", "--from-prometheus", "--prometheus-url", "http://127.0.0.1:9090", "--from-recording", "run.jsonl"}, "--from-recording and --from-prometheus both give the load"},
 		{[]string{"web", "--from-prometheus", "--prometheus-url", "http://10.0.0.1:9090"}, "refusing plain http --prometheus-url"},
 		{[]string{"web", "--from-prometheus", "--prometheus-url", "http://127.0.0.1:9090", "--since", "0s"}, "--since must be positive"},

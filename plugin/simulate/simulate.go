@@ -111,6 +111,7 @@ func NewOptions(configFlags *genericclioptions.ConfigFlags, streams genericioopt
 		termWidth:   terminalWidth,
 		newKube:     cmdutil.KubeFromFlags(configFlags),
 		Since:       6 * time.Hour,
+		Prometheus:  prometheus.Config{Timeout: prometheus.DefaultTimeout, RateWindow: promRateWindow},
 		now:         time.Now,
 		// simulate reads no metrics: the model makes them.
 		newClients: func() (*cmdutil.Clients, error) { return cmdutil.NewClients(configFlags) },
@@ -145,7 +146,7 @@ func newCmd(o *Options) *cobra.Command {
 	fs.StringVar(&o.LoadFile, "load", "", "Demand curve: CSV (time,cpu,... per row) or YAML (kind Load); required unless --from-recording or --from-prometheus")
 	fs.BoolVar(&o.FromPrometheus, "from-prometheus", false, "Take the load from the HPA's metric history in Prometheus (--prometheus-url) over the last --since: per metric the total over the target's pods")
 	fs.DurationVar(&o.Since, "since", o.Since, "With --from-prometheus: how far back the load goes")
-	cmdutil.AddPrometheusFlags(fs, &o.Prometheus)
+	cmdutil.AddPrometheusFlags(fs, &o.Prometheus, prometheusUsage)
 	fs.StringVar(&o.Recording, "from-recording", "", "A kubectl hpa run --record file: alone, replays run's decisions exactly and says whether every one is reproduced; with variants, plays its demand through the model for the HPA as recorded and each variant")
 	fs.StringVar(&o.WorkloadFile, "workload", "", "With -f: the scale target's manifest (Deployment, StatefulSet or ReplicaSet), for its replicas and pod requests")
 	fs.Int32Var(&o.Replicas, "replicas", 0, "With -f: the workload's replicas at the start (default: the --workload manifest's, else the HPA's minReplicas)")
@@ -155,7 +156,7 @@ func newCmd(o *Options) *cobra.Command {
 	fs.StringArrayVar(&o.VariantFiles, "variant-file", nil, "A variant from an HPA manifest, [NAME=]FILE (repeatable)")
 	fs.StringVar(&o.Plot, "plot", "", "Also draw the result into FILE.svg or FILE.png")
 	fs.IntVar(&o.Width, "width", 0, "Width of the text chart in columns (default: the terminal's, else 80)")
-	cmdutil.AddSyncPeriodFlag(fs, &o.Model.SyncPeriod)
+	fs.DurationVar(&o.Model.SyncPeriod, "sync-period", o.Model.SyncPeriod, "Model: the controller's sync period (kube-controller-manager --horizontal-pod-autoscaler-sync-period)")
 	fs.DurationVar(&o.Model.SyncDuration, "sync-duration", o.Model.SyncDuration, "Model: how long one sync takes (the controller syncs again a sync period after a sync ends)")
 	fs.DurationVar(&o.Model.PodCreateDelay, "pod-create-delay", o.Model.PodCreateDelay, "Model: from a scale write to the new pods' creation (and a removed pod's deletion)")
 	fs.DurationVar(&o.Model.PodStartDelay, "pod-start-delay", o.Model.PodStartDelay, "Model: from a pod's creationTimestamp (whole seconds) to its container's start")
@@ -164,7 +165,9 @@ func newCmd(o *Options) *cobra.Command {
 	fs.DurationVar(&o.Model.ScrapeOffset, "scrape-offset", o.Model.ScrapeOffset, "Model: when metrics-server scrapes, relative to the HPA's first sync")
 	fs.Int64Var(&o.Model.IdleCPUMilli, "idle-cpu-milli", o.Model.IdleCPUMilli, "Model: cpu a running pod uses with no demand, in millicores")
 	fs.Int64Var(&o.Model.IdleMemoryBytes, "idle-memory-bytes", o.Model.IdleMemoryBytes, "Model: memory a running pod uses with no demand, in bytes")
-	cmdutil.AddControllerConfigFlags(fs, &o.Model.Controller)
+	cmdutil.AddControllerConfigFlags(fs, &o.Model.Controller, "Model: the controller's")
+	// A Simulation has no managedFields: the flag PrintFlags adds changes nothing here.
+	_ = fs.MarkHidden("show-managed-fields")
 	for flag, exts := range map[string][]string{
 		"filename": {"yaml", "yml", "json"}, "workload": {"yaml", "yml", "json"}, "variant-file": {"yaml", "yml", "json"},
 		"load": {"csv", "yaml", "yml"}, "plot": {"svg", "png"}, "from-recording": {"jsonl", "gz"},
@@ -186,7 +189,7 @@ var modelFlagNames = map[string]string{
 
 // Complete checks the arguments and flags that need no file and no cluster.
 func (o *Options) Complete(cmd *cobra.Command, args []string) error {
-	if err := o.completePrometheus(); err != nil {
+	if err := o.completePrometheus(cmd.Flags().Changed("prometheus-rate-window")); err != nil {
 		return err
 	}
 	if o.Recording != "" {
