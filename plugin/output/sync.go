@@ -79,7 +79,63 @@ func (s Sync) Action() string {
 	if d.Limit != nil && d.Limit.Limited {
 		return "hold: " + d.Limit.Reason
 	}
+	if h := s.rebalancedHold(); h != "" {
+		return "hold: " + h
+	}
 	return "hold: recommended size matches current size"
+}
+
+// rebalancedHold says why the count stays when a pod metric would move it on the pods it
+// measured, but upstream's second pass, which counts in the pods not yet ready or measured,
+// brings it back to the current count; "" when that is not what holds it. Without this, the
+// line shows a metric far from its target beside "recommended size matches current size".
+// A scale-up held so on one metric holds the count (the highest proposal wins); a scale-down
+// only when no other metric proposes the current count by itself.
+func (s Sync) rebalancedHold() string {
+	d := s.Decision
+	if d.Phase != replicas.PhaseComputed || d.Rescale || s.Input.HPA == nil {
+		return ""
+	}
+	up, down := -1, -1
+	// above: a metric proposes more than the current count, so something else holds it;
+	// plain: a metric proposes the current count without any pod counted in.
+	above, plain := false, false
+	for i, m := range d.Metrics {
+		switch {
+		case m.Err != nil || m.Replicas < d.CurrentReplicas:
+		case m.Replicas > d.CurrentReplicas:
+			above = true
+		case m.RebalancedRatio == m.Ratio || d.Tolerances.Within(m.Ratio):
+			plain = true
+		case m.Ratio > 1 && up < 0:
+			up = i
+		case m.Ratio < 1 && down < 0:
+			down = i
+		}
+	}
+	i := up
+	if i < 0 && !plain {
+		i = down
+	}
+	if i < 0 || above || i >= len(s.Input.HPA.Spec.Metrics) {
+		return ""
+	}
+	m, spec := d.Metrics[i], s.Input.HPA.Spec.Metrics[i]
+	pods := "pods"
+	if m.ReadyPods == 1 {
+		pods = "pod"
+	}
+	measured := fmt.Sprintf("%s %s on the %d ready %s measured", ShortName(spec), strings.TrimSuffix(FormatCurrent(spec, m), " (avg)"), m.ReadyPods, pods)
+	if i == up {
+		return measured + ", but pods unready or not yet measured are counted as 0 on a scale-up"
+	}
+	// On a scale-down upstream fills a pod without a sample at max(100, target)% of its
+	// request for a utilization target, at the target for the others; unready pods stay out.
+	fill := "at the target"
+	if u := TargetOf(spec).AverageUtilization; u != nil {
+		fill = fmt.Sprintf("as %d%% of request", max(100, *u))
+	}
+	return measured + ", but pods not yet measured are counted " + fill + " on a scale-down"
 }
 
 func firstFailedCondition(d replicas.Decision) string {

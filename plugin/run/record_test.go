@@ -30,7 +30,7 @@ func TestRecordingHoldsEverySyncReportedBeforeItCloses(t *testing.T) {
 				t.Fatal(err)
 			}
 			const workers, each = 5, 40
-			reports := testReports()
+			reports := testReports(false)
 			for term := range 2 {
 				sink := rec.sink(now.Add(time.Duration(term) * time.Minute))
 				var wg sync.WaitGroup
@@ -89,7 +89,7 @@ func TestRecordingFailuresAreSaidOnceAndEndRunNonZero(t *testing.T) {
 	sink := rec.sink(now)
 	// Enough to overflow the buffer: the write fails on the way, not only at close.
 	for range 200 {
-		sink(testReports()[0])
+		sink(testReports(false)[0])
 	}
 	err = rec.close()
 	cause := fmt.Sprintf("writing the recording %s: write %s: file already closed", path, path)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,19 +34,28 @@ func testHPA(name, target string) *autoscalingv2.HorizontalPodAutoscaler {
 }
 
 func testPod(name string) *corev1.Pod {
-	start := now.Add(-10 * time.Minute)
-	return testbuild.Pod("shop", name, testbuild.Labels("app", "web"),
-		testbuild.Containers(testbuild.Container("app", testbuild.Requests("cpu", "100m"))),
-		testbuild.StartedAt(start), testbuild.ReadySince(corev1.ConditionTrue, start))
+	return startedPod(name, 10*time.Minute, corev1.ConditionTrue)
 }
 
-// testReports are a scale-up written in dry-run, a hold, and a target that is missing.
-func testReports() []controller.Report {
+// startedPod is a pod of app=web that started ago and has been ready (or not) since.
+func startedPod(name string, ago time.Duration, ready corev1.ConditionStatus) *corev1.Pod {
+	start := now.Add(-ago)
+	return testbuild.Pod("shop", name, testbuild.Labels("app", "web"),
+		testbuild.Containers(testbuild.Container("app", testbuild.Requests("cpu", "100m"))),
+		testbuild.StartedAt(start), testbuild.ReadySince(ready, start))
+}
+
+// testReports are a scale-up written in dry-run, a hold, a target that is missing, and a
+// hold by the pods not yet ready or measured (counted as 0 on a scale-up) while the 2 measured
+// ready pods are far above the target. omit decides without the per-pod account, as run does
+// in line and table mode.
+func testReports(omit bool) []controller.Report {
 	sample := func(milli int64) sampleset.Sample {
 		return sampleset.Sample{MilliValue: milli, Timestamp: sampleset.Timestamp(now.Add(-10 * time.Second)), Window: 30 * time.Second}
 	}
 	pods := []*corev1.Pod{testPod("web-1"), testPod("web-2")}
 	mk := func(key string, in replicas.Input, dry string, err error) controller.Report {
+		in.OmitPodTreatments = omit
 		d := replicas.Decide(in)
 		out := replicas.Apply(in, d, nil)
 		if err == nil {
@@ -60,10 +70,19 @@ func testReports() []controller.Report {
 	}
 	missing := replicas.Input{HPA: testHPA("gone", "gone"), Now: now, Config: replicas.DefaultConfig(),
 		ScaleErr: &replicas.ScaleError{Stage: replicas.ScaleErrorGet, Err: errors.New(`deployments.apps "gone" not found`)}}
+	// 2 ready pods at 160% of request, 2 started 20s ago and not ready yet, 2 metrics-server
+	// has not measured: rebalanced, 320m over 600m requested = 53%, within tolerance.
+	warming := base(testHPA("warming", "web"), 160)
+	warming.Scale = &replicas.Scale{SpecReplicas: 6, StatusReplicas: 6, Selector: "app=web"}
+	warming.Pods = append(slices.Clone(pods), startedPod("web-3", 20*time.Second, corev1.ConditionFalse), startedPod("web-4", 20*time.Second, corev1.ConditionFalse),
+		startedPod("web-5", 20*time.Second, corev1.ConditionTrue), startedPod("web-6", 20*time.Second, corev1.ConditionTrue))
+	warming.Metrics = []replicas.MetricData{{PodSamples: sampleset.Of(map[string]sampleset.Sample{"web-1": sample(160), "web-2": sample(160), "web-3": sample(300), "web-4": sample(300)}),
+		Timestamp: now, Source: "metrics.k8s.io/v1beta1"}}
 	return []controller.Report{
 		mk("shop/web", base(testHPA("web", "web"), 100), "--dry-run=client", nil),
 		mk("shop/calm", base(testHPA("calm", "web"), 50), "", nil),
 		mk("shop/gone", missing, "", nil),
+		mk("shop/warming", warming, "", nil),
 	}
 }
 
@@ -103,11 +122,12 @@ func TestRunRendering(t *testing.T) {
 			o.Output = tc.output
 			o.isTerminal = func() bool { return tc.tty }
 			r := newRenderer(o, "metrics.k8s.io/v1beta1", func() {})
-			for _, rep := range testReports() {
+			omit := tc.output != "json"
+			for _, rep := range testReports(omit) {
 				r.report(rep)
 			}
 			// A second decision for the same HPA extends its trace.
-			r.report(testReports()[0])
+			r.report(testReports(omit)[0])
 			if r.mode == "table" {
 				r.writeTable(&out, now.Add(5*time.Second))
 			}
@@ -205,7 +225,7 @@ func TestRunTableRedrawsInPlaceAndLeavesASummary(t *testing.T) {
 	r.refresh = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := r.start(ctx)
-	for _, rep := range testReports() {
+	for _, rep := range testReports(true) {
 		r.report(rep)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -242,7 +262,7 @@ func TestRunTableFrameFitsTheTerminal(t *testing.T) {
 	o := NewOptions(genericclioptions.NewConfigFlags(false), genericiooptions.IOStreams{Out: &out})
 	o.isTerminal = func() bool { return true }
 	r := newRenderer(o, "metrics.k8s.io/v1beta1", func() {})
-	for _, rep := range testReports() {
+	for _, rep := range testReports(true) {
 		r.report(rep)
 	}
 	r.termRows = func() int { return 24 }
@@ -252,7 +272,7 @@ func TestRunTableFrameFitsTheTerminal(t *testing.T) {
 	r.termRows = func() int { return 24 }
 	// A decision during the stop gets a frame of its own below the last one.
 	<-r.dirty
-	r.report(testReports()[1])
+	r.report(testReports(true)[1])
 	r.finish(now.Add(7 * time.Second))
 	// Without one, only the stop line is added under the last frame.
 	r.finish(now.Add(8 * time.Second))

@@ -40,10 +40,25 @@ Variants: --variant NAME=KEY=VALUE[,KEY=VALUE...] changes the HPA: a metric's ta
 scaleUp.selectPolicy=Min, scaleDown.tolerance=0.05). --variant-file [NAME=]FILE takes the
 whole spec from an HPA manifest. Every variant is validated as kube-apiserver would validate it.
 
+Load file (--load): the demand in total over all pods, for each metric the HPA reads, from
+each time on. CSV is a header, then one row per time (90s, 1h30m, or seconds):
+
+  time,cpu,memory
+  0s,150m,512Mi
+  2m,1500m,2Gi
+
+cpu is in millicores, as a number (150) or a Kubernetes quantity (150m; a bare number is
+millicores, not cores); memory in bytes or a quantity (256Mi, 2Gi); a custom metric in its
+own unit (60.5 or 500m). YAML says the same with kind: Load and points: [{at: 0s, cpu: 150m}],
+and interpolation: linear for straight lines between the points instead of steps.
+
 Nothing is printed until every input is read and every variant simulated: bad input exits
 with one line naming the flag or file, line and field. Exit codes as for explain: 0 done,
 1 unexpected failure, 2 bad flags, arguments or input files, 3 HPA not found, 4 wrong
 namespace, 5 target not found, 6 target not scalable, 7 forbidden, 9 unauthorized.`
+
+// loadExample is the load file simulate --help shows (in long); tests parse it.
+const loadExample = "time,cpu,memory\n0s,150m,512Mi\n2m,1500m,2Gi\n"
 
 const example = `  # The HPA web as it is and with a lower target and faster scale-up, under load.csv
   kubectl hpa simulate web -n shop --load load.csv \
@@ -143,7 +158,7 @@ func newCmd(o *Options) *cobra.Command {
 	o.PrintFlags.AddFlags(cmd)
 	fs := cmd.Flags()
 	fs.StringVarP(&o.File, "filename", "f", "", "Simulate the HorizontalPodAutoscaler in this file (YAML or JSON) instead of one read from the cluster")
-	fs.StringVar(&o.LoadFile, "load", "", "Demand curve: CSV (time,cpu,... per row) or YAML (kind Load); required unless --from-recording or --from-prometheus")
+	fs.StringVar(&o.LoadFile, "load", "", "Demand curve in total over all pods: CSV (a header time,cpu,... then rows such as 0s,150m) or YAML (kind: Load), see Load file above; required unless --from-recording or --from-prometheus")
 	fs.BoolVar(&o.FromPrometheus, "from-prometheus", false, "Take the load from the HPA's metric history in Prometheus (--prometheus-url) over the last --since: per metric the total over the target's pods")
 	fs.DurationVar(&o.Since, "since", o.Since, "With --from-prometheus: how far back the load goes")
 	cmdutil.AddPrometheusFlags(fs, &o.Prometheus, prometheusUsage)

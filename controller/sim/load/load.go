@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -174,15 +175,25 @@ func (e *ParseError) Error() string {
 	return b.String()
 }
 
-// checkValue parses one demand value.
-func checkValue(raw string) (float64, error) {
+// checkValue parses one demand value of metric: a number in the metric's unit (cpu millicores,
+// memory bytes, a custom metric its own), as load files always had it, or a Kubernetes quantity
+// with a suffix (150m, 2Gi, 2k) read as Kubernetes reads it for the metric's resource: cpu in
+// cores, so 150m is 150 millicores.
+func checkValue(metric, raw string) (float64, error) {
 	s := strings.TrimSpace(raw)
 	if s == "" {
 		return 0, errors.New("no value (a gap): give every metric a value at every time")
 	}
 	v, err := parseFloat(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a number", raw)
+		shift := 0
+		if metric == CPU {
+			shift = 3
+		}
+		var ok bool
+		if v, ok = quantity(s, shift); !ok {
+			return 0, fmt.Errorf("%q %s", raw, unitHint(metric))
+		}
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, fmt.Errorf("%q is not a finite number", raw)
@@ -191,9 +202,106 @@ func checkValue(raw string) (float64, error) {
 		return 0, fmt.Errorf("%q is negative", raw)
 	}
 	if v > maxValue {
-		return 0, fmt.Errorf("%q is larger than %g", raw, maxValue)
+		return 0, fmt.Errorf("%q is larger than %g%s", raw, maxValue, unitName(metric))
 	}
 	return v, nil
+}
+
+// unitHint says, after a value it could not read, what a value of metric is.
+func unitHint(metric string) string {
+	switch metric {
+	case CPU:
+		return "is not a CPU amount: give the total over all pods in millicores (1500) or as a quantity (1500m)"
+	case Memory:
+		return "is not a memory amount: give the total over all pods in bytes (268435456) or as a quantity (256Mi, 2Gi)"
+	}
+	return "is not a number: give the metric's total over all pods (60.5) or a quantity (500m, 2k)"
+}
+
+// unitName is " millicores" or " bytes" for a resource, "" for a custom metric.
+func unitName(metric string) string {
+	switch metric {
+	case CPU:
+		return " millicores"
+	case Memory:
+		return " bytes"
+	}
+	return ""
+}
+
+// quantity reads s as a Kubernetes quantity with a suffix (150m, 1.5Gi, 2k: a signed decimal
+// then a decimal or binary SI suffix, as resource.ParseQuantity reads them) and returns its
+// value times 10^shift; false when s is not one. A quantity without a suffix, or with an
+// exponent (1e3), is a number, which the caller reads. The package is a leaf for its fuzz
+// target, so this is not k8s.io/apimachinery's parser; plugin/simulate's tests hold the two
+// to the same values.
+func quantity(s string, shift int) (float64, bool) {
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	var digits strings.Builder
+	digits.WriteString(s[:i])
+	n, frac, dot := 0, 0, false
+scan:
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits.WriteByte(c)
+			n++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot:
+			dot = true
+		default:
+			break scan
+		}
+	}
+	exp10, exp2, ok := suffix(s[i:])
+	if n == 0 || !ok {
+		return 0, false
+	}
+	// The digits without their point, times a power of ten: parsed at once, so that 150m of
+	// cpu is exactly 150 millicores.
+	v, err := strconv.ParseFloat(fmt.Sprintf("%se%d", digits.String(), exp10+shift-frac), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, false
+	}
+	return math.Ldexp(v, exp2), true
+}
+
+// suffix is a quantity suffix's power of ten or of two; false for no suffix or an unknown one.
+func suffix(s string) (exp10, exp2 int, ok bool) {
+	switch s {
+	case "m":
+		return -3, 0, true
+	case "k":
+		return 3, 0, true
+	case "M":
+		return 6, 0, true
+	case "G":
+		return 9, 0, true
+	case "T":
+		return 12, 0, true
+	case "P":
+		return 15, 0, true
+	case "E":
+		return 18, 0, true
+	case "Ki":
+		return 0, 10, true
+	case "Mi":
+		return 0, 20, true
+	case "Gi":
+		return 0, 30, true
+	case "Ti":
+		return 0, 40, true
+	case "Pi":
+		return 0, 50, true
+	case "Ei":
+		return 0, 60, true
+	}
+	return 0, 0, false
 }
 
 // maxValue keeps totals within what int64 milli-units hold once spread over pods.

@@ -46,6 +46,38 @@ func TestParseReadsBothFormatsIntoTheSameCurve(t *testing.T) {
 	}
 }
 
+// TestParseReadsKubernetesQuantitiesInTheMetricsUnit: a value is a number in the metric's unit
+// (cpu millicores, memory bytes, a custom metric its own), as load files always had it, or a
+// Kubernetes quantity read as Kubernetes reads it for the resource (cpu in cores, so 150m is
+// 150 millicores).
+func TestParseReadsKubernetesQuantitiesInTheMetricsUnit(t *testing.T) {
+	want := Curve{
+		Metrics: []string{"cpu", "memory", "qps"},
+		Points: []Point{
+			{At: 0, Values: map[string]float64{"cpu": 150, "memory": 2 << 30, "qps": 0.5}},
+			{At: time.Minute, Values: map[string]float64{"cpu": 1.5, "memory": 1.5, "qps": 1.5}},
+			{At: 2 * time.Minute, Values: map[string]float64{"cpu": 1500, "memory": 256 << 20, "qps": 2000}},
+			{At: 3 * time.Minute, Values: map[string]float64{"cpu": 2_000_000, "memory": 1e9, "qps": 1000}},
+			{At: 4 * time.Minute, Values: map[string]float64{"cpu": 500_000, "memory": 1.5 * (1 << 30), "qps": 0.1}},
+		},
+	}
+	for _, tc := range []struct{ name, file, data string }{
+		{"csv", "load.csv", "time,cpu,memory,qps\n0,150m,2Gi,500m\n1m,1.5,1.5,1.5\n2m,1500,256Mi,2k\n3m,2k,1G,1e3\n4m,.5k,1.5Gi,100m\n"},
+		{"yaml", "load.yaml", "kind: Load\npoints:\n- {at: 0, cpu: 150m, memory: 2Gi, qps: 500m}\n- {at: 1m, cpu: 1.5, memory: 1.5, qps: 1.5}\n" +
+			"- {at: 2m, cpu: 1500, memory: 256Mi, qps: 2k}\n- {at: 3m, cpu: 2k, memory: 1G, qps: 1e3}\n- {at: 4m, cpu: .5k, memory: 1.5Gi, qps: 100m}\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Parse(tc.file, []byte(tc.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Point{}, "Line"), cmpopts.IgnoreUnexported(Curve{})); diff != "" {
+				t.Errorf("curve (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestCurveValue(t *testing.T) {
 	step, err := Parse("l.csv", []byte("time,cpu\n0,100\n60,400\n120,100\n"))
 	if err != nil {
@@ -78,7 +110,18 @@ func TestParseRefusesBadLoadsWithOneLineNamingFileLineAndField(t *testing.T) {
 		name, file, data, want string
 	}{
 		{"a negative value", "load.csv", "time,cpu\n0,100\n60,-5\n", `load.csv:3: field cpu: "-5" is negative`},
-		{"a non-numeric value", "load.csv", "time,cpu\n0,100\n60,lots\n", `load.csv:3: field cpu: "lots" is not a number`},
+		{"a non-numeric cpu value names its unit", "load.csv", "time,cpu\n0,100\n60,lots\n",
+			`load.csv:3: field cpu: "lots" is not a CPU amount: give the total over all pods in millicores (1500) or as a quantity (1500m)`},
+		{"a cpu quantity with an unknown suffix", "load.csv", "time,cpu\n0,150x\n",
+			`load.csv:2: field cpu: "150x" is not a CPU amount: give the total over all pods in millicores (1500) or as a quantity (1500m)`},
+		{"a non-numeric memory value names its unit", "load.csv", "time,memory\n0,2GB\n",
+			`load.csv:2: field memory: "2GB" is not a memory amount: give the total over all pods in bytes (268435456) or as a quantity (256Mi, 2Gi)`},
+		{"a non-numeric custom value", "load.csv", "time,qps\n0,many\n",
+			`load.csv:2: field qps: "many" is not a number: give the metric's total over all pods (60.5) or a quantity (500m, 2k)`},
+		{"a negative quantity", "load.csv", "time,cpu\n0,-150m\n", `load.csv:2: field cpu: "-150m" is negative`},
+		{"a quantity too large", "load.csv", "time,memory\n0,1Ei\n", `load.csv:2: field memory: "1Ei" is larger than 1e+15 bytes`},
+		{"a yaml quantity with an unknown suffix", "load.yaml", "kind: Load\npoints:\n- {at: 0, memory: 2 Gi}\n",
+			`load.yaml:3: field points[0].memory: "2 Gi" is not a memory amount: give the total over all pods in bytes (268435456) or as a quantity (256Mi, 2Gi)`},
 		{"a gap in a row", "load.csv", "time,cpu,qps\n0,100,1\n60,,2\n", `load.csv:3: field cpu: no value (a gap): give every metric a value at every time`},
 		{"a short row", "load.csv", "time,cpu,qps\n0,100,1\n60,2\n", `load.csv:3: wrong number of fields: every row needs a time and one value per metric of the header (a gap?)`},
 		{"unsorted times", "load.csv", "time,cpu\n0,100\n120,5\n60,5\n", `load.csv:4: field time: time 1m0s comes after 2m0s (line 3): times must increase`},
@@ -139,6 +182,7 @@ func FuzzParse(f *testing.F) {
 		"kind: Load\ninterpolation: linear\npoints:\n- {at: 0, cpu: 1}\n- {at: 90s, cpu: 2}\n",
 		"time,cpu\n0,\"1\"\n",
 		"kind: Load\npoints: [{at: 0, cpu: .inf}]\n",
+		"time,cpu,memory,qps\n0,150m,2Gi,500m\n1m,1.5,1Ei,2k\n",
 	} {
 		f.Add("load.csv", []byte(seed))
 		f.Add("load.yaml", []byte(seed))

@@ -22,7 +22,8 @@ const (
 
 // Parse reads a load file: CSV (`time,cpu,...`, a header then one row per time) when name ends
 // in .csv, YAML (`kind: Load`) when it ends in .yaml or .yml, otherwise whichever the content
-// looks like. name is used in errors only, which are *ParseError: "FILE:LINE: field X: ...".
+// looks like. A value is a number in its metric's unit or a Kubernetes quantity (checkValue).
+// name is used in errors only, which are *ParseError: "FILE:LINE: field X: ...".
 func Parse(name string, data []byte) (Curve, error) {
 	var (
 		c   Curve
@@ -126,7 +127,7 @@ func parseCSV(name string, data []byte) (Curve, error) {
 		}
 		p := Point{At: at, Values: make(map[string]float64, len(c.Metrics)), Line: line}
 		for i, m := range c.Metrics {
-			v, err := checkValue(rec[i+1])
+			v, err := checkValue(m, rec[i+1])
 			if err != nil {
 				l, _ := r.FieldPos(i + 1)
 				return Curve{}, &ParseError{File: name, Line: l, Field: m, Msg: err.Error()}
@@ -292,9 +293,9 @@ func parseYAML(name string, data []byte) (Curve, error) {
 			}
 			names = append(names, k.Value)
 			if v.Kind != yaml.ScalarNode {
-				return Curve{}, &ParseError{File: name, Line: v.Line, Field: field, Msg: "not a number"}
+				return Curve{}, &ParseError{File: name, Line: v.Line, Field: field, Msg: "a list or mapping " + unitHint(k.Value)}
 			}
-			val, err := checkValue(v.Value)
+			val, err := checkValue(k.Value, v.Value)
 			if err != nil {
 				return Curve{}, &ParseError{File: name, Line: v.Line, Field: field, Msg: err.Error()}
 			}
