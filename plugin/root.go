@@ -1,5 +1,5 @@
 // Package plugin is the root command, kubectl hpa: its global flags and logging, and one
-// subcommand from each command package (explain, run, simulate, version, completion).
+// subcommand from each command package (explain, run, simulate, rbac, version, completion).
 package plugin
 
 import (
@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/completion"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/explain"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/rbac"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/run"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/simulate"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/version"
@@ -56,6 +57,7 @@ func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(explain.NewCmdExplain(configFlags, streams), completion.NewCmdCompletion(streams))
 	cmd.AddCommand(run.NewCmdRun(configFlags, streams))
 	cmd.AddCommand(simulate.NewCmdSimulate(configFlags, streams))
+	cmd.AddCommand(rbac.NewCmdRBAC(streams))
 	return cmd
 }
 

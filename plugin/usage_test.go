@@ -34,6 +34,8 @@ func TestUsageErrorsExitTwoWithOneActionableLine(t *testing.T) {
 		{"explain --sync-period without --watch", []string{"explain", "web", "--sync-period", "30s"}, `--sync-period only applies with --watch (-w)`, ""},
 		{"completion without a shell", []string{"completion"}, `a shell is required: kubectl hpa completion bash|zsh|fish|powershell`, ""},
 		{"completion with an unknown shell", []string{"completion", "tcsh"}, `invalid argument "tcsh"`, ""},
+		{"rbac of a command without a role", []string{"rbac", "simulate"}, `no role for "simulate": kubectl hpa rbac prints the role of explain or run, or of both without an argument`, ""},
+		{"rbac with two commands", []string{"rbac", "explain", "run"}, `unexpected argument "run": kubectl hpa rbac takes at most one command, explain or run`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
