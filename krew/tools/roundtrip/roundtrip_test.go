@@ -363,7 +363,7 @@ func TestManifestPassesKrewValidationAndNamesTheLocalArchives(t *testing.T) {
 	if p.Spec.Homepage == "" || p.Spec.Description == "" {
 		t.Errorf("manifest lacks a homepage (%q) or a description (%q)", p.Spec.Homepage, p.Spec.Description)
 	}
-	for _, need := range []string{"horizontalpodautoscalers", "pods", "deployments/scale", "events", "leases", "services/proxy", "metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io", "deploy/rbac/"} {
+	for _, need := range []string{"horizontalpodautoscalers", "pods", "deployments/scale", "events", "leases", "services/proxy", "metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io", "kubectl hpa rbac"} {
 		if !strings.Contains(p.Spec.Caveats, need) {
 			t.Errorf("caveats do not name %q", need)
 		}
