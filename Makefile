@@ -244,7 +244,13 @@ demo: build
 # ---- krew: dist, manifest, install round-trip (owner: krew) ----
 DIST ?= $(CURDIR)/dist
 
-.PHONY: dist krew-manifest krew-index test-krew image release e2e-image
+.PHONY: dist krew-manifest krew-index test-krew image release e2e-image krew
+
+## krew: krew v0.4.3, built from the modules krew/tools pins, installed into KREW_ROOT (default
+## ~/.krew) offline as krew's own offline installation does (hack/krew-install.sh); `kubectl krew`
+## then works with $KREW_ROOT/bin on PATH. A krew already installed there is kept.
+krew:
+	GO="$(GO)" hack/krew-install.sh
 
 ## image: the container image of linux/amd64 and linux/arm64 as one OCI index, without a Docker
 ## daemon: $(DIST)/image (OCI layout), $(DIST)/kubectl-hpa_$(VERSION)_image.tar, $(DIST)/image.digest
