@@ -33,7 +33,9 @@ IMAGE_PLATFORMS := linux/amd64 linux/arm64
 TEST_PLATFORMS := $(sort $(HOST_PLATFORM) $(IMAGE_PLATFORMS))
 TEST_STANDIN_PLATFORMS := $(filter-out $(TEST_PLATFORMS),$(PLATFORMS))
 platform_bin = $(BIN)/$(subst /,_,$(1))/kubectl-hpa$(if $(filter windows/%,$(1)),.exe)
-GO_SOURCES := $(shell git ls-files -co --exclude-standard -- '*.go' go.mod go.sum | grep -v -e '_test\.go$$' -e '^test/' -e '^krew/' -e '^deploy/')
+# The roles of deploy/rbac/ are sources too: kubectl hpa rbac embeds them (deploy/image is a module
+# of its own).
+GO_SOURCES := $(shell git ls-files -co --exclude-standard -- '*.go' go.mod go.sum 'deploy/rbac/*.yaml' | grep -v -e '_test\.go$$' -e '^test/' -e '^krew/' -e '^deploy/image/')
 GOBUILD = env GOFLAGS= CGO_ENABLED=0 GOOS=$(word 1,$(subst _, ,$(1))) GOARCH=$(word 2,$(subst _, ,$(1))) GOAMD64=v1 GOARM64=v8.0 \
 	$(GO) build -trimpath -buildvcs=false -ldflags "$(LDFLAGS)" -o $(2) ./cmd/kubectl-hpa
 
@@ -242,7 +244,13 @@ demo: build
 # ---- krew: dist, manifest, install round-trip (owner: krew) ----
 DIST ?= $(CURDIR)/dist
 
-.PHONY: dist krew-manifest krew-index test-krew image release e2e-image
+.PHONY: dist krew-manifest krew-index test-krew image release e2e-image krew
+
+## krew: krew v0.4.3, built from the modules krew/tools pins, installed into KREW_ROOT (default
+## ~/.krew) offline as krew's own offline installation does (hack/krew-install.sh); `kubectl krew`
+## then works with $KREW_ROOT/bin on PATH. A krew already installed there is kept.
+krew:
+	GO="$(GO)" hack/krew-install.sh
 
 ## image: the container image of linux/amd64 and linux/arm64 as one OCI index, without a Docker
 ## daemon: $(DIST)/image (OCI layout), $(DIST)/kubectl-hpa_$(VERSION)_image.tar, $(DIST)/image.digest

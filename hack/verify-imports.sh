@@ -9,7 +9,8 @@
 #    and for each exactly its imports of this module (tests' imports aside), and those imports point
 #    cmd -> plugin -> controller -> metrics (test/ packages may import anything; product code
 #    never imports test/ nor the tests' internal/testbuild and internal/cmdtest; the product's other
-#    internal/ helpers rank with metrics, as leaves any package may import).
+#    internal/ helpers and deploy/rbac, the roles kubectl hpa rbac embeds, rank with metrics, as
+#    leaves any package may import).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod=github.com/kubectl-hpa/kubectl-hpa
@@ -53,14 +54,14 @@ while read -r pkg imps; do
 done < <(go list -tags "$tags" -f '{{.ImportPath}} {{join .Imports " "}}' ./...)
 
 cell() { if [ $# = 0 ]; then echo '—'; else printf '`%s` ' "$@" | sed 's/ $//'; fi; }
-# rank: cmd 4 > plugin 3 > controller 2 > metrics and the product's internal helpers 1; test/
-# packages and the tests' internal/testbuild and internal/cmdtest 0 (outside the layering:
-# tests only).
+# rank: cmd 4 > plugin 3 > controller 2 > metrics, the product's internal helpers and the embedded
+# roles (deploy/rbac) 1; test/ packages and the tests' internal/testbuild and internal/cmdtest 0
+# (outside the layering: tests only).
 rank() {
   case "$1" in
     cmd|cmd/*) echo 4;; plugin|plugin/*) echo 3;; controller|controller/*) echo 2;;
     internal/testbuild|internal/testbuild/*|internal/cmdtest|internal/cmdtest/*) echo 0;;
-    metrics|metrics/*|internal/*) echo 1;; *) echo 0;;
+    metrics|metrics/*|internal/*|deploy/rbac) echo 1;; *) echo 0;;
   esac
 }
 for pkg in $(printf '%s\n' "${!real[@]}" | LC_ALL=C sort); do

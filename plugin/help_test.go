@@ -24,6 +24,7 @@ var commands = map[string][]string{
 	"version":    {"version"},
 	"completion": {"completion"},
 	"options":    {"options"},
+	"rbac":       {"rbac"},
 }
 
 // optionsLine ends the help of every command: the global flags are listed once, by

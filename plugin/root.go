@@ -1,5 +1,5 @@
 // Package plugin is the root command, kubectl hpa: its global flags and logging, and one
-// subcommand from each command package (explain, run, simulate, version, completion).
+// subcommand from each command package (explain, run, simulate, rbac, version, completion).
 package plugin
 
 import (
@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/completion"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/explain"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/options"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/rbac"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/run"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/simulate"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/version"
@@ -61,6 +62,7 @@ and can run the control loop in the foreground.`,
 	cmd.AddCommand(explain.NewCmdExplain(configFlags, streams), completion.NewCmdCompletion(streams))
 	cmd.AddCommand(run.NewCmdRun(configFlags, streams))
 	cmd.AddCommand(simulate.NewCmdSimulate(configFlags, streams))
+	cmd.AddCommand(rbac.NewCmdRBAC(streams))
 	cmd.AddCommand(options.NewCmdOptions(streams))
 	// kubectl's help: each command lists its own flags and points to kubectl hpa options for
 	// the global ones, instead of repeating them all under every command.

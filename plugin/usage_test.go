@@ -35,6 +35,8 @@ func TestUsageErrorsExitTwoWithOneActionableLine(t *testing.T) {
 		{"options with an argument", []string{"options", "kubeconfig"}, `unexpected argument "kubeconfig": kubectl hpa options takes no arguments`, "unknown command"},
 		{"completion without a shell", []string{"completion"}, `a shell is required: kubectl hpa completion bash|zsh|fish|powershell`, ""},
 		{"completion with an unknown shell", []string{"completion", "tcsh"}, `invalid argument "tcsh"`, ""},
+		{"rbac of a command without a role", []string{"rbac", "simulate"}, `no role for "simulate": kubectl hpa rbac prints the role of explain or run, or of both without an argument`, ""},
+		{"rbac with two commands", []string{"rbac", "explain", "run"}, `unexpected argument "run": kubectl hpa rbac takes at most one command, explain or run`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -70,7 +70,7 @@ func TestRendererStopsRunWhenItsOutputReaderHasGone(t *testing.T) {
 			o.isTerminal = func() bool { return false }
 			stopped := make(chan struct{})
 			r := newRenderer(o, "metrics.k8s.io/v1beta1", func() { close(stopped) })
-			r.report(testReports()[0])
+			r.report(testReports(output != "json")[0])
 			select {
 			case <-stopped:
 			case <-time.After(time.Second):

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"sigs.k8s.io/yaml"
 )
 
@@ -363,7 +364,7 @@ func TestManifestPassesKrewValidationAndNamesTheLocalArchives(t *testing.T) {
 	if p.Spec.Homepage == "" || p.Spec.Description == "" {
 		t.Errorf("manifest lacks a homepage (%q) or a description (%q)", p.Spec.Homepage, p.Spec.Description)
 	}
-	for _, need := range []string{"horizontalpodautoscalers", "pods", "deployments/scale", "events", "leases", "services/proxy", "metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io", "deploy/rbac/"} {
+	for _, need := range []string{"horizontalpodautoscalers", "pods", "deployments/scale", "events", "leases", "services/proxy", "metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io", "kubectl hpa rbac"} {
 		if !strings.Contains(p.Spec.Caveats, need) {
 			t.Errorf("caveats do not name %q", need)
 		}
@@ -549,17 +550,28 @@ func TestBadReleasesFailWithKrewsMessage(t *testing.T) {
 // readmeBlock returns the sh code block of README.md that contains marker.
 func readmeBlock(t *testing.T, marker string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(rel.root, "README.md"))
+	return docBlock(t, "README.md", marker)
+}
+
+// docBlock returns the sh code block of the repository's file doc that contains marker.
+func docBlock(t *testing.T, doc, marker string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(rel.root, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A block in a list item is indented; its lines are run as written, without the indent.
 	parts := strings.Split(string(b), "```")
 	for i := 1; i < len(parts); i += 2 {
 		if code, ok := strings.CutPrefix(parts[i], "sh\n"); ok && strings.Contains(code, marker) {
-			return code
+			var lines []string
+			for _, l := range strings.Split(code, "\n") {
+				lines = append(lines, strings.TrimSpace(l))
+			}
+			return strings.Join(lines, "\n")
 		}
 	}
-	t.Fatalf("README.md has no sh block containing %q", marker)
+	t.Fatalf("%s has no sh block containing %q", doc, marker)
 	return ""
 }
 
@@ -577,6 +589,41 @@ func sh(t *testing.T, krewRoot string, p platform, script string) string {
 		t.Fatalf("README commands failed: %v\n%s\n%s", err, script, out)
 	}
 	return string(out)
+}
+
+// shOwnKrew runs script in krewRoot's environment as a user who has only what the script
+// installs: `kubectl krew` is found only in $KREW_ROOT/bin, and make runs isolated from any make
+// that runs this test (as makeTargets does). It returns the combined output and the error.
+func shOwnKrew(krewRoot string, p platform, script string) (string, error) {
+	cmd := command(krewRoot, krewEnv(krewRoot, p), "sh", "-eu", "-c", script)
+	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool {
+		return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=")
+	})
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// uninstalled requires that nothing of the plugin is left under krewRoot: its bin directory holds
+// only keep (krew's own link, when krew was installed there), and the plugin has no store
+// directory and no receipt.
+func uninstalled(t *testing.T, krewRoot string, keep ...string) {
+	t.Helper()
+	left, err := os.ReadDir(filepath.Join(krewRoot, "bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range left {
+		got = append(got, e.Name())
+	}
+	if diff := cmp.Diff(keep, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("$KREW_ROOT/bin after the uninstall (-want +got):\n%s", diff)
+	}
+	for _, path := range []string{filepath.Join("store", "hpa"), filepath.Join("receipts", "hpa.yaml")} {
+		if _, err := os.Lstat(filepath.Join(krewRoot, path)); !os.IsNotExist(err) {
+			t.Errorf("$KREW_ROOT/%s still there after the uninstall (stat: %v)", path, err)
+		}
+	}
 }
 
 // indexRepo makes a git repository of krew/index as committed plus manifest as plugins/hpa.yaml,
@@ -622,10 +669,13 @@ func commitIndex(t *testing.T, repo string, manifest []byte) {
 	}
 }
 
-// TestReadmeInstructionsWork runs README.md's install, completion, upgrade and uninstall
-// commands through kubectl and krew, with the project's index cloned from a local repository
-// and the releases served from 127.0.0.1 instead of GitHub: the older version is installed from
-// the index, the current one published there, and `kubectl krew upgrade` brings it.
+// TestReadmeInstructionsWork runs the install, completion, upgrade and uninstall commands of
+// README.md and docs/install.md through kubectl and krew, with the project's index cloned from a
+// local repository and the releases served from 127.0.0.1 instead of GitHub: the older version
+// is installed from the index, the current one published there, and `kubectl krew upgrade`
+// brings it. Each install is followed by the uninstall the README gives for it, after which
+// nothing of the plugin is left; the install from source starts from a fresh KREW_ROOT with no
+// krew, as in a fresh clone offline: `make krew` first.
 func TestReadmeInstructionsWork(t *testing.T) {
 	const releases = "https://github.com/kubectl-hpa/kubectl-hpa/releases/download/"
 	const latest = "https://github.com/kubectl-hpa/kubectl-hpa/releases/latest/download/"
@@ -673,11 +723,11 @@ func TestReadmeInstructionsWork(t *testing.T) {
 		}
 		installedVersion(t, krewRoot, host, oldVersion)
 
-		sh(t, krewRoot, host, readmeBlock(t, "kubectl_complete-hpa\" \"$krew_root/bin/"))
+		sh(t, krewRoot, host, docBlock(t, "docs/install.md", "kubectl_complete-hpa\" \"$krew_root/bin/"))
 		kubectl(t, krewRoot, host, []string{"__complete", "hpa", "vers"}, "version")
 
 		commitIndex(t, index, served)
-		if out := sh(t, krewRoot, host, readmeBlock(t, "krew upgrade")); !strings.Contains(out, versionLine(version)) {
+		if out := sh(t, krewRoot, host, docBlock(t, "docs/install.md", "krew upgrade")); !strings.Contains(out, versionLine(version)) {
 			t.Errorf("upgrade commands printed:\n%s\nwant %q from kubectl hpa version", out, versionLine(version))
 		}
 		installed(t, krewRoot, host)
@@ -688,11 +738,8 @@ func TestReadmeInstructionsWork(t *testing.T) {
 		kubectl(t, krewRoot, host, []string{"__complete", "hpa", "vers"}, "version")
 
 		sh(t, krewRoot, host, readmeBlock(t, "krew uninstall"))
-		for _, name := range []string{host.bin(), "kubectl_complete-hpa"} {
-			if _, err := os.Lstat(filepath.Join(krewRoot, "bin", name)); !os.IsNotExist(err) {
-				t.Errorf("%s still on krew's PATH after uninstall (stat: %v)", name, err)
-			}
-		}
+		sh(t, krewRoot, host, readmeBlock(t, "krew index remove"))
+		uninstalled(t, krewRoot)
 		if _, err := os.Stat(filepath.Join(krewRoot, "index", "kubectl-hpa")); !os.IsNotExist(err) {
 			t.Errorf("index kubectl-hpa still present after uninstall (stat: %v)", err)
 		}
@@ -705,15 +752,20 @@ func TestReadmeInstructionsWork(t *testing.T) {
 		if out, err := krew(t, krewRoot, host, "index", "add", "kubectl-hpa", indexRepo(t, served)); err != nil {
 			t.Fatalf("krew index add: %v\n%s", err, out)
 		}
-		block := readmeBlock(t, "--manifest-url")
+		block := docBlock(t, "docs/install.md", "--manifest-url")
 		if !strings.Contains(block, latest) {
 			t.Fatalf("README's --manifest-url block does not name %s:\n%s", latest, block)
 		}
 		sh(t, krewRoot, host, strings.ReplaceAll(block, latest, baseURL+"/latest/download/"))
 		installed(t, krewRoot, host)
+
+		sh(t, krewRoot, host, readmeBlock(t, "krew uninstall"))
+		uninstalled(t, krewRoot)
 	})
 
-	t.Run("local build before a release", func(t *testing.T) {
+	// A fresh clone offline, with no krew: the README's make krew, the install from source through
+	// that krew, and the uninstall for a krew without an index.
+	t.Run("local build before a release, with make krew's krew", func(t *testing.T) {
 		krewRoot := t.TempDir()
 		// The block's make line is what setup ran into rel.dist; the rest runs as written from
 		// a checkout whose dist/ is that directory.
@@ -726,10 +778,27 @@ func TestReadmeInstructionsWork(t *testing.T) {
 		if err := os.Symlink(rel.dist, filepath.Join(checkout, "dist")); err != nil {
 			t.Fatal(err)
 		}
-		installCmd := "cd " + checkout + "\n" + rest
-		if out := sh(t, krewRoot, host, installCmd); !strings.Contains(out, versionLine(version)) {
-			t.Errorf("local install commands printed:\n%s\nwant %q", out, versionLine(version))
+		script := "cd " + rel.root + "\n" + readmeBlock(t, "make krew") + "cd " + checkout + "\n" + rest
+		out, err := shOwnKrew(krewRoot, host, script)
+		if err != nil {
+			t.Fatalf("README commands failed: %v\n%s\n%s", err, script, out)
+		}
+		if !strings.Contains(out, versionLine(version)) {
+			t.Errorf("make krew and the local install printed:\n%s\nwant %q", out, versionLine(version))
 		}
 		installed(t, krewRoot, host)
+		if target, err := os.Readlink(filepath.Join(krewRoot, "bin", "kubectl-krew")); err != nil || !strings.HasPrefix(target, filepath.Join(krewRoot, "store", "krew")+string(filepath.Separator)) {
+			t.Errorf("make krew did not install krew as krew installs itself (bin/kubectl-krew -> %q, %v)", target, err)
+		}
+
+		// krew without an index refuses to uninstall, as the README says; its other block works.
+		const refusal = "krew local plugin index is not initialized"
+		if out, err := shOwnKrew(krewRoot, host, readmeBlock(t, "krew uninstall")); err == nil || !strings.Contains(out, refusal) {
+			t.Errorf("kubectl krew uninstall without an index: %v\n%s\nwant it refused with %q, as the README says", err, out, refusal)
+		}
+		if out, err := shOwnKrew(krewRoot, host, readmeBlock(t, "receipts/hpa.yaml")); err != nil {
+			t.Fatalf("README commands failed: %v\n%s", err, out)
+		}
+		uninstalled(t, krewRoot, "kubectl-krew")
 	})
 }

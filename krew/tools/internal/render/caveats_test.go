@@ -53,7 +53,8 @@ func caveatLines(t *testing.T, path string) []string {
 }
 
 // TestCaveatsListExactlyWhatTheRolesGrant keeps krew/hpa.yaml's caveats, which krew shows at
-// install, equal to deploy/rbac's roles: each role's rules, one line each, in order.
+// install, equal to deploy/rbac's roles: each role's rules, one line each, in order, and the
+// command that prints each role.
 func TestCaveatsListExactlyWhatTheRolesGrant(t *testing.T) {
 	root := filepath.Join("..", "..", "..", "..")
 	b, err := os.ReadFile(filepath.Join(root, "krew", "hpa.yaml"))
@@ -72,11 +73,18 @@ func TestCaveatsListExactlyWhatTheRolesGrant(t *testing.T) {
 		}
 	}
 	var want []string
-	for _, role := range []string{"clusterrole-explain.yaml", "clusterrole-run.yaml"} {
-		want = append(want, caveatLines(t, filepath.Join(root, "deploy", "rbac", role))...)
-		if !strings.Contains(block, "deploy/rbac/"+role) {
-			t.Errorf("caveats do not name deploy/rbac/%s", role)
+	// A krew user has the plugin, not deploy/rbac/: the caveats name the command that prints each role.
+	for _, role := range []struct{ file, print string }{
+		{"clusterrole-explain.yaml", "`kubectl hpa rbac explain`"},
+		{"clusterrole-run.yaml", "`kubectl hpa rbac run`"},
+	} {
+		want = append(want, caveatLines(t, filepath.Join(root, "deploy", "rbac", role.file))...)
+		if !strings.Contains(block, role.print) {
+			t.Errorf("caveats do not say that %s prints the role of deploy/rbac/%s", role.print, role.file)
 		}
+	}
+	if strings.Contains(block, "deploy/rbac") {
+		t.Error("caveats name deploy/rbac/, which a krew user does not have; name kubectl hpa rbac instead")
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("caveats' permission lines (-want from deploy/rbac, +got in krew/hpa.yaml):\n%s", diff)
