@@ -452,8 +452,9 @@ func TestLifeCtrlCWithOutputPipedToAReaderThatGoesStillReleasesTheLease(t *testi
 	}
 	// Only run holds the pipe's write end now, as with a shell's pipe.
 	wr.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	var waitErr error
+	done := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-done
@@ -495,9 +496,9 @@ func TestLifeCtrlCWithOutputPipedToAReaderThatGoesStillReleasesTheLease(t *testi
 		t.Fatal(err)
 	}
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("run ended with %v after SIGINT with its output's reader gone, want exit 0 (a clean stop)", err)
+	case <-done:
+		if waitErr != nil {
+			t.Errorf("run ended with %v after SIGINT with its output's reader gone, want exit 0 (a clean stop)", waitErr)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("run still running 30s after SIGINT")
