@@ -11,9 +11,18 @@ COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -s -w -X github.com/kubectl-hpa/kubectl-hpa/plugin/version.version=$(VERSION) -X github.com/kubectl-hpa/kubectl-hpa/plugin/version.commit=$(COMMIT)
 BIN := $(CURDIR)/bin
 
-.PHONY: all test verify update test-unit test-fuzz bench
+.PHONY: all help test verify update test-unit test-fuzz bench
 
 all: build
+
+## help: the targets and what each does (their ## comments in this Makefile)
+help:
+	@awk 'function flush() { if (t == "") return; n = split(d, w, " "); line = sprintf("  %-16s", t); \
+	    for (i = 1; i <= n; i++) { if (length(line) + length(w[i]) > 98) { print line; line = sprintf("  %-16s", "") } line = line " " w[i] } \
+	    print line; t = "" } \
+	  /^## / && !inblock && /^## [a-z0-9-]+: / { flush(); t = $$2; sub(/:$$/, "", t); d = $$0; sub(/^## [^:]*: /, "", d); inblock = 1; next } \
+	  /^## / && inblock { sub(/^## /, ""); d = d " " $$0; next } \
+	  { inblock = 0; flush() } END { flush() }' $(MAKEFILE_LIST)
 
 # The plugin is built once per platform into bin/<os>_<arch>/ with the release flags, and reused:
 # build and the end-to-end tests take the host's, dist the six archives' and image linux's. A
@@ -88,6 +97,7 @@ update:
 test:
 	@MAKE="$(MAKE)" hack/test.sh
 
+## test-unit: go test -race of every package of the main module
 test-unit:
 	$(GO) test -race -count=1 -timeout 5m ./...
 
@@ -137,6 +147,7 @@ test-fuzz-history:
 		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(HISTORY_FUZZTIME) ./controller/history/annotation || exit 1; \
 	done
 
+## bench: every Go benchmark of the main module, once
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
@@ -221,6 +232,8 @@ testbin:
 
 # The demo the tests drive is built with -race too: it then shares every compiled package with
 # the test binary instead of compiling the harness's dependencies once more.
+## test-e2e: the end-to-end tests on a real control plane in a private network namespace (needs root;
+## E2E_RUN=REGEX runs some)
 test-e2e: build e2e-image
 	@testbin=$$(hack/build-testbin.sh | tail -n1) && \
 	$(GO) test -c -race -tags '$(E2E_TAGS)' -o $(BIN)/e2e.test ./test/e2e && \
@@ -236,6 +249,7 @@ test-e2e: build e2e-image
 	if [ $$rc != 0 ] || [ $$src != 0 ]; then echo "=== what the failed tests said:"; \
 	  $(CURDIR)/hack/test-failures.sh $(BIN)/e2e-parallel.log $(BIN)/e2e-serial.log; exit 1; fi
 
+## demo: the main job on an embedded default: a real cluster, explain, then run until Ctrl-C (needs root)
 demo: build
 	@testbin=$$(hack/build-testbin.sh | tail -n1) && \
 	$(GO) build -o $(BIN)/e2e-demo ./test/e2e/demo && \
@@ -307,6 +321,7 @@ FIDELITY_OUT ?= $(CURDIR)/controller/sim/testdata/upstream
 
 .PHONY: record-fidelity
 
+## record-fidelity: records upstream's HPA controller on the real cluster for the simulator's fidelity test
 record-fidelity: build
 	@testbin=$$(hack/build-testbin.sh | tail -n1) && mkdir -p $(FIDELITY_OUT) && \
 	$(GO) test -c -tags 'e2e fidelity' -o $(BIN)/e2e-fidelity.test ./test/e2e && \
@@ -330,6 +345,7 @@ SOAK_GOFLAGS ?=
 
 .PHONY: soak
 
+## soak: SOAK_HPAS HPAs over SOAK_PODS pods on the real cluster for SOAK_DURATION, with its figures
 soak: build
 	@testbin=$$(hack/build-testbin.sh | tail -n1) && \
 	$(GO) test -c $(SOAK_GOFLAGS) -tags 'e2e soak' -o $(BIN)/e2e-soak.test ./test/e2e && \
