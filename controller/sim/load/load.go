@@ -185,6 +185,11 @@ func checkValue(metric, raw string) (float64, error) {
 		return 0, errors.New("no value (a gap): give every metric a value at every time")
 	}
 	v, err := parseFloat(s)
+	if err == nil && metric == CPU && v != math.Trunc(v) {
+		// Kubernetes reads a bare 1.5 as cores; here a bare number is millicores, and a
+		// fraction of one is surely cores meant.
+		return 0, fmt.Errorf("%q would be a fraction of a millicore: a bare cpu number is millicores; give %gm for %s cores, or %g", raw, v*1000, s, v*1000)
+	}
 	if err != nil {
 		shift := 0
 		if metric == CPU {

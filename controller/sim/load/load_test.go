@@ -55,15 +55,15 @@ func TestParseReadsKubernetesQuantitiesInTheMetricsUnit(t *testing.T) {
 		Metrics: []string{"cpu", "memory", "qps"},
 		Points: []Point{
 			{At: 0, Values: map[string]float64{"cpu": 150, "memory": 2 << 30, "qps": 0.5}},
-			{At: time.Minute, Values: map[string]float64{"cpu": 1.5, "memory": 1.5, "qps": 1.5}},
+			{At: time.Minute, Values: map[string]float64{"cpu": 15, "memory": 1.5, "qps": 1.5}},
 			{At: 2 * time.Minute, Values: map[string]float64{"cpu": 1500, "memory": 256 << 20, "qps": 2000}},
 			{At: 3 * time.Minute, Values: map[string]float64{"cpu": 2_000_000, "memory": 1e9, "qps": 1000}},
 			{At: 4 * time.Minute, Values: map[string]float64{"cpu": 500_000, "memory": 1.5 * (1 << 30), "qps": 0.1}},
 		},
 	}
 	for _, tc := range []struct{ name, file, data string }{
-		{"csv", "load.csv", "time,cpu,memory,qps\n0,150m,2Gi,500m\n1m,1.5,1.5,1.5\n2m,1500,256Mi,2k\n3m,2k,1G,1e3\n4m,.5k,1.5Gi,100m\n"},
-		{"yaml", "load.yaml", "kind: Load\npoints:\n- {at: 0, cpu: 150m, memory: 2Gi, qps: 500m}\n- {at: 1m, cpu: 1.5, memory: 1.5, qps: 1.5}\n" +
+		{"csv", "load.csv", "time,cpu,memory,qps\n0,150m,2Gi,500m\n1m,15,1.5,1.5\n2m,1500,256Mi,2k\n3m,2k,1G,1e3\n4m,.5k,1.5Gi,100m\n"},
+		{"yaml", "load.yaml", "kind: Load\npoints:\n- {at: 0, cpu: 150m, memory: 2Gi, qps: 500m}\n- {at: 1m, cpu: 15, memory: 1.5, qps: 1.5}\n" +
 			"- {at: 2m, cpu: 1500, memory: 256Mi, qps: 2k}\n- {at: 3m, cpu: 2k, memory: 1G, qps: 1e3}\n- {at: 4m, cpu: .5k, memory: 1.5Gi, qps: 100m}\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,6 +114,8 @@ func TestParseRefusesBadLoadsWithOneLineNamingFileLineAndField(t *testing.T) {
 			`load.csv:3: field cpu: "lots" is not a CPU amount: give the total over all pods in millicores (1500) or as a quantity (1500m)`},
 		{"a cpu quantity with an unknown suffix", "load.csv", "time,cpu\n0,150x\n",
 			`load.csv:2: field cpu: "150x" is not a CPU amount: give the total over all pods in millicores (1500) or as a quantity (1500m)`},
+		{"a bare cpu number with a fraction is refused: Kubernetes would read cores, a load file reads millicores", "load.csv", "time,cpu\n0,1.5\n",
+			`load.csv:2: field cpu: "1.5" would be a fraction of a millicore: a bare cpu number is millicores; give 1500m for 1.5 cores, or 1500`},
 		{"a non-numeric memory value names its unit", "load.csv", "time,memory\n0,2GB\n",
 			`load.csv:2: field memory: "2GB" is not a memory amount: give the total over all pods in bytes (268435456) or as a quantity (256Mi, 2Gi)`},
 		{"a non-numeric custom value", "load.csv", "time,qps\n0,many\n",
