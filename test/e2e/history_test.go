@@ -152,8 +152,9 @@ func TestHistoryScaleDownWindowSurvivesALeaseFailover(t *testing.T) {
 		holderID := ptr.Deref(lease.Spec.HolderIdentity, "")
 		holder := -1
 		for i, p := range procs {
-			// Each run logs its own identity; a standby names the holder only as holder=.
-			if holderID != "" && strings.Contains(p.out.String(), `identity="`+holderID+`"`) {
+			// The holder says it acquired the Lease as its identity; a standby names the
+			// holder only as "held by".
+			if holderID != "" && strings.Contains(p.out.String(), " as "+holderID+": this run writes") {
 				holder = i
 			}
 		}
