@@ -10,12 +10,8 @@ import (
 // Printer is the printer -o names, kubectl's, but for -o yaml output.YAMLPrinter: it leads
 // with apiVersion, kind and metadata as kubectl's YAML of an API object does.
 func Printer(flags *genericclioptions.PrintFlags) (printers.ResourcePrinter, error) {
-	p, err := flags.ToPrinter()
-	if err != nil {
-		return nil, err
-	}
 	if flags.OutputFormat != nil && *flags.OutputFormat == "yaml" {
 		return &output.YAMLPrinter{}, nil
 	}
-	return p, nil
+	return flags.ToPrinter()
 }
