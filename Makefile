@@ -32,14 +32,14 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 win
 HOST_PLATFORM := $(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH)
 # The image's platforms (make image).
 IMAGE_PLATFORMS := linux/amd64 linux/arm64
-# make test builds the plugin only for the platforms it runs or ships in a test: this machine's
-# (the e2e tests and the krew round trip run it) and the image's (the krew step's make image
-# builds the image twice and compares). The other release platforms (on linux/amd64: darwin/*
-# and windows/*) make verify type-checks instead, from source with every dependency
-# (hack/typecheck-platforms.sh), and the krew round trip packs their archives with a stand-in
-# payload (DIST_STANDIN): it only installs them, krew cannot run them here. make build-all,
-# dist, image and release always build every platform they ship.
-TEST_PLATFORMS := $(sort $(HOST_PLATFORM) $(IMAGE_PLATFORMS))
+# make test builds the plugin only for this machine: the e2e tests and the krew round trip run
+# it. The other release platforms make verify type-checks instead, from source with every
+# dependency (hack/typecheck-platforms.sh), and what make test only packs holds a stand-in
+# payload: the krew round trip's archives (DIST_STANDIN; krew installs them, it cannot run them
+# here) and the image's other platform in the image test (IMAGE_STANDIN; the image is built,
+# validated and compared, not run). make build-all, dist, image and release always build every
+# platform they ship.
+TEST_PLATFORMS := $(HOST_PLATFORM)
 TEST_STANDIN_PLATFORMS := $(filter-out $(TEST_PLATFORMS),$(PLATFORMS))
 platform_bin = $(BIN)/$(subst /,_,$(1))/kubectl-hpa$(if $(filter windows/%,$(1)),.exe)
 # The roles of deploy/rbac/ are sources too: kubectl hpa rbac embeds them (deploy/image is a module
@@ -268,8 +268,13 @@ krew:
 
 ## image: the container image of linux/amd64 and linux/arm64 as one OCI index, without a Docker
 ## daemon: $(DIST)/image (OCI layout), $(DIST)/kubectl-hpa_$(VERSION)_image.tar, $(DIST)/image.digest
-image: $(foreach p,$(IMAGE_PLATFORMS),$(call platform_bin,$(p)))
-	VERSION="$(VERSION)" BIN="$(BIN)" DIST="$(DIST)" IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" hack/image.sh
+image: $(foreach p,$(filter-out $(IMAGE_STANDIN),$(IMAGE_PLATFORMS)),$(call platform_bin,$(p)))
+	VERSION="$(VERSION)" BIN="$(BIN)" DIST="$(DIST)" IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" STANDIN="$(IMAGE_STANDIN)" hack/image.sh
+
+# IMAGE_STANDIN: platforms whose image layer make image fills with a stand-in payload instead of
+# building the binary, as DIST_STANDIN does for dist. Only make test's image test sets it, on
+# make's command line, for the image platforms it does not build; make release refuses it.
+IMAGE_STANDIN :=
 
 # DIST_STANDIN: platforms whose archive make dist packs with a stand-in payload (a text file
 # under the binary's name saying what it stands for) instead of building the binary. Only the
@@ -290,6 +295,7 @@ e2e-image: $(call platform_bin,$(HOST_PLATFORM))
 ## image's digest) in $(DIST), all or nothing; refuses a dirty tree or a VERSION that is not semver
 release:
 	@[ -z "$(DIST_STANDIN)" ] || { echo "release: DIST_STANDIN is for the krew round trip only; a release packs every binary"; exit 1; }
+	@[ -z "$(IMAGE_STANDIN)" ] || { echo "release: IMAGE_STANDIN is for make test's image test only; a release packs every binary"; exit 1; }
 	@MAKE="$(MAKE)" VERSION="$(VERSION)" DIST="$(DIST)" hack/release.sh
 
 ## krew-manifest: $(DIST)/hpa.yaml for VERSION=vX.Y.Z from krew/hpa.yaml, validated by krew
@@ -303,9 +309,9 @@ krew-index: krew-manifest
 ## test-krew: the release round trip, offline: make dist + krew-manifest into a temp dir, krew
 ## install of every platform, the upgrade through the index; make release's refusals; the image
 ## (deploy/image) and its reproducibility. The binaries of build-test-platforms and krew's tools
-## (cached by hack/krew-tools.sh) are built once and reused; the archives of the platforms make
-## test does not build (TEST_STANDIN_PLATFORMS, type-checked by make verify) hold a stand-in
-## payload (KREW_ROUNDTRIP_STANDIN: see krew/tools/roundtrip).
+## (cached by hack/krew-tools.sh) are built once and reused; the archives and image layers of the
+## platforms make test does not build (TEST_STANDIN_PLATFORMS, type-checked by make verify) hold a
+## stand-in payload (KREW_ROUNDTRIP_STANDIN: see krew/tools/roundtrip and krew/tools/scripts).
 test-krew: build-test-platforms
 	cd krew/tools && VERSION="$(VERSION)" KREW_ROUNDTRIP_STANDIN="$(TEST_STANDIN_PLATFORMS)" $(GO) test -race -count=1 -timeout 45m ./...
 	cd deploy/image && $(GO) test -race -count=1 ./...

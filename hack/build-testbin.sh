@@ -119,12 +119,21 @@ if [ -n "${KUBECTL_HPA_TESTBIN:-}" ]; then
   exit 0
 fi
 
+# The components build side by side, each in its own go build: none shares a compiled package
+# with another (their modules pin other versions), and together they keep both cores busy
+# through each one's single-threaded stretches (module downloads, links). A failure is reported
+# once every build has ended.
 setkey=
+pids=()
 for c in "${components[@]}"; do
   k=$(key_of "$c")
-  ensure "$c" "$cache/components/$c-$k"
+  ensure "$c" "$cache/components/$c-$k" &
+  pids+=($!)
   setkey+="$c-$k "
 done
+failed=0
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+[ "$failed" = 0 ] || { echo "build-testbin: a component failed to build (its output is above)" >&2; exit 1; }
 set_dir=$cache/testbin/$(echo "$setkey" | sha256sum | cut -c1-12)
 if [ ! -d "$set_dir" ]; then
   mkdir -p "$set_dir.tmp.$$"

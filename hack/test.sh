@@ -6,8 +6,8 @@
 # else runs on the machine.
 #
 # What the later steps only wait for is built from the start in the background: the plugin for
-# the platforms make test runs or ships in a test (this machine's, then the image's linux/arm64:
-# the Makefile's TEST_PLATFORMS; verify type-checks the other release platforms instead), the
+# this machine, the one platform make test builds (the Makefile's TEST_PLATFORMS; verify
+# type-checks the other release platforms instead, and the krew step packs stand-ins), the
 # components of the end-to-end tests (control plane, metrics-server, Heapster, Prometheus) once
 # this machine's plugin is built, and the release tools (krew, its manifest validator, the
 # archive and image builders). A step that needs a background build waits for it first.
@@ -42,9 +42,8 @@ rows=()
 # end-to-end tests (they wait on the cluster for about ten minutes), so the components build at
 # the steps' own priority (0; the steps run at 5 while the end-to-end tests run alongside). On a
 # warm one it is this machine's plugin, which the end-to-end tests wait for, so it links at 0
-# too; the image's other platform (linux/arm64), which only the krew step near the end needs,
-# at nice 19. (The release's other platforms make test type-checks in verify instead of
-# building them: see TEST_PLATFORMS in the Makefile.)
+# too. (The release's other platforms make test type-checks in verify instead of building
+# them: see TEST_PLATFORMS in the Makefile.)
 bg_names=(plugin-test-platforms components release-tools golangci-lint)
 bg_nice_components=0
 bg_cmd_components="hack/build-testbin.sh"
@@ -54,9 +53,9 @@ bg_for_components=""
 # share (k8s.io/api, apimachinery, client-go) compiled in Go's build cache, where building both
 # at once would compile them twice, side by side.
 bg_after_components=plugin-test-platforms
-# This machine's binary first: the end-to-end tests start when it exists (plugin-host.ready)
-# and only read it afterwards, while the other platform builds.
-bg_cmd_plugin_test_platforms="$make --no-print-directory build && : >'$tmp/plugin-host.ready' && renice -n 19 \$\$ >/dev/null && $make --no-print-directory build-test-platforms"
+# The end-to-end tests and the components start when this machine's binary exists
+# (plugin-host.ready).
+bg_cmd_plugin_test_platforms="$make --no-print-directory build-test-platforms build && : >'$tmp/plugin-host.ready'"
 bg_nice_plugin_test_platforms=0
 bg_for_plugin_test_platforms="test-krew"
 # dist, the krew round trip and the e2e image all call hack/krew-tools.sh, which builds once.

@@ -4,7 +4,7 @@
 # its files there (build constraints, _<os>_<arch>.go names, CGO_ENABLED=0, no tags), with
 # hack/tools/platformcheck (golang.org/x/tools/go/packages and go/types). make verify runs it
 # for the release platforms make test does not build (the Makefile's TEST_STANDIN_PLATFORMS;
-# on linux/amd64 darwin/* and windows/*): a platform-specific compile error (a type error in a
+# on linux/amd64 the other five): a platform-specific compile error (a type error in a
 # _windows.go file, an identifier defined for Linux only) fails it as it would fail the cross
 # build, for some 15 s of CPU a platform instead of a full compile. What only the compiler's
 # back end and the linker see (assembly, //go:linkname) it does not check; make build-all does.

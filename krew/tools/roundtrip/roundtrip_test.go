@@ -7,7 +7,7 @@
 // version, built for this machine's platform only, goes through the index as a user's does.
 //
 // KREW_ROUNDTRIP_STANDIN (make test-krew sets it to the Makefile's TEST_STANDIN_PLATFORMS: on
-// linux/amd64, darwin/* and windows/*) names platforms whose archive make dist packs with a
+// linux/amd64 the other five) names platforms whose archive make dist packs with a
 // stand-in payload (make dist DIST_STANDIN=...): a text file under the binary's name, mode
 // 0755, instead of the cross-built binary. For those platforms the test checks what it checks
 // of every foreign platform, which krew can install but this machine cannot run: the archive's
