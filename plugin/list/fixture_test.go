@@ -3,6 +3,7 @@ package list
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -122,7 +123,15 @@ type fakes struct {
 // the list's label selector as the server filters it.
 func (c *cluster) build(t *testing.T) *fakes {
 	t.Helper()
-	kube := kubefake.NewClientset(c.objects...)
+	objs := slices.Clone(c.objects)
+	seen := map[string]bool{}
+	for _, obj := range c.objects {
+		if ns := obj.(metav1.Object).GetNamespace(); !seen[ns] {
+			seen[ns] = true
+			objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		}
+	}
+	kube := kubefake.NewClientset(objs...)
 	sc := &fakescale.FakeScaleClient{}
 	sc.AddReactor("get", "deployments", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		get := a.(clienttesting.GetAction)
