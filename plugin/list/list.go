@@ -121,6 +121,10 @@ func newCmd(o *Options) *cobra.Command {
 	}
 	o.PrintFlags.AddFlags(cmd)
 	fs := cmd.Flags()
+	// The table is list's own printer: kubectl's flags do not know its wide form.
+	if f := fs.Lookup("output"); f != nil {
+		f.Usage = strings.Replace(f.Usage, "One of: (", "One of: (wide, ", 1)
+	}
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "List the HPAs of every namespace")
 	fs.StringVarP(&o.Selector, "selector", "l", o.Selector, "Label selector of the HPAs to list (=, ==, !=, in, notin, exists), e.g. -l team=shop")
 	fs.BoolVar(&o.ProblemsOnly, "problems", o.ProblemsOnly, "Only the HPAs with a problem")
