@@ -26,11 +26,11 @@ func liveClients(ctx context.Context, o *Options) (*clients, error) {
 	}
 	c := &clients{Clients: live}
 	m, sel, err := metrics.NewClient(ctx, o.Metrics, live.Config, live.Discovery, o.Clock)
-	if err != nil {
-		c.Metrics = cmdutil.UnavailableMetrics{Err: err}
-		return c, nil
-	}
 	c.Metrics, c.MetricsSelection = m, sel
+	if err != nil {
+		// Each row's metrics then fail with it (Blind), the rest of the row still shown.
+		c.Metrics = cmdutil.UnavailableMetrics{Err: err}
+	}
 	return c, nil
 }
 

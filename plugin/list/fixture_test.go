@@ -72,10 +72,10 @@ func (c *cluster) app(namespace, name string, n int32, usage string, hpa *autosc
 	}
 }
 
-// hpa is an HPA of namespace on Deployment target, 1 to max replicas, a cpu Utilization target,
+// hpa is an HPA of namespace on Deployment target, 1 to maxReplicas replicas, a cpu Utilization target,
 // status as its controller last wrote it (current, desired).
-func hpa(namespace, name, target string, utilization, max, current, desired int32, opts ...testbuild.HPAOption) *autoscalingv2.HorizontalPodAutoscaler {
-	opts = append([]testbuild.HPAOption{testbuild.Target("apps/v1", "Deployment", target), testbuild.Min(1), testbuild.Max(max),
+func hpa(namespace, name, target string, utilization, maxReplicas, current, desired int32, opts ...testbuild.HPAOption) *autoscalingv2.HorizontalPodAutoscaler {
+	opts = append([]testbuild.HPAOption{testbuild.Target("apps/v1", "Deployment", target), testbuild.Min(1), testbuild.Max(maxReplicas),
 		testbuild.Metrics(testbuild.CPUUtilization(utilization)), testbuild.Generation(1), testbuild.ObservedGeneration(1), testbuild.Replicas(current, desired)}, opts...)
 	return testbuild.HPA(namespace, name, opts...)
 }
