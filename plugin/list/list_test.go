@@ -213,3 +213,20 @@ func TestFailures(t *testing.T) {
 		})
 	}
 }
+
+func TestYAMLIsAVersionedListOfExplanations(t *testing.T) {
+	r := run(t, shop().build(t), "-n", "shop", "-o", "yaml")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.HasPrefix(r.stdout, "apiVersion: hpa.kubectl-hpa.io/v1alpha1\nkind: List\nitems:\n") {
+		t.Errorf("does not start as a List:\n%.200s", r.stdout)
+	}
+	if n := strings.Count(r.stdout, "\n  kind: Explanation\n"); n != 6 {
+		t.Errorf("%d Explanations, want the 6 HPAs of shop", n)
+	}
+	// The HPA whose target is gone is an item with its error, as explain prints it.
+	if !strings.Contains(r.stdout, "reason: TargetNotFound") {
+		t.Errorf("no TargetNotFound error among the items")
+	}
+}

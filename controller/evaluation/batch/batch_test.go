@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	fakescale "k8s.io/client-go/scale/fake"
 	clienttesting "k8s.io/client-go/testing"
+	emv1beta1 "k8s.io/metrics/pkg/apis/external_metrics/v1beta1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
 	customclient "k8s.io/metrics/pkg/client/custom_metrics"
@@ -62,6 +64,8 @@ type cluster struct {
 	reactor clienttesting.ReactionFunc
 	// metricsErr, when set, fails the PodMetrics list.
 	metricsErr error
+	// externalReads counts the external metrics API's lists.
+	externalReads atomic.Int32
 }
 
 func deployment(name string, replicas int32, selector *metav1.LabelSelector) *appsv1.Deployment {
@@ -165,15 +169,21 @@ func (c *cluster) fakes(t *testing.T) (*kubefake.Clientset, evaluation.ScaleRead
 		return true, out, nil
 	})
 	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}, FakedServerVersion: nil}
-	disc.Resources = []*metav1.APIResourceList{{GroupVersion: "metrics.k8s.io/v1beta1"}}
+	disc.Resources = []*metav1.APIResourceList{{GroupVersion: "metrics.k8s.io/v1beta1"}, {GroupVersion: "external.metrics.k8s.io/v1beta1"}}
+	external := &externalfake.FakeExternalMetricsClient{}
+	external.AddReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		c.externalReads.Add(1)
+		return true, &emv1beta1.ExternalMetricValueList{Items: []emv1beta1.ExternalMetricValue{
+			{MetricName: "queue_depth", Timestamp: metav1.NewTime(now.Add(-10 * time.Second)), Value: resource.MustParse("25")}}}, nil
+	})
 	m, err := metrics.NewAPIClient(metrics.APIClients{
 		Discovery: disc, Resource: res,
 		Custom: func(customclient.AvailableAPIsGetter) customclient.CustomMetricsClient {
 			return &customfake.FakeCustomMetricsClient{}
 		},
-		External: &externalfake.FakeExternalMetricsClient{},
+		External: external,
 		Clock:    clocktesting.NewFakePassiveClock(now), MaxAge: metrics.DefaultMaxAge,
-	}, map[string][]string{"metrics.k8s.io": {"v1beta1"}})
+	}, map[string][]string{"metrics.k8s.io": {"v1beta1"}, "external.metrics.k8s.io": {"v1beta1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,6 +233,7 @@ func TestEachHPAIsServedWhatItsOwnReadsServe(t *testing.T) {
 			hpas: []*autoscalingv2.HorizontalPodAutoscaler{
 				hpa("web", "Deployment", "web"), hpa("api", "Deployment", "api"), hpa("front", "Deployment", "front"),
 				hpa("db", "StatefulSet", "db"), hpa("gone", "Deployment", "gone"),
+				hpa("queue", "Deployment", "api", testbuild.ExternalAverage("queue_depth", nil, 10000), testbuild.CPUUtilization(60)),
 			},
 			workloads: []runtime.Object{
 				deployment("web", 2, app("web")), deployment("api", 1, app("api")),
@@ -273,6 +284,7 @@ func TestEachHPAIsServedWhatItsOwnReadsServe(t *testing.T) {
 			}
 
 			kube, scales, m = c.fakes(t)
+			c.externalReads.Store(0)
 			src := batch.Read(ctx, batch.Clients{Kube: kube, Scales: scales, Metrics: m, Config: cfg}, ns, c.hpas)
 			got := map[string]served{}
 			for _, h := range c.hpas {
@@ -284,6 +296,10 @@ func TestEachHPAIsServedWhatItsOwnReadsServe(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("batched (+) and per-HPA (-) reads serve different inputs:\n%s", diff)
+			}
+			// External (and Object) metrics are the HPA's own: read per HPA, as live reads them.
+			if n := c.externalReads.Load(); n != 1 {
+				t.Errorf("the one External metric was read %d times, want once", n)
 			}
 		})
 	}
