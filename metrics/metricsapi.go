@@ -93,45 +93,104 @@ func (a *apiClient) Source() string {
 }
 
 func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, container string) (*sampleset.Set, time.Time, error) {
+	selector = orEverything(selector)
+	return a.listPodResources(ctx, namespace, selector).PodResource(res, selector, container)
+}
+
+// NamespacePodResources implements NamespaceLister: one PodMetrics list of the whole namespace.
+func (a *apiClient) NamespacePodResources(ctx context.Context, namespace string) *PodResources {
+	return a.listPodResources(ctx, namespace, labels.Everything())
+}
+
+// NamespaceLister is a Client that reads a whole namespace's resource metrics in one request
+// (the metrics API's PodMetrics list), for a command that decides for every HPA of a
+// namespace. Heapster's client is not one: its model API is asked per pod list.
+type NamespaceLister interface {
+	NamespacePodResources(ctx context.Context, namespace string) *PodResources
+}
+
+// PodResources is one PodMetrics list of a namespace, or why it failed. Its PodResource
+// answers for any pod selector exactly what PodResource with that selector answers: the
+// items whose labels the selector matches (as the server filters a list), decoded and checked
+// the same way, with the same errors.
+type PodResources struct {
+	namespace string
+	gv        string
+	items     []decode.PodUsage
+	labels    []map[string]string
+	clock     clock.PassiveClock
+	maxAge    time.Duration
+	err       error
+}
+
+// Err is why the list failed (nil when it was read).
+func (p *PodResources) Err() error { return p.err }
+
+// listPodResources lists the PodMetrics of namespace matching selector.
+func (a *apiClient) listPodResources(ctx context.Context, namespace string, selector labels.Selector) *PodResources {
 	const what = "unable to fetch metrics from resource metrics API"
-	if selector == nil {
-		selector = labels.Everything()
-	}
 	v, err := a.resourceVersions.version(ctx)
 	if err != nil {
-		return nil, time.Time{}, versionError(what, err, "install metrics-server, or pass --metrics-source=heapster")
+		return &PodResources{err: versionError(what, err, "install metrics-server, or pass --metrics-source=heapster")}
 	}
 	gv := resourceMetricsGroup + "/" + v
+	p := &PodResources{namespace: namespace, gv: gv, clock: a.clock, maxAge: a.maxAge}
 	opts := metav1.ListOptions{LabelSelector: selector.String()}
-	var items []decode.PodUsage
 	switch v {
 	case "v1":
 		list, err := a.resource.MetricsV1().PodMetricses(namespace).List(ctx, opts)
 		if err != nil {
-			return nil, time.Time{}, a.apiError(ctx, what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
+			p.err = a.apiError(ctx, what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
+			return p
 		}
-		items = podUsages(list.Items, func(m *metricsv1.PodMetrics) (string, time.Time, time.Duration, []metricsv1.ContainerMetrics) {
+		p.items = podUsages(list.Items, func(m *metricsv1.PodMetrics) (string, time.Time, time.Duration, []metricsv1.ContainerMetrics) {
 			return m.Name, m.Timestamp.Time, m.Window.Duration, m.Containers
 		}, func(c *metricsv1.ContainerMetrics) decode.ContainerUsage {
 			return decode.ContainerUsage{Name: c.Name, Usage: c.Usage}
 		})
+		for i := range list.Items {
+			p.labels = append(p.labels, list.Items[i].Labels)
+		}
 	default:
 		list, err := a.resource.MetricsV1beta1().PodMetricses(namespace).List(ctx, opts)
 		if err != nil {
-			return nil, time.Time{}, a.apiError(ctx, what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
+			p.err = a.apiError(ctx, what, gv, "list pods."+resourceMetricsGroup, namespace, a.resourceVersions, err)
+			return p
 		}
-		items = podUsages(list.Items, func(m *metricsv1beta1.PodMetrics) (string, time.Time, time.Duration, []metricsv1beta1.ContainerMetrics) {
+		p.items = podUsages(list.Items, func(m *metricsv1beta1.PodMetrics) (string, time.Time, time.Duration, []metricsv1beta1.ContainerMetrics) {
 			return m.Name, m.Timestamp.Time, m.Window.Duration, m.Containers
 		}, func(c *metricsv1beta1.ContainerMetrics) decode.ContainerUsage {
 			return decode.ContainerUsage{Name: c.Name, Usage: c.Usage}
 		})
+		for i := range list.Items {
+			p.labels = append(p.labels, list.Items[i].Labels)
+		}
+	}
+	return p
+}
+
+// PodResource is the usage of res per pod matching selector (summed over containers, or
+// of container), as Client.PodResource.
+func (p *PodResources) PodResource(res corev1.ResourceName, selector labels.Selector, container string) (*sampleset.Set, time.Time, error) {
+	if p.err != nil {
+		return nil, time.Time{}, p.err
+	}
+	selector = orEverything(selector)
+	items := p.items
+	if !selector.Empty() {
+		items = make([]decode.PodUsage, 0, len(p.items))
+		for i := range p.items {
+			if selector.Matches(labels.Set(p.labels[i])) {
+				items = append(items, p.items[i])
+			}
+		}
 	}
 	if len(items) == 0 {
-		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from resource metrics API (%s) for pods in %s matching %q; metrics-server may not have scraped them yet", gv, namespace, selector.String())}
+		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from resource metrics API (%s) for pods in %s matching %q; metrics-server may not have scraped them yet", p.gv, p.namespace, selector.String())}
 	}
-	got, ts, err := decode.PodResourceSamples(items, res, container, a.clock.Now(), a.maxAge)
+	got, ts, err := decode.PodResourceSamples(items, res, container, p.clock.Now(), p.maxAge)
 	if err != nil {
-		return nil, time.Time{}, SourceFailure{fmt.Errorf("resource metrics API (%s): %s usage: %w", gv, res, err)}
+		return nil, time.Time{}, SourceFailure{fmt.Errorf("resource metrics API (%s): %s usage: %w", p.gv, res, err)}
 	}
 	return got, ts, nil
 }

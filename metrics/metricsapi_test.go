@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -525,6 +526,63 @@ func TestAnUnavailableResourceMetricsAPIIsNotCalledUninstalled(t *testing.T) {
 				if tc.probe == nil && strings.Contains(err.Error(), "install") {
 					t.Errorf("read %d: error %q tells to install what is installed", i+1, err)
 				}
+			}
+		})
+	}
+}
+
+// TestNamespacePodResourcesServeEachSelectorWhatItsOwnListWould: one PodMetrics list of the
+// whole namespace, filtered per selector, gives every selector the samples, time and error a
+// list with that selector gives (the server filters by the PodMetrics' labels, as here).
+func TestNamespacePodResourcesServeEachSelectorWhatItsOwnListWould(t *testing.T) {
+	ts := apiNow.Add(-30 * time.Second)
+	item := func(name string, at time.Time, cpu string, lbls ...string) metricsv1beta1.PodMetrics {
+		m := metricsv1beta1.PodMetrics{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{}},
+			Timestamp: metav1.NewTime(at), Window: metav1.Duration{Duration: 15 * time.Second},
+			Containers: []metricsv1beta1.ContainerMetrics{{Name: "app", Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}
+		for i := 0; i+1 < len(lbls); i += 2 {
+			m.Labels[lbls[i]] = lbls[i+1]
+		}
+		return m
+	}
+	all := []metricsv1beta1.PodMetrics{
+		item("web-1", ts, "250m", "app", "web"),
+		item("web-2", ts, "300m", "app", "web", "tier", "front"),
+		item("api-1", ts, "100m", "app", "api"),
+		item("api-2", apiNow.Add(-time.Hour), "100m", "app", "api"), // older than --metrics-max-age
+		item("job-1", ts, "50m", "tier", "front"),
+	}
+	f := newAPIFixture("metrics.k8s.io/v1beta1")
+	lists := 0
+	f.resource.PrependReactor("list", "pods", func(a core.Action) (bool, runtime.Object, error) {
+		lists++
+		sel := a.(core.ListAction).GetListRestrictions().Labels
+		out := &metricsv1beta1.PodMetricsList{}
+		for _, m := range all {
+			if sel.Matches(labels.Set(m.Labels)) {
+				out.Items = append(out.Items, m)
+			}
+		}
+		return true, out, nil
+	})
+	c := f.client(t)
+	nsWide := c.(NamespaceLister).NamespacePodResources(context.Background(), "ns")
+	if lists != 1 {
+		t.Fatalf("the namespace read sent %d lists, want 1", lists)
+	}
+	for _, s := range []string{"app=web", "app=api", "tier=front", "app in (api,web)", "app=web,tier!=front", "app=none", ""} {
+		t.Run(s, func(t *testing.T) {
+			sel, err := labels.Parse(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantTS, wantErr := c.PodResource(context.Background(), "ns", corev1.ResourceCPU, sel, "")
+			got, gotTS, gotErr := nsWide.PodResource(corev1.ResourceCPU, sel, "")
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || IsSourceFailure(gotErr) != IsSourceFailure(wantErr) {
+				t.Fatalf("error %v, want %v", gotErr, wantErr)
+			}
+			if wantErr == nil && (!gotTS.Equal(wantTS) || !cmp.Equal(got.Map(), want.Map())) {
+				t.Errorf("namespace list gave %v at %s, the selector's own list %v at %s", got.Map(), gotTS, want.Map(), wantTS)
 			}
 		})
 	}

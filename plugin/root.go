@@ -1,5 +1,5 @@
 // Package plugin is the root command, kubectl hpa: its global flags and logging, and one
-// subcommand from each command package (explain, run, simulate, rbac, version, completion).
+// subcommand from each command package (explain, list, run, simulate, rbac, version, completion).
 package plugin
 
 import (
@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/completion"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/explain"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/list"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/options"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/rbac"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/run"
@@ -60,6 +61,7 @@ and can run the control loop in the foreground.`,
 	configFlags.AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(version.NewCmdVersion(streams))
 	cmd.AddCommand(explain.NewCmdExplain(configFlags, streams), completion.NewCmdCompletion(streams))
+	cmd.AddCommand(list.NewCmdList(configFlags, streams))
 	cmd.AddCommand(run.NewCmdRun(configFlags, streams))
 	cmd.AddCommand(simulate.NewCmdSimulate(configFlags, streams))
 	cmd.AddCommand(rbac.NewCmdRBAC(streams))

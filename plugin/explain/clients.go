@@ -2,16 +2,11 @@ package explain
 
 import (
 	"context"
-	"time"
 
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
-	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 )
 
@@ -37,7 +32,7 @@ func liveClients(ctx context.Context, o *Options) (*clients, error) {
 	c := &clients{Clients: live}
 	c.Metrics, c.MetricsSelection, c.MetricsErr = o.newMetrics(ctx, o, live.Config, live.Discovery)
 	if c.MetricsErr != nil {
-		c.Metrics = unavailableMetrics{err: c.MetricsErr}
+		c.Metrics = cmdutil.UnavailableMetrics{Err: c.MetricsErr}
 	}
 	return c, nil
 }
@@ -47,24 +42,3 @@ func liveClients(ctx context.Context, o *Options) (*clients, error) {
 func metricsFromOptions(ctx context.Context, o *Options, cfg *rest.Config, dc discovery.DiscoveryInterface) (metrics.Client, metrics.Selection, error) {
 	return metrics.NewClient(ctx, o.Metrics, cfg, dc, o.Clock)
 }
-
-// unavailableMetrics answers every read with why no metrics source could be chosen.
-type unavailableMetrics struct{ err error }
-
-func (u unavailableMetrics) PodResource(context.Context, string, corev1.ResourceName, labels.Selector, string) (*sampleset.Set, time.Time, error) {
-	return nil, time.Time{}, u.err
-}
-
-func (u unavailableMetrics) PodsMetric(context.Context, string, string, labels.Selector, labels.Selector) (*sampleset.Set, time.Time, error) {
-	return nil, time.Time{}, u.err
-}
-
-func (u unavailableMetrics) ObjectMetric(context.Context, string, string, autoscalingv2.CrossVersionObjectReference, labels.Selector) (int64, time.Time, error) {
-	return 0, time.Time{}, u.err
-}
-
-func (u unavailableMetrics) ExternalMetric(context.Context, string, string, labels.Selector) ([]int64, time.Time, error) {
-	return nil, time.Time{}, u.err
-}
-
-func (u unavailableMetrics) Source() string { return "none: " + u.err.Error() }

@@ -50,7 +50,7 @@ func (f *fixture) build() (*clients, *cmdtest.Fakes) {
 	live, fakes := f.Build()
 	ec := &clients{Clients: live, Metrics: f.M}
 	if f.MetricsErr != nil {
-		ec.Metrics, ec.MetricsErr = unavailableMetrics{err: f.MetricsErr}, f.MetricsErr
+		ec.Metrics, ec.MetricsErr = cmdutil.UnavailableMetrics{Err: f.MetricsErr}, f.MetricsErr
 	}
 	return ec, fakes
 }

@@ -1,0 +1,260 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
+)
+
+// rescaleEvents selects, on the server, the events every HPA's reconstructed history is made
+// of; history.EventReader picks each HPA's own.
+const rescaleEvents = "involvedObject.kind=HorizontalPodAutoscaler,reason=SuccessfulRescale"
+
+// Clients are what a namespace is read through.
+type Clients struct {
+	Kube kubernetes.Interface
+	// Scales reads the scale subresource of the kinds not listed here (and of a listed kind
+	// whose list failed).
+	Scales evaluation.ScaleReader
+	// Metrics reads the metrics; a metrics.NamespaceLister reads resource metrics once.
+	Metrics evaluation.MetricsReader
+	// Config is the controller configuration a recorded history is restored under.
+	Config replicas.Config
+}
+
+// Namespace is the evaluation.Source of one namespace's HPAs, read once by Read.
+type Namespace struct {
+	evaluation.MetricsReader
+	evaluation.HistoryReader
+
+	name      string
+	hpas      map[string]*autoscalingv2.HorizontalPodAutoscaler
+	pods      []*corev1.Pod
+	podsErr   error
+	workloads map[schema.GroupKind]*workloads
+	scales    evaluation.ScaleReader
+	resources *metrics.PodResources
+	events    eventList
+}
+
+var _ evaluation.Source = (*Namespace)(nil)
+
+// workloads are one listed kind's scales by name, or why the list failed.
+type workloads struct {
+	resource schema.GroupResource
+	scales   map[string]*replicas.Scale
+	err      error
+}
+
+// Read reads namespace's inputs for hpas (the namespace's HPAs, as the caller listed them),
+// every list at the same time: the pods, the events, the resource metrics when an HPA has a
+// resource metric, and each kind the HPAs target among the listed ones. A failed list is not
+// an error here: each HPA's evaluation meets it where live would have met its own read's.
+func Read(ctx context.Context, c Clients, namespace string, hpas []*autoscalingv2.HorizontalPodAutoscaler) *Namespace {
+	n := &Namespace{
+		MetricsReader: c.Metrics,
+		name:          namespace,
+		hpas:          map[string]*autoscalingv2.HorizontalPodAutoscaler{},
+		workloads:     map[schema.GroupKind]*workloads{},
+		scales:        c.Scales,
+	}
+	n.HistoryReader = history.EventReader{Lister: &n.events, Config: c.Config}
+	resourceMetrics := false
+	for _, h := range hpas {
+		n.hpas[h.Name] = h
+		if gk, ok := listedKind(h.Spec.ScaleTargetRef); ok && n.workloads[gk] == nil {
+			n.workloads[gk] = &workloads{resource: listedKinds[gk]}
+		}
+		for _, m := range h.Spec.Metrics {
+			resourceMetrics = resourceMetrics || m.Type == autoscalingv2.ResourceMetricSourceType || m.Type == autoscalingv2.ContainerResourceMetricSourceType
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { n.pods, n.podsErr = listPods(ctx, c.Kube, namespace) })
+	wg.Go(func() {
+		n.events.list, n.events.err = c.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: rescaleEvents})
+	})
+	if l, ok := c.Metrics.(metrics.NamespaceLister); ok && resourceMetrics {
+		wg.Go(func() { n.resources = l.NamespacePodResources(ctx, namespace) })
+	}
+	for gk, w := range n.workloads {
+		wg.Go(func() { w.scales, w.err = listScales(ctx, c.Kube, namespace, gk) })
+	}
+	wg.Wait()
+	return n
+}
+
+// HPA implements evaluation.HPAReader from the HPAs given to Read (a copy, the caller's).
+func (n *Namespace) HPA(_ context.Context, namespace, name string) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+	h, ok := n.hpas[name]
+	if !ok || namespace != n.name {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "autoscaling", Resource: "horizontalpodautoscalers"}, name)
+	}
+	return h.DeepCopy(), nil
+}
+
+// Scale implements evaluation.ScaleReader: a listed kind from its list, every other kind (and
+// a listed kind whose list failed, e.g. forbidden) through the scale subresource.
+func (n *Namespace) Scale(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, error) {
+	gk, ok := listedKind(ref)
+	w := n.workloads[gk]
+	if !ok || w == nil || w.err != nil || namespace != n.name {
+		return n.scales.Scale(ctx, namespace, ref)
+	}
+	s, found := w.scales[ref.Name]
+	if !found {
+		return nil, &replicas.ScaleError{Stage: replicas.ScaleErrorGet, Err: apierrors.NewNotFound(w.resource, ref.Name)}
+	}
+	if s == nil {
+		// A selector the registry could not render: the scale subresource reports its error.
+		return n.scales.Scale(ctx, namespace, ref)
+	}
+	cp := *s
+	return &cp, nil
+}
+
+// Pods implements evaluation.PodReader: the namespace's pods selector matches, as a list
+// with that selector returns them.
+func (n *Namespace) Pods(_ context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
+	if n.podsErr != nil {
+		return nil, fmt.Errorf("listing pods in %s matching %q: %w", namespace, selector.String(), n.podsErr)
+	}
+	out := make([]*corev1.Pod, 0, len(n.pods))
+	for _, p := range n.pods {
+		if selector.Matches(labels.Set(p.Labels)) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// PodResource implements evaluation.MetricsReader: from the namespace's PodMetrics list when
+// it was read, else through the metrics client.
+func (n *Namespace) PodResource(ctx context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, container string) (*sampleset.Set, time.Time, error) {
+	if n.resources == nil || namespace != n.name {
+		return n.MetricsReader.PodResource(ctx, namespace, res, selector, container)
+	}
+	return n.resources.PodResource(res, selector, container)
+}
+
+// eventList is the namespace's rescale events, listed once, as a history.EventLister.
+type eventList struct {
+	list *corev1.EventList
+	err  error
+}
+
+// ListEvents implements history.EventLister; EventReader keeps the HPA's own.
+func (e *eventList) ListEvents(context.Context, string, metav1.ListOptions) (*corev1.EventList, error) {
+	return e.list, e.err
+}
+
+// listedKinds are the kinds read by one list per namespace, as run's caches read them.
+var listedKinds = map[schema.GroupKind]schema.GroupResource{
+	{Group: "apps", Kind: "Deployment"}:        {Group: "apps", Resource: "deployments"},
+	{Group: "apps", Kind: "ReplicaSet"}:        {Group: "apps", Resource: "replicasets"},
+	{Group: "apps", Kind: "StatefulSet"}:       {Group: "apps", Resource: "statefulsets"},
+	{Group: "", Kind: "ReplicationController"}: {Resource: "replicationcontrollers"},
+}
+
+func listedKind(ref autoscalingv2.CrossVersionObjectReference) (schema.GroupKind, bool) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return schema.GroupKind{}, false
+	}
+	gk := schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
+	_, ok := listedKinds[gk]
+	return gk, ok
+}
+
+func listPods(ctx context.Context, kube kubernetes.Interface, namespace string) ([]*corev1.Pod, error) {
+	list, err := kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// listScales lists one kind and keeps each object's scale as the registry reports it (nil
+// for a selector it could not render).
+func listScales(ctx context.Context, kube kubernetes.Interface, namespace string, gk schema.GroupKind) (map[string]*replicas.Scale, error) {
+	out := map[string]*replicas.Scale{}
+	opts := metav1.ListOptions{}
+	switch gk.Kind {
+	case "Deployment":
+		list, err := kube.AppsV1().Deployments(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			d := &list.Items[i]
+			out[d.Name] = labelSelectorScale(d.Spec.Replicas, d.Status.Replicas, d.Spec.Selector)
+		}
+	case "ReplicaSet":
+		list, err := kube.AppsV1().ReplicaSets(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			rs := &list.Items[i]
+			out[rs.Name] = labelSelectorScale(rs.Spec.Replicas, rs.Status.Replicas, rs.Spec.Selector)
+		}
+	case "StatefulSet":
+		list, err := kube.AppsV1().StatefulSets(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			ss := &list.Items[i]
+			out[ss.Name] = labelSelectorScale(ss.Spec.Replicas, ss.Status.Replicas, ss.Spec.Selector)
+		}
+	case "ReplicationController":
+		list, err := kube.CoreV1().ReplicationControllers(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			rc := &list.Items[i]
+			// The registry reports a ReplicationController's map selector this way.
+			out[rc.Name] = &replicas.Scale{SpecReplicas: specReplicas(rc.Spec.Replicas), StatusReplicas: rc.Status.Replicas,
+				Selector: labels.SelectorFromSet(rc.Spec.Selector).String()}
+		}
+	}
+	return out, nil
+}
+
+// labelSelectorScale is the scale the apps registry reports for a workload with a label
+// selector: the selector rendered by LabelSelectorAsSelector (nil when it cannot be).
+func labelSelectorScale(spec *int32, status int32, selector *metav1.LabelSelector) *replicas.Scale {
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return nil
+	}
+	return &replicas.Scale{SpecReplicas: specReplicas(spec), StatusReplicas: status, Selector: sel.String()}
+}
+
+// specReplicas is spec.replicas as the API server defaults it.
+func specReplicas(n *int32) int32 {
+	if n == nil {
+		return 1
+	}
+	return *n
+}

@@ -1,0 +1,43 @@
+package list
+
+import (
+	"context"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+)
+
+// clients are the API clients list reads through: the cluster's, and the metrics source
+// chosen for it (a metrics.NamespaceLister reads resource metrics once per namespace).
+type clients struct {
+	*cmdutil.Clients
+	Metrics evaluation.MetricsReader
+	// MetricsSelection says which metrics source was chosen and why.
+	MetricsSelection metrics.Selection
+}
+
+// liveClients builds live clients from the kubeconfig flags, and the metrics client beside
+// them; without a metrics source every metric read fails with why, row by row.
+func liveClients(ctx context.Context, o *Options) (*clients, error) {
+	live, err := cmdutil.NewClients(o.ConfigFlags)
+	if err != nil {
+		return nil, err
+	}
+	c := &clients{Clients: live}
+	m, sel, err := metrics.NewClient(ctx, o.Metrics, live.Config, live.Discovery, o.Clock)
+	c.Metrics, c.MetricsSelection = m, sel
+	if err != nil {
+		// Each row's metrics then fail with it (Blind), the rest of the row still shown.
+		c.Metrics = cmdutil.UnavailableMetrics{Err: err}
+	}
+	return c, nil
+}
+
+// metricsSource says where numbers came from and why that source was chosen.
+func (c *clients) metricsSource() string {
+	if sel := c.MetricsSelection; sel.Detail != "" {
+		return sel.String()
+	}
+	return c.Metrics.Source()
+}

@@ -1,0 +1,205 @@
+package list
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/batch"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+)
+
+// parallelNamespaces bounds how many namespaces are read at once (each is a handful of lists
+// sent together).
+const parallelNamespaces = 8
+
+// row is one HPA's line: its Explanation, and the findings made from it.
+type row struct {
+	Explanation *output.Explanation
+	// Binding is the core's constraint (replicas.ConstraintOf); empty when not evaluated.
+	Binding  string
+	Findings []Finding
+}
+
+// rows lists the HPAs (the only read whose failure fails the command), then decides for each
+// from its namespace's batched reads, in namespace and name order.
+func (o *Options) rows(ctx context.Context) ([]row, error) {
+	hpas, err := o.listHPAs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	missing := o.missingNames(hpas)
+	if len(o.Names) > 0 && len(missing) == len(o.Names) {
+		return nil, &cmdutil.ExitError{Code: cmdutil.ExitHPANotFound, Err: fmt.Errorf("no horizontalpodautoscaler named %s in namespace %q (kubectl get hpa -n %s lists them)", quoted(o.Names), o.Namespace, o.Namespace)}
+	}
+	byNS := map[string][]*autoscalingv2.HorizontalPodAutoscaler{}
+	for _, h := range hpas {
+		byNS[h.Namespace] = append(byNS[h.Namespace], h)
+	}
+	var (
+		mu  sync.Mutex
+		out []row
+		wg  sync.WaitGroup
+	)
+	sem := make(chan struct{}, parallelNamespaces)
+	for ns, list := range byNS {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rs := o.namespaceRows(ctx, ns, list)
+			mu.Lock()
+			defer mu.Unlock()
+			out = append(out, rs...)
+		})
+	}
+	wg.Wait()
+	for _, name := range missing {
+		out = append(out, notFoundRow(o.Namespace, name))
+	}
+	if o.ProblemsOnly {
+		out = slices.DeleteFunc(out, func(r row) bool { return len(r.Findings) == 0 })
+	}
+	slices.SortFunc(out, func(a, b row) int {
+		return cmp.Or(cmp.Compare(a.Explanation.Metadata.Namespace, b.Explanation.Metadata.Namespace), cmp.Compare(a.Explanation.Metadata.Name, b.Explanation.Metadata.Name))
+	})
+	if o.SortBy != "" {
+		sortRows(out, normalColumn(o.SortBy))
+	}
+	return out, nil
+}
+
+// listHPAs lists the HPAs of the namespace (every namespace with -A) matching -l, and only the
+// named ones when names are given: one request.
+func (o *Options) listHPAs(ctx context.Context) ([]*autoscalingv2.HorizontalPodAutoscaler, error) {
+	ns := o.Namespace
+	if o.AllNamespaces {
+		ns = metav1.NamespaceAll
+	}
+	list, err := o.clients.Kube.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{LabelSelector: o.selector.String()})
+	if err != nil {
+		doing := fmt.Sprintf("listing horizontalpodautoscalers in namespace %q", ns)
+		if o.AllNamespaces {
+			doing = "listing horizontalpodautoscalers in all namespaces"
+		}
+		return nil, cmdutil.APIExitError(doing, err)
+	}
+	if len(list.Items) == 0 && !o.AllNamespaces {
+		if _, nsErr := o.clients.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); nsErr != nil {
+			if err := cmdutil.NamespaceMissing(nsErr, ns, o.ExplicitNamespace); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make([]*autoscalingv2.HorizontalPodAutoscaler, 0, len(list.Items))
+	for i := range list.Items {
+		if len(o.Names) == 0 || slices.Contains(o.Names, list.Items[i].Name) {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// missingNames are the names given that the list did not find.
+func (o *Options) missingNames(hpas []*autoscalingv2.HorizontalPodAutoscaler) []string {
+	var out []string
+	for _, n := range o.Names {
+		if !slices.ContainsFunc(hpas, func(h *autoscalingv2.HorizontalPodAutoscaler) bool { return h.Name == n }) && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// namespaceRows reads namespace once (batch.Read) and decides for each of its HPAs through the
+// one evaluation path, as explain does: the cluster's controller now, with the history
+// reconstructed from its status and rescale events (or the one run recorded).
+func (o *Options) namespaceRows(ctx context.Context, namespace string, hpas []*autoscalingv2.HorizontalPodAutoscaler) []row {
+	c := o.clients
+	src := batch.Read(ctx, batch.Clients{Kube: c.Kube, Scales: c.Scales, Metrics: c.Metrics, Config: o.Config}, namespace, hpas)
+	opts := evaluation.Options{Now: o.Clock.Now(), Config: o.Config, WithoutHistory: true, OmitPodTreatments: o.printer == nil}
+	out := make([]row, 0, len(hpas))
+	for _, h := range hpas {
+		ev, err := evaluation.Evaluate(ctx, src, namespace, h.Name, opts)
+		if err != nil {
+			// Only the HPA read fails Evaluate, and the HPA is the one listed.
+			out = append(out, errorRow(namespace, h.Name, cmdutil.APIExitError("reading horizontalpodautoscaler "+namespace+"/"+h.Name, err)))
+			continue
+		}
+		out = append(out, o.rowOf(ev))
+	}
+	return out
+}
+
+// rowOf builds the Explanation as explain builds it (output.Build) and the row's findings.
+func (o *Options) rowOf(ev *evaluation.Evaluation) row {
+	hpa, in, d := ev.Read, ev.Input, ev.Decision
+	var freshDesired *int32
+	if ev.Fresh != nil && ev.Fresh.DesiredReplicas != d.DesiredReplicas {
+		freshDesired = &ev.Fresh.DesiredReplicas
+	}
+	past, _ := ev.Known.(history.Events)
+	facts := output.Facts{
+		Input: in, Decision: d, Cluster: hpa, RescaleEvents: past.Events,
+		MetricsSource: o.clients.metricsSource(), FreshDesired: freshDesired,
+	}
+	if rec, ok, err := past.Recorded(hpa, in.Now); ok && err == nil {
+		facts.HistorySource, facts.HistoryHolder, facts.HistoryRecordedAt = output.HistoryRecorded, rec.Record.Holder, rec.Record.At
+		facts.HistoryNote = "the history kubectl hpa run recorded on the HPA"
+	} else {
+		facts.HistorySource = output.HistoryReconstructed
+		_, facts.HistoryNote = past.Reconstruct(hpa, in.Now)
+	}
+	if past.Err != nil {
+		facts.Warnings = append(facts.Warnings, output.Warning{Reason: "HistoryIncomplete", Message: "the rescale events could not be listed: " + past.Err.Error()})
+	}
+	e := output.Build(facts)
+	r := row{Explanation: e, Binding: string(replicas.ConstraintOf(d)), Findings: findingsOf(in, d, e)}
+	if in.ScaleErr != nil {
+		code := cmdutil.TargetExitError(hpa, in.ScaleErr, o.clients.Discovery)
+		e.Error = &output.Error{ExitCode: code.Code, Reason: cmdutil.ExitReason(code.Code), Message: code.Error()}
+		// The target's error as explain words it, with what to do.
+		r.Findings[0].Message = code.Error()
+	}
+	return r
+}
+
+// notFoundRow is a named HPA the list did not find.
+func notFoundRow(namespace, name string) row {
+	err := &cmdutil.ExitError{Code: cmdutil.ExitHPANotFound, Err: apierrors.NewNotFound(autoscalingv2.Resource("horizontalpodautoscalers"), name)}
+	return errorRow(namespace, name, err)
+}
+
+// errorRow is an HPA that could not be evaluated at all.
+func errorRow(namespace, name string, err error) row {
+	e := output.New(namespace, name)
+	code := cmdutil.ExitCode(err)
+	e.Error = &output.Error{ExitCode: code, Reason: cmdutil.ExitReason(code), Message: err.Error()}
+	var ee *cmdutil.ExitError
+	msg := err.Error()
+	if errors.As(err, &ee) {
+		msg = ee.Err.Error()
+	}
+	return row{Explanation: e, Findings: []Finding{{ID: FindingNotEvaluated, Severity: SeverityError, Message: msg}}}
+}
+
+func quoted(names []string) string {
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%q", n)
+	}
+	return out
+}
