@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/informers"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
 
@@ -81,76 +81,31 @@ func NewCachedScales(kube kubernetes.Interface, namespace string, live ScaleTarg
 				newInformer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 					return f.Apps().V1().Deployments().Informer()
 				},
-				toScale: func(obj any) (*replicas.Scale, bool) {
-					d, ok := obj.(*appsv1.Deployment)
-					if !ok {
-						return nil, false
-					}
-					return labelSelectorScale(d.Spec.Replicas, d.Status.Replicas, d.Spec.Selector)
-				},
+				toScale: evaluation.WorkloadScale,
 			},
 			{Group: "apps", Kind: "ReplicaSet"}: {
 				resource: "replicasets.apps",
 				newInformer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 					return f.Apps().V1().ReplicaSets().Informer()
 				},
-				toScale: func(obj any) (*replicas.Scale, bool) {
-					rs, ok := obj.(*appsv1.ReplicaSet)
-					if !ok {
-						return nil, false
-					}
-					return labelSelectorScale(rs.Spec.Replicas, rs.Status.Replicas, rs.Spec.Selector)
-				},
+				toScale: evaluation.WorkloadScale,
 			},
 			{Group: "apps", Kind: "StatefulSet"}: {
 				resource: "statefulsets.apps",
 				newInformer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 					return f.Apps().V1().StatefulSets().Informer()
 				},
-				toScale: func(obj any) (*replicas.Scale, bool) {
-					ss, ok := obj.(*appsv1.StatefulSet)
-					if !ok {
-						return nil, false
-					}
-					return labelSelectorScale(ss.Spec.Replicas, ss.Status.Replicas, ss.Spec.Selector)
-				},
+				toScale: evaluation.WorkloadScale,
 			},
 			{Group: "", Kind: "ReplicationController"}: {
 				resource: "replicationcontrollers",
 				newInformer: func(f informers.SharedInformerFactory) cache.SharedIndexInformer {
 					return f.Core().V1().ReplicationControllers().Informer()
 				},
-				toScale: func(obj any) (*replicas.Scale, bool) {
-					rc, ok := obj.(*corev1.ReplicationController)
-					if !ok {
-						return nil, false
-					}
-					// The registry reports a ReplicationController's map selector this way.
-					return &replicas.Scale{SpecReplicas: specReplicas(rc.Spec.Replicas), StatusReplicas: rc.Status.Replicas,
-						Selector: labels.SelectorFromSet(rc.Spec.Selector).String()}, true
-				},
+				toScale: evaluation.WorkloadScale,
 			},
 		},
 	}
-}
-
-// labelSelectorScale is the scale the apps registry reports for a workload with a label
-// selector: the selector rendered by LabelSelectorAsSelector. A selector the server could
-// not render either is left to the live read, which reports the server's own error.
-func labelSelectorScale(spec *int32, status int32, selector *metav1.LabelSelector) (*replicas.Scale, bool) {
-	sel, err := metav1.LabelSelectorAsSelector(selector)
-	if err != nil {
-		return nil, false
-	}
-	return &replicas.Scale{SpecReplicas: specReplicas(spec), StatusReplicas: status, Selector: sel.String()}, true
-}
-
-// specReplicas is spec.replicas as the API server defaults it.
-func specReplicas(n *int32) int32 {
-	if n == nil {
-		return 1
-	}
-	return *n
 }
 
 // Start lets reads start informers; they run until ctx is done.

@@ -197,6 +197,10 @@ func listPods(ctx context.Context, kube kubernetes.Interface, namespace string) 
 // for a selector it could not render).
 func listScales(ctx context.Context, kube kubernetes.Interface, namespace string, gk schema.GroupKind) (map[string]*replicas.Scale, error) {
 	out := map[string]*replicas.Scale{}
+	add := func(name string, obj any) {
+		s, _ := evaluation.WorkloadScale(obj)
+		out[name] = s
+	}
 	opts := metav1.ListOptions{}
 	switch gk.Kind {
 	case "Deployment":
@@ -205,8 +209,7 @@ func listScales(ctx context.Context, kube kubernetes.Interface, namespace string
 			return nil, err
 		}
 		for i := range list.Items {
-			d := &list.Items[i]
-			out[d.Name] = labelSelectorScale(d.Spec.Replicas, d.Status.Replicas, d.Spec.Selector)
+			add(list.Items[i].Name, &list.Items[i])
 		}
 	case "ReplicaSet":
 		list, err := kube.AppsV1().ReplicaSets(namespace).List(ctx, opts)
@@ -214,8 +217,7 @@ func listScales(ctx context.Context, kube kubernetes.Interface, namespace string
 			return nil, err
 		}
 		for i := range list.Items {
-			rs := &list.Items[i]
-			out[rs.Name] = labelSelectorScale(rs.Spec.Replicas, rs.Status.Replicas, rs.Spec.Selector)
+			add(list.Items[i].Name, &list.Items[i])
 		}
 	case "StatefulSet":
 		list, err := kube.AppsV1().StatefulSets(namespace).List(ctx, opts)
@@ -223,8 +225,7 @@ func listScales(ctx context.Context, kube kubernetes.Interface, namespace string
 			return nil, err
 		}
 		for i := range list.Items {
-			ss := &list.Items[i]
-			out[ss.Name] = labelSelectorScale(ss.Spec.Replicas, ss.Status.Replicas, ss.Spec.Selector)
+			add(list.Items[i].Name, &list.Items[i])
 		}
 	case "ReplicationController":
 		list, err := kube.CoreV1().ReplicationControllers(namespace).List(ctx, opts)
@@ -232,29 +233,8 @@ func listScales(ctx context.Context, kube kubernetes.Interface, namespace string
 			return nil, err
 		}
 		for i := range list.Items {
-			rc := &list.Items[i]
-			// The registry reports a ReplicationController's map selector this way.
-			out[rc.Name] = &replicas.Scale{SpecReplicas: specReplicas(rc.Spec.Replicas), StatusReplicas: rc.Status.Replicas,
-				Selector: labels.SelectorFromSet(rc.Spec.Selector).String()}
+			add(list.Items[i].Name, &list.Items[i])
 		}
 	}
 	return out, nil
-}
-
-// labelSelectorScale is the scale the apps registry reports for a workload with a label
-// selector: the selector rendered by LabelSelectorAsSelector (nil when it cannot be).
-func labelSelectorScale(spec *int32, status int32, selector *metav1.LabelSelector) *replicas.Scale {
-	sel, err := metav1.LabelSelectorAsSelector(selector)
-	if err != nil {
-		return nil
-	}
-	return &replicas.Scale{SpecReplicas: specReplicas(spec), StatusReplicas: status, Selector: sel.String()}
-}
-
-// specReplicas is spec.replicas as the API server defaults it.
-func specReplicas(n *int32) int32 {
-	if n == nil {
-		return 1
-	}
-	return *n
 }
