@@ -49,7 +49,7 @@ func kinds(objs []manifest.Object) string {
 func TestDecode(t *testing.T) {
 	for _, tc := range []struct {
 		name, data, want string
-		lines        []int
+		lines            []int
 	}{
 		{"one HPA", hpa, "HPA:web", []int{1}},
 		{"several documents, empty ones and other kinds skipped", "---\n" + hpa + "---\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: web\n---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\n", "HPA:web StatefulSet:db", []int{2, 19}},
