@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
@@ -184,5 +186,19 @@ func TestJUnitIsWellFormed(t *testing.T) {
 	}
 	if len(suites.Suites) != 3 || suites.Failures != 6 || suites.Suites[1].Name != "HorizontalPodAutoscaler shop/web" || suites.Suites[1].Failures != 4 {
 		t.Errorf("junit %+v", suites)
+	}
+}
+
+// docs/lint.md's table lists every rule with its severity, title and peer rule as the code has them.
+func TestDocsListEveryRule(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/lint.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range lint.Rules() {
+		row := fmt.Sprintf("| `%s` | %s | %s | %s | %s |", r.ID, r.Severity, r.Title, r.Peers, r.Fix)
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/lint.md has no row %s", row)
+		}
 	}
 }
