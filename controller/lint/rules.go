@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -242,25 +243,17 @@ func checkRequests(c *checker) {
 		var msg string
 		var re *replicas.RequestError
 		switch {
-		case asRequestError(err, &re) && re.NotFound:
-			msg = fmt.Sprintf("the %s Utilization target names container %s, which %s's pod template does not have", t.resource, re.Container, w.ref.Kind+"/"+w.ref.Name)
-		case asRequestError(err, &re) && re.Container == "":
-			msg = fmt.Sprintf("the %s Utilization target needs a pod-level request for %s: the pod template sets pod-level resources without it", t.resource, t.resource)
-		case asRequestError(err, &re):
-			msg = fmt.Sprintf("the %s Utilization target divides by requests, and container %s of %s has no %s request", t.resource, re.Container, w.ref.Kind+"/"+w.ref.Name, t.resource)
-		default:
+		case !errors.As(err, &re):
 			msg = err.Error()
+		case re.NotFound:
+			msg = fmt.Sprintf("the %s Utilization target names container %s, which %s's pod template does not have", t.resource, re.Container, w.ref.Kind+"/"+w.ref.Name)
+		case re.Container == "":
+			msg = fmt.Sprintf("the %s Utilization target needs a pod-level request for %s: the pod template sets pod-level resources without it", t.resource, t.resource)
+		default:
+			msg = fmt.Sprintf("the %s Utilization target divides by requests, and container %s of %s has no %s request", t.resource, re.Container, w.ref.Kind+"/"+w.ref.Name, t.resource)
 		}
 		c.add(t.path, msg)
 	}
-}
-
-func asRequestError(err error, re **replicas.RequestError) bool {
-	e, ok := err.(*replicas.RequestError) //nolint:errorlint // PodRequest returns it unwrapped.
-	if ok {
-		*re = e
-	}
-	return ok
 }
 
 func checkReplicasSet(c *checker) {
@@ -567,14 +560,14 @@ func checkDisabled(c *checker) {
 
 func checkTolerance(c *checker) {
 	minR := c.minReplicas()
-	if minR < 1 {
+	if minR < 1 || minR >= c.hpa.Spec.MaxReplicas {
 		return
 	}
-	onePod := 1 / float64(minR)
 	for _, up := range []bool{true, false} {
-		dir := "scaleUp"
+		// The smallest count the HPA scales from: minReplicas going up, one more going down.
+		dir, n, at := "scaleUp", minR, fmt.Sprintf("minReplicas %d", minR)
 		if !up {
-			dir = "scaleDown"
+			dir, n, at = "scaleDown", minR+1, fmt.Sprintf("%d replicas (minReplicas + 1)", minR+1)
 		}
 		tol, path, source := c.opts.Tolerance, "spec.minReplicas", "the cluster's tolerance"
 		if b := c.hpa.Spec.Behavior; b != nil {
@@ -587,11 +580,12 @@ func checkTolerance(c *checker) {
 			}
 		}
 		// The controller acts only when |usage/target - 1| > tolerance; one pod's worth of
-		// load at minReplicas moves the ratio by 1/minReplicas.
+		// load at n replicas moves the ratio by 1/n.
+		onePod := 1 / float64(n)
 		if onePod > tol {
 			continue
 		}
-		c.add(path, fmt.Sprintf("%s: at minReplicas %d one pod's worth of load moves the usage ratio by %.1f%%, not more than %s of %g%%, so the HPA does not act on it", dir, minR, 100*onePod, source, 100*tol))
+		c.add(path, fmt.Sprintf("%s: at %s one pod's worth of load moves the usage ratio by %.1f%%, not more than %s of %g%%, so the HPA does not act on it", dir, at, 100*onePod, source, 100*tol))
 	}
 }
 
