@@ -475,16 +475,12 @@ func checkShortWindow(c *checker) {
 	}
 }
 
-// effectiveRules are the HPA's scaling rules in a direction as the controller acts on them.
+// effectiveRules are the HPA's scaling rules in a direction as the controller acts on them; the
+// HPA must have spec.behavior.
 func (c *checker) effectiveRules(up bool) *autoscalingv2.HPAScalingRules {
 	cfg := replicas.DefaultConfig()
 	cfg.DownscaleStabilizationWindow = c.opts.DownscaleStabilizationWindow
-	h := c.hpa
-	if h.Spec.Behavior == nil {
-		h = h.DeepCopy()
-		h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{}
-	}
-	b := replicas.EffectiveBehavior(h, cfg)
+	b := replicas.EffectiveBehavior(c.hpa, cfg)
 	if up {
 		return b.ScaleUp
 	}
@@ -493,7 +489,9 @@ func (c *checker) effectiveRules(up bool) *autoscalingv2.HPAScalingRules {
 
 func checkReachTime(c *checker) {
 	minR, maxR := max(c.minReplicas(), 1), c.hpa.Spec.MaxReplicas
-	if maxR <= minR {
+	// Without behavior the controller's legacy limits apply (at least doubling per sync up, no
+	// limit down after the window): never slow, and no policy of the HPA's to name.
+	if maxR <= minR || c.hpa.Spec.Behavior == nil {
 		return
 	}
 	for _, up := range []bool{true, false} {

@@ -1,8 +1,6 @@
 package lint
 
 import (
-	"encoding/json"
-
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,17 +55,26 @@ type Source struct {
 // GetObjectKind and DeepCopyObject make a Report a runtime.Object for the YAML printer.
 func (r *Report) GetObjectKind() schema.ObjectKind { return &r.TypeMeta }
 
-// DeepCopyObject copies the report through JSON (it is printed once; no generated copy needed).
+// DeepCopyObject copies the report.
 func (r *Report) DeepCopyObject() runtime.Object {
-	data, err := json.Marshal(r)
-	if err != nil {
-		panic(err)
+	out := *r
+	out.HPAs = make([]CheckedHPA, len(r.HPAs))
+	for i, h := range r.HPAs {
+		out.HPAs[i] = CheckedHPA{ObjectRef: h.ObjectRef, Source: h.Source.copy()}
 	}
-	out := &Report{}
-	if err := json.Unmarshal(data, out); err != nil {
-		panic(err)
+	out.Findings = make([]Finding, len(r.Findings))
+	for i, f := range r.Findings {
+		out.Findings[i] = Finding{Finding: f.Finding, Source: f.Source.copy()}
 	}
-	return out
+	return &out
+}
+
+func (s *Source) copy() *Source {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	return &c
 }
 
 // check runs the rules on the objects read and places each finding in the manifests.
