@@ -234,7 +234,8 @@ func checkRequests(c *checker) {
 	}
 	// The pod the template makes, as the core reads its requests: regular containers and
 	// restartable init containers (sidecars), or pod-level requests when the gate is on.
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: w.ref.Name + "-<pod>"}, Spec: w.template.Spec}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: w.ref.Name + "-<pod>"}, Spec: *w.template.Spec.DeepCopy()}
+	defaultRequestsFromLimits(&pod.Spec)
 	for _, t := range c.utilizationTargets() {
 		_, err := replicas.PodRequest(pod, t.container, t.resource, c.opts.PodLevelResources)
 		if err == nil {
@@ -253,6 +254,25 @@ func checkRequests(c *checker) {
 			msg = fmt.Sprintf("the %s Utilization target divides by requests, and container %s of %s has no %s request", t.resource, re.Container, w.ref.Kind+"/"+w.ref.Name, t.resource)
 		}
 		c.add(t.path, msg)
+	}
+}
+
+// defaultRequestsFromLimits sets, as the API server does when it creates a pod, a container's
+// missing request for a resource to its limit.
+func defaultRequestsFromLimits(spec *corev1.PodSpec) {
+	for _, list := range [][]corev1.Container{spec.Containers, spec.InitContainers} {
+		for i := range list {
+			r := &list[i].Resources
+			for name, limit := range r.Limits {
+				if _, ok := r.Requests[name]; ok {
+					continue
+				}
+				if r.Requests == nil {
+					r.Requests = corev1.ResourceList{}
+				}
+				r.Requests[name] = limit.DeepCopy()
+			}
+		}
 	}
 }
 
