@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -217,5 +218,37 @@ func TestNeverBinds(t *testing.T) {
 				t.Errorf("NeverBinds = %d, %v; want %d, %v", by, dead, tc.wantBy, tc.wantDead)
 			}
 		})
+	}
+}
+
+// An HPA with the largest maxReplicas is checked in bounded time (a replica counter at the
+// largest int32 wrapped, and NeverBinds looped for ever), and a policy slower than a day says
+// so.
+func TestTheLargestCountsAreCheckedInBoundedTime(t *testing.T) {
+	objs, err := manifest.Decode("huge.yaml", []byte(`apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: huge, namespace: shop}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 2
+  maxReplicas: 2147483647
+  behavior:
+    scaleUp:
+      policies: [{type: Pods, value: 1, periodSeconds: 1800}, {type: Percent, value: 1, periodSeconds: 1800}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read lint.Objects
+	read.Add(objs[0].Object)
+	var got []string
+	for _, f := range lint.Check(read, lint.DefaultOptions()) {
+		if f.ID == "HPA013" {
+			got = append(got, f.Message)
+		}
+	}
+	want := []string{"scaleUp 1 pod per 1800s or 1% per 1800s (Max): 2 -> 2147483647 pods takes more than a day"}
+	if !slices.Equal(got, want) {
+		t.Errorf("HPA013 said %q, want %q", got, want)
 	}
 }

@@ -516,7 +516,7 @@ func checkReachTime(c *checker) {
 	}
 	for _, up := range []bool{true, false} {
 		r := c.effectiveRules(up)
-		if disabled(r) {
+		if unusable(r) {
 			continue
 		}
 		from, to, within, dir := minR, maxR, c.opts.ScaleUpWithin, "scaleUp"
@@ -524,11 +524,24 @@ func checkReachTime(c *checker) {
 			from, to, within, dir = maxR, minR, c.opts.ScaleDownWithin, "scaleDown"
 		}
 		took, ok := TimeToReach(r, from, to, c.opts.SyncPeriod)
-		if !ok || took <= within {
-			continue
+		switch {
+		case !ok:
+			c.add("spec.behavior."+dir, fmt.Sprintf("%s %s: %d -> %d pods takes more than a day", dir, DescribeRules(r), from, to))
+		case took > within:
+			c.add("spec.behavior."+dir, fmt.Sprintf("%s %s: %d -> %d pods takes %s (more than %s)", dir, DescribeRules(r), from, to, roundDuration(took), roundDuration(within)))
 		}
-		c.add("spec.behavior."+dir, fmt.Sprintf("%s %s: %d -> %d pods takes %s (more than %s)", dir, DescribeRules(r), from, to, roundDuration(took), roundDuration(within)))
 	}
+}
+
+// unusable says whether rules cannot be played: Disabled, or a policy the API server refuses
+// (HPA001 reports it).
+func unusable(r *autoscalingv2.HPAScalingRules) bool {
+	for _, p := range r.Policies {
+		if p.Value < 1 || p.PeriodSeconds < 1 || p.PeriodSeconds > validation.MaxPolicyPeriodSeconds {
+			return true
+		}
+	}
+	return disabled(r)
 }
 
 func disabled(r *autoscalingv2.HPAScalingRules) bool {
@@ -550,7 +563,7 @@ func checkDeadPolicy(c *checker) {
 		if !up {
 			set = c.hpa.Spec.Behavior.ScaleDown
 		}
-		if set == nil || set.Policies == nil || disabled(r) {
+		if set == nil || set.Policies == nil || unusable(r) {
 			// Only policies the HPA writes (the defaults are upstream's choice).
 			continue
 		}

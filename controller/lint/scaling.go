@@ -35,6 +35,10 @@ func TimeToReach(rules *autoscalingv2.HPAScalingRules, from, to int32, sync time
 		change int32
 	}
 	var events []event
+	var longest time.Duration
+	for _, p := range rules.Policies {
+		longest = max(longest, time.Duration(p.PeriodSeconds)*time.Second)
+	}
 	current := from
 	// The first sync at or after the window's end decides with the new demand alone.
 	start := time.Duration(math.Ceil(float64(window)/float64(sync))) * sync
@@ -58,6 +62,10 @@ func TimeToReach(rules *autoscalingv2.HPAScalingRules, from, to int32, sync time
 		if next != current {
 			events = append(events, event{at: t, change: next - current})
 			current = next
+		}
+		// Events older than the longest period no policy counts any more.
+		for len(events) > 0 && events[0].at <= t-longest {
+			events = events[1:]
 		}
 		if current == to {
 			return t, true
@@ -120,7 +128,10 @@ func NeverBinds(rules *autoscalingv2.HPAScalingRules, i int, minR, maxR int32, u
 			continue
 		}
 		always := true
-		for n := minR; n <= maxR && always; n++ {
+		for _, n := range counts(minR, maxR) {
+			if !always {
+				break
+			}
 			if (up && n == maxR) || (!up && n == minR) {
 				continue
 			}
@@ -137,6 +148,31 @@ func NeverBinds(rules *autoscalingv2.HPAScalingRules, i int, minR, maxR int32, u
 		}
 	}
 	return 0, false
+}
+
+// scanLimit bounds the counts NeverBinds compares policies at.
+const scanLimit = 5000
+
+// counts are the replica counts from minR to maxR, or, over a wider range, its first and last
+// scanLimit counts: one policy's proposal minus another's is monotone in the count when a Pods
+// policy is in the pair, so the ends decide; two Percent policies differ by rounding only in
+// the middle of a wide range.
+func counts(minR, maxR int32) []int32 {
+	var out []int32
+	// In int64: maxR may be the largest int32, past which an int32 counter wraps.
+	lo, hi := int64(minR), int64(maxR)
+	add := func(from, to int64) {
+		for n := from; n <= to; n++ {
+			out = append(out, int32(n))
+		}
+	}
+	if hi-lo < 2*scanLimit {
+		add(lo, hi)
+		return out
+	}
+	add(lo, lo+scanLimit-1)
+	add(hi-scanLimit+1, hi)
+	return out
 }
 
 // DescribeRules says a direction's policies and window in a line: "10% per 60s after a 300s

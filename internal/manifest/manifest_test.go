@@ -12,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/manifest"
 )
 
@@ -125,12 +126,13 @@ func TestReadDirectoriesFilesAndStdin(t *testing.T) {
 }
 
 // FuzzDecode: any input decodes to objects of the kinds lint reads, each with a line inside the
-// input, or to one *manifest.Error naming the file; never a panic.
+// input, which lint's rules check, or to one *manifest.Error naming the file; never a panic.
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(hpa))
 	f.Add([]byte("apiVersion: v1\nkind: List\nitems:\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: a}\n"))
 	f.Add([]byte("---\n---\n{}\n"))
 	f.Add([]byte("a: &x [*x]\n"))
+	f.Add([]byte("apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: a}\nspec:\n  maxReplicas: 2147483647\n  behavior:\n    scaleUp:\n      policies: [{type: Pods, value: 1, periodSeconds: 1800}, {type: Percent, value: 1, periodSeconds: 1800}]\n    scaleDown:\n      policies: [{type: Percent, value: 1, periodSeconds: 1800}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		objs, err := manifest.Decode("fuzz.yaml", data)
 		if err != nil {
@@ -141,10 +143,17 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		lines := strings.Count(string(data), "\n") + 1
+		var read lint.Objects
 		for _, o := range objs {
 			if o.Object == nil || o.Line < 1 || o.Line > lines {
 				t.Fatalf("object %T at line %d of %d", o.Object, o.Line, lines)
 			}
+			if !read.Add(o.Object) {
+				t.Fatalf("object %T is of a kind lint does not read", o.Object)
+			}
 		}
+		// What the reader accepts, lint's rules check without a panic (any HPA spec, however
+		// large its counts: their loops are bounded).
+		lint.Check(read, lint.DefaultOptions())
 	})
 }
