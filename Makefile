@@ -103,8 +103,9 @@ test-unit:
 
 ## test-fuzz: every fuzz target of the decision core for FUZZTIME, the metrics decoders' and sample set's for
 ## METRICS_FUZZTIME, the recording decoder's for RECORDING_FUZZTIME, the simulator's load parser
-## for LOAD_FUZZTIME and the history record's for HISTORY_FUZZTIME
-test-fuzz: test-fuzz-core test-fuzz-history test-fuzz-metrics test-fuzz-recording test-fuzz-load
+## for LOAD_FUZZTIME, the history record's for HISTORY_FUZZTIME and lint's manifest reader's for
+## MANIFEST_FUZZTIME
+test-fuzz: test-fuzz-core test-fuzz-history test-fuzz-metrics test-fuzz-recording test-fuzz-load test-fuzz-manifest
 
 # The fuzz budgets are counts of executions (-fuzztime Nx), not durations. With a duration,
 # Go 1.26's fuzzing coordinator can report "context deadline exceeded" as a failure when its
@@ -145,6 +146,18 @@ test-fuzz-history:
 	for target in $$targets; do \
 		echo "fuzz $$target, -fuzztime $(HISTORY_FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(HISTORY_FUZZTIME) ./controller/history/annotation || exit 1; \
+	done
+
+# lint's manifest reader (internal/manifest, a leaf of the API types and yaml): never panics,
+# every object it returns has a line inside its input, every failure names the file.
+MANIFEST_FUZZTIME ?= 20000x
+.PHONY: test-fuzz-manifest
+test-fuzz-manifest:
+	@targets=$$(hack/fuzz-targets.sh internal/manifest); \
+	[ -n "$$targets" ] || { echo "no fuzz targets found in internal/manifest"; exit 1; }; \
+	for target in $$targets; do \
+		echo "fuzz $$target, -fuzztime $(MANIFEST_FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(MANIFEST_FUZZTIME) ./internal/manifest || exit 1; \
 	done
 
 ## bench: every Go benchmark of the main module, once

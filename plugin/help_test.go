@@ -25,6 +25,7 @@ var commands = map[string][]string{
 	"completion": {"completion"},
 	"options":    {"options"},
 	"rbac":       {"rbac"},
+	"lint":       {"lint"},
 	"list":       {"list"},
 }
 

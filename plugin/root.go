@@ -1,5 +1,6 @@
 // Package plugin is the root command, kubectl hpa: its global flags and logging, and one
-// subcommand from each command package (explain, list, run, simulate, rbac, version, completion).
+// subcommand from each command package (explain, list, lint, run, simulate, rbac, version,
+// completion).
 package plugin
 
 import (
@@ -18,6 +19,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/completion"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/explain"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/list"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/options"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/rbac"
@@ -64,6 +66,7 @@ and can run the control loop in the foreground.`,
 	cmd.AddCommand(list.NewCmdList(configFlags, streams))
 	cmd.AddCommand(run.NewCmdRun(configFlags, streams))
 	cmd.AddCommand(simulate.NewCmdSimulate(configFlags, streams))
+	cmd.AddCommand(lint.NewCmdLint(streams))
 	cmd.AddCommand(rbac.NewCmdRBAC(streams))
 	cmd.AddCommand(options.NewCmdOptions(streams))
 	// kubectl's help: each command lists its own flags and points to kubectl hpa options for

@@ -40,6 +40,8 @@ const (
 	// and scales nothing: a Utilization target on pods without requests, an invalid or
 	// ambiguous selector, a metric spec the controller refuses.
 	ExitCannotCompute = 10
+	// ExitLintFindings: lint found at least one finding as severe as --fail-on asks.
+	ExitLintFindings = 11
 )
 
 // Stable reasons for structured errors (output.Error.Reason), one per exit code.
@@ -54,6 +56,7 @@ var exitReasons = map[int]string{
 	ExitMetricsUnavailable: "MetricsAPIUnavailable",
 	ExitUnauthorized:       "Unauthorized",
 	ExitCannotCompute:      "CannotComputeReplicas",
+	ExitLintFindings:       "LintFindings",
 }
 
 // ExitReason is the stable CamelCase reason for an exit code.
