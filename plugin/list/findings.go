@@ -2,6 +2,7 @@ package list
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -53,6 +54,9 @@ const (
 	FindingMetricFailing = "MetricFailing"
 	// FindingCannotCompute: the metrics were read but give no count (ScalingActive=False).
 	FindingCannotCompute = "CannotCompute"
+	// FindingAmbiguousSelector: other HPAs select some of the same pods, so upstream's
+	// controller scales none of them (its AmbiguousSelector condition).
+	FindingAmbiguousSelector = "AmbiguousSelector"
 	// FindingCappedAtMax: the metrics want more than maxReplicas.
 	FindingCappedAtMax = "CappedAtMax"
 	// FindingDisagrees: the decision now differs from status.desiredReplicas, which the
@@ -66,15 +70,27 @@ func findingsOf(in replicas.Input, d replicas.Decision, e *output.Explanation) [
 	if in.ScaleErr != nil {
 		out = append(out, Finding{FindingNotEvaluated, SeverityError, "the target's scale cannot be read: " + in.ScaleErr.Error()})
 	}
-	var failing []string
+	// unread are the metrics that could not be read; a metric read whose values give no count
+	// (a pod without the request a Utilization target divides by, an invalid spec) is not.
+	var failing, unread []string
 	for i, m := range d.Metrics {
 		if m.Err != nil && i < len(in.HPA.Spec.Metrics) {
-			failing = append(failing, fmt.Sprintf("%s: %v", output.ShortName(in.HPA.Spec.Metrics[i]), m.Err))
+			msg := fmt.Sprintf("%s: %v", output.ShortName(in.HPA.Spec.Metrics[i]), m.Err)
+			failing = append(failing, msg)
+			var reqErr *replicas.RequestError
+			var specErr *replicas.SpecError
+			if !errors.As(m.Err, &reqErr) && !errors.As(m.Err, &specErr) {
+				unread = append(unread, msg)
+			}
 		}
 	}
 	switch {
-	case d.Phase == replicas.PhaseMetricsFailed && len(failing) > 0:
-		out = append(out, Finding{FindingBlind, SeverityError, "no metric can be used, so nothing would be scaled: " + strings.Join(failing, "; ")})
+	case len(in.OtherHPAsSelectingPods) > 0:
+		out = append(out, Finding{FindingAmbiguousSelector, SeverityError, fmt.Sprintf(
+			"its pods are also selected by %s, so the controller scales none of them: give each workload's pods labels only its own HPA's target selects",
+			strings.Join(in.OtherHPAsSelectingPods, ", "))})
+	case d.Phase == replicas.PhaseMetricsFailed && len(unread) > 0:
+		out = append(out, Finding{FindingBlind, SeverityError, "no metric can be used, so nothing would be scaled: " + strings.Join(unread, "; ")})
 	case d.Phase == replicas.PhaseMetricsFailed:
 		out = append(out, Finding{FindingCannotCompute, SeverityError, cannotCompute(d)})
 	case len(failing) > 0:

@@ -11,6 +11,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/batch"
@@ -35,7 +36,7 @@ type row struct {
 // rows lists the HPAs (the only read whose failure fails the command), then decides for each
 // from its namespace's batched reads, in namespace and name order.
 func (o *Options) rows(ctx context.Context) ([]row, error) {
-	hpas, err := o.listHPAs(ctx)
+	all, hpas, err := o.listHPAs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -43,9 +44,12 @@ func (o *Options) rows(ctx context.Context) ([]row, error) {
 	if len(o.Names) > 0 && len(missing) == len(o.Names) {
 		return nil, &cmdutil.ExitError{Code: cmdutil.ExitHPANotFound, Err: fmt.Errorf("no horizontalpodautoscaler named %s in namespace %q (kubectl get hpa -n %s lists them)", quoted(o.Names), o.Namespace, o.Namespace)}
 	}
-	byNS := map[string][]*autoscalingv2.HorizontalPodAutoscaler{}
+	byNS, allByNS := map[string][]*autoscalingv2.HorizontalPodAutoscaler{}, map[string][]*autoscalingv2.HorizontalPodAutoscaler{}
 	for _, h := range hpas {
 		byNS[h.Namespace] = append(byNS[h.Namespace], h)
+	}
+	for _, h := range all {
+		allByNS[h.Namespace] = append(allByNS[h.Namespace], h)
 	}
 	var (
 		mu  sync.Mutex
@@ -57,7 +61,7 @@ func (o *Options) rows(ctx context.Context) ([]row, error) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			rs := o.namespaceRows(ctx, ns, list)
+			rs := o.namespaceRows(ctx, ns, allByNS[ns], list)
 			mu.Lock()
 			defer mu.Unlock()
 			out = append(out, rs...)
@@ -79,35 +83,37 @@ func (o *Options) rows(ctx context.Context) ([]row, error) {
 	return out, nil
 }
 
-// listHPAs lists the HPAs of the namespace (every namespace with -A) matching -l, and only the
-// named ones when names are given: one request.
-func (o *Options) listHPAs(ctx context.Context) ([]*autoscalingv2.HorizontalPodAutoscaler, error) {
+// listHPAs lists the HPAs of the namespace (every namespace with -A): one request. It returns
+// them all, which the decisions need (an HPA whose pods another HPA selects is not scaled,
+// whether or not -l or the names select the other), and those -l and the names select.
+func (o *Options) listHPAs(ctx context.Context) (all, selected []*autoscalingv2.HorizontalPodAutoscaler, err error) {
 	ns := o.Namespace
 	if o.AllNamespaces {
 		ns = metav1.NamespaceAll
 	}
-	list, err := o.clients.Kube.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{LabelSelector: o.selector.String()})
+	list, err := o.clients.Kube.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		doing := fmt.Sprintf("listing horizontalpodautoscalers in namespace %q", ns)
 		if o.AllNamespaces {
 			doing = "listing horizontalpodautoscalers in all namespaces"
 		}
-		return nil, cmdutil.APIExitError(doing, err)
+		return nil, nil, cmdutil.APIExitError(doing, err)
 	}
 	if len(list.Items) == 0 && !o.AllNamespaces {
 		if _, nsErr := o.clients.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); nsErr != nil {
 			if err := cmdutil.NamespaceMissing(nsErr, ns, o.ExplicitNamespace); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
-	out := make([]*autoscalingv2.HorizontalPodAutoscaler, 0, len(list.Items))
 	for i := range list.Items {
-		if len(o.Names) == 0 || slices.Contains(o.Names, list.Items[i].Name) {
-			out = append(out, &list.Items[i])
+		h := &list.Items[i]
+		all = append(all, h)
+		if o.selector.Matches(labels.Set(h.Labels)) && (len(o.Names) == 0 || slices.Contains(o.Names, h.Name)) {
+			selected = append(selected, h)
 		}
 	}
-	return out, nil
+	return all, selected, nil
 }
 
 // missingNames are the names given that the list did not find.
@@ -124,10 +130,10 @@ func (o *Options) missingNames(hpas []*autoscalingv2.HorizontalPodAutoscaler) []
 // namespaceRows reads namespace once (batch.Read) and decides for each of its HPAs through the
 // one evaluation path, as explain does: the cluster's controller now, with the history
 // reconstructed from its status and rescale events (or the one run recorded).
-func (o *Options) namespaceRows(ctx context.Context, namespace string, hpas []*autoscalingv2.HorizontalPodAutoscaler) []row {
+func (o *Options) namespaceRows(ctx context.Context, namespace string, all, hpas []*autoscalingv2.HorizontalPodAutoscaler) []row {
 	c := o.clients
-	src := batch.Read(ctx, batch.Clients{Kube: c.Kube, Scales: c.Scales, Metrics: c.Metrics, Config: o.Config}, namespace, hpas)
-	opts := evaluation.Options{Now: o.Clock.Now(), Config: o.Config, WithoutHistory: true, OmitPodTreatments: o.printer == nil}
+	src := batch.Read(ctx, batch.Clients{Kube: c.Kube, Scales: c.Scales, Metrics: c.Metrics, Config: o.Config}, namespace, all)
+	opts := evaluation.Options{Now: o.Clock.Now(), Config: o.Config, WithoutHistory: true, OmitPodTreatments: o.printer == nil, Overlaps: src}
 	out := make([]row, 0, len(hpas))
 	for _, h := range hpas {
 		ev, err := evaluation.Evaluate(ctx, src, namespace, h.Name, opts)

@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,9 +51,22 @@ type Namespace struct {
 	scales    evaluation.ScaleReader
 	resources *metrics.PodResources
 	events    eventList
+
+	// read keeps the scale-subresource reads of kinds not listed, so that OtherHPAs and the
+	// HPA's own evaluation read each target once.
+	mu   sync.Mutex
+	read map[autoscalingv2.CrossVersionObjectReference]scaleRead
 }
 
-var _ evaluation.Source = (*Namespace)(nil)
+type scaleRead struct {
+	scale *replicas.Scale
+	err   error
+}
+
+var (
+	_ evaluation.Source        = (*Namespace)(nil)
+	_ evaluation.OverlapFinder = (*Namespace)(nil)
+)
 
 // workloads are one listed kind's scales by name, or why the list failed.
 type workloads struct {
@@ -113,8 +127,11 @@ func (n *Namespace) HPA(_ context.Context, namespace, name string) (*autoscaling
 func (n *Namespace) Scale(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, error) {
 	gk, ok := listedKind(ref)
 	w := n.workloads[gk]
-	if !ok || w == nil || w.err != nil || namespace != n.name {
+	if namespace != n.name {
 		return n.scales.Scale(ctx, namespace, ref)
+	}
+	if !ok || w == nil || w.err != nil {
+		return n.readScale(ctx, ref)
 	}
 	s, found := w.scales[ref.Name]
 	if !found {
@@ -122,10 +139,58 @@ func (n *Namespace) Scale(ctx context.Context, namespace string, ref autoscaling
 	}
 	if s == nil {
 		// A selector the registry could not render: the scale subresource reports its error.
-		return n.scales.Scale(ctx, namespace, ref)
+		return n.readScale(ctx, ref)
 	}
 	cp := *s
 	return &cp, nil
+}
+
+// readScale reads ref's scale subresource once; later calls get the same answer.
+func (n *Namespace) readScale(ctx context.Context, ref autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r, ok := n.read[ref]
+	if !ok {
+		r.scale, r.err = n.scales.Scale(ctx, n.name, ref)
+		if n.read == nil {
+			n.read = map[autoscalingv2.CrossVersionObjectReference]scaleRead{}
+		}
+		n.read[ref] = r
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	cp := *r.scale
+	return &cp, nil
+}
+
+// OtherHPAs implements evaluation.OverlapFinder: the namespace's other HPAs whose target's
+// selector matches any of pods, as run's selector tracker finds them once every HPA has
+// synced (upstream then scales none of them). A target whose scale cannot be read selects
+// nothing, as an HPA that never synced does in the tracker.
+func (n *Namespace) OtherHPAs(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, _ labels.Selector, pods []*corev1.Pod) ([]string, error) {
+	var others []string
+	for name, other := range n.hpas {
+		if name == hpa.Name {
+			continue
+		}
+		s, err := n.Scale(ctx, n.name, other.Spec.ScaleTargetRef)
+		if err != nil {
+			continue
+		}
+		sel, err := labels.Parse(s.Selector)
+		if err != nil || sel.Empty() {
+			continue
+		}
+		for _, p := range pods {
+			if sel.Matches(labels.Set(p.Labels)) {
+				others = append(others, n.name+"/"+name)
+				break
+			}
+		}
+	}
+	slices.Sort(others)
+	return others, nil
 }
 
 // Pods implements evaluation.PodReader: the namespace's pods selector matches, as a list
