@@ -362,7 +362,7 @@ SOAK_DURATION ?= 10m
 SOAK_TIMEOUT ?= 90m
 SOAK_GOFLAGS ?=
 
-.PHONY: soak
+.PHONY: soak soak-list
 
 ## soak: SOAK_HPAS HPAs over SOAK_PODS pods on the real cluster for SOAK_DURATION, with its figures
 soak: build
@@ -371,3 +371,18 @@ soak: build
 	cd test/e2e && KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_PLUGIN_DIR=$(BIN) \
 		$(BIN)/e2e-soak.test -test.v -test.timeout $(SOAK_TIMEOUT) -test.run '^TestSoak$$' \
 		-soak.hpas=$(SOAK_HPAS) -soak.pods=$(SOAK_PODS) -soak.duration=$(SOAK_DURATION)
+
+# soak-list: TestSoakList, `kubectl hpa list -A` over SOAK_LIST_HPAS HPAs on as many Deployments,
+# SOAK_LIST_PODS pods, in SOAK_LIST_NAMESPACES namespaces, beside kubectl get and describe hpa -A.
+SOAK_LIST_NAMESPACES ?= 100
+SOAK_LIST_HPAS ?= 1000
+SOAK_LIST_PODS ?= 10000
+
+## soak-list: list -A over SOAK_LIST_HPAS HPAs in SOAK_LIST_NAMESPACES namespaces on the real cluster, timed
+## beside kubectl get and describe hpa -A, its requests per namespace counted from the audit log
+soak-list: build
+	@testbin=$$(hack/build-testbin.sh | tail -n1) && \
+	$(GO) test -c $(SOAK_GOFLAGS) -tags 'e2e soak' -o $(BIN)/e2e-soak.test ./test/e2e && \
+	cd test/e2e && KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_PLUGIN_DIR=$(BIN) \
+		$(BIN)/e2e-soak.test -test.v -test.timeout $(SOAK_TIMEOUT) -test.run '^TestSoakList$$' \
+		-soak.list-namespaces=$(SOAK_LIST_NAMESPACES) -soak.list-hpas=$(SOAK_LIST_HPAS) -soak.list-pods=$(SOAK_LIST_PODS)
