@@ -3,6 +3,8 @@ package list
 import (
 	"context"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
@@ -20,6 +22,17 @@ type clients struct {
 // liveClients builds live clients from the kubeconfig flags, and the metrics client beside
 // them; without a metrics source every metric read fails with why, row by row.
 func liveClients(ctx context.Context, o *Options) (*clients, error) {
+	// list bounds its own concurrency (parallelNamespaces namespaces at a time, a handful of
+	// lists each); client-go's default of 5 requests a second per client would hold 100
+	// namespaces' 401 requests for 40 s. The API server's priority and fairness still applies.
+	wrap := o.ConfigFlags.WrapConfigFn
+	o.ConfigFlags.WrapConfigFn = func(c *rest.Config) *rest.Config {
+		if wrap != nil {
+			c = wrap(c)
+		}
+		c.QPS = -1
+		return c
+	}
 	live, err := cmdutil.NewClients(o.ConfigFlags)
 	if err != nil {
 		return nil, err
