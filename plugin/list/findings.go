@@ -91,10 +91,14 @@ func findingsOf(in replicas.Input, d replicas.Decision, e *output.Explanation) [
 	return out
 }
 
-// lintOptions are the lint rules' settings: the cluster's controller configuration, and
-// objects read from a cluster (Manifests false).
-func (o *Options) lintOptions() lint.Options {
+// lintOptions are the lint rules' settings: the cluster's controller configuration, objects
+// read from a cluster (Manifests false), and the APIs it serves (HPA017; not checked when
+// discovery knew nothing).
+func (o *Options) lintOptions(served map[string]bool) lint.Options {
 	opts := lint.DefaultOptions()
+	if len(served) > 0 {
+		opts.ServedAPIs = served
+	}
 	opts.Tolerance = o.Config.Tolerance
 	opts.DownscaleStabilizationWindow = o.Config.DownscaleStabilizationWindow
 	opts.PodLevelResources = o.Config.PodLevelResources

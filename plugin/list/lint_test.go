@@ -79,3 +79,19 @@ func TestAForbiddenLintListIsANoteNotAFailure(t *testing.T) {
 		t.Errorf("want HPA006 and no HPA010 (its PDBs unread):\n%s", r.stdout)
 	}
 }
+
+func TestAMetricTheClusterDoesNotServeIsHPA017(t *testing.T) {
+	c := &cluster{}
+	c.app("shop", "worker", 2, "", hpa("shop", "worker", "worker", 60, 10, 2, 2, testbuild.Min(2),
+		testbuild.Metrics(testbuild.ExternalAverage("queue_messages_ready", nil, 30000))))
+	f := c.build(t)
+	// Discovery lists the resource metrics API only: no external metrics adapter.
+	f.kube.Resources = []*metav1.APIResourceList{{GroupVersion: "metrics.k8s.io/v1beta1"}}
+	r := run(t, f, "-n", "shop", "-o", "wide")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if want := "shop/worker error HPA017: the External metric is read from external.metrics.k8s.io, which this cluster does not serve"; !strings.Contains(r.stdout, want) {
+		t.Errorf("no %q in:\n%s", want, r.stdout)
+	}
+}

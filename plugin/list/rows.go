@@ -146,7 +146,7 @@ func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, name
 	for _, n := range notes {
 		fmt.Fprintf(o.ErrOut, "warning: %s\n", n)
 	}
-	linted := lintFindings(lint.Check(objs, o.lintOptions()))
+	linted := lintFindings(lint.Check(objs, o.lintOptions(lr.Served)))
 	opts := evaluation.Options{Now: o.Clock.Now(), Config: o.Config, WithoutHistory: true, OmitPodTreatments: o.printer == nil}
 	out := make([]row, 0, len(hpas))
 	for _, h := range hpas {
