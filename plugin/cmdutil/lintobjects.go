@@ -47,7 +47,7 @@ func (f WorkloadsFunc) Workloads(gk schema.GroupKind) ([]runtime.Object, bool, e
 // LintReader reads, from a cluster, the objects controller/lint checks beside a namespace's
 // HPAs: the Deployments, StatefulSets and ReplicaSets they target (one list per kind), the
 // PodDisruptionBudgets (one list), and the VPAs and KEDA ScaledObjects (one list each, only
-// when served). list, lint and explain read them through it.
+// when served). list and lint read them through it.
 type LintReader struct {
 	Kube    kubernetes.Interface
 	Dynamic dynamic.Interface
