@@ -66,7 +66,7 @@ and can run the control loop in the foreground.`,
 	cmd.AddCommand(list.NewCmdList(configFlags, streams))
 	cmd.AddCommand(run.NewCmdRun(configFlags, streams))
 	cmd.AddCommand(simulate.NewCmdSimulate(configFlags, streams))
-	cmd.AddCommand(lint.NewCmdLint(streams))
+	cmd.AddCommand(lint.NewCmdLint(configFlags, streams))
 	cmd.AddCommand(rbac.NewCmdRBAC(streams))
 	cmd.AddCommand(options.NewCmdOptions(streams))
 	// kubectl's help: each command lists its own flags and points to kubectl hpa options for

@@ -143,6 +143,9 @@ type Options struct {
 	Validation validation.Options
 	// PodLevelResources is the PodLevelResources gate, for the requests a Utilization divides by.
 	PodLevelResources bool
+	// ServedAPIs are the API groups the cluster serves (from discovery), for HPA017; nil for
+	// manifests, where it is not checked.
+	ServedAPIs map[string]bool
 }
 
 // DefaultOptions are kube-controller-manager's defaults, and HPA013's thresholds: 5 minutes

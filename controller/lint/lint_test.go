@@ -33,9 +33,12 @@ func load(t *testing.T, path string) lint.Objects {
 	return objs
 }
 
+// manifestOptions are -f's options, and (for HPA017, which only a cluster's discovery feeds) a
+// cluster that serves resource and custom metrics but not external ones.
 func manifestOptions() lint.Options {
 	o := lint.DefaultOptions()
 	o.Manifests = true
+	o.ServedAPIs = map[string]bool{"metrics.k8s.io": true, "custom.metrics.k8s.io": true}
 	return o
 }
 

@@ -155,6 +155,14 @@ var rules = []Rule{
 		Fix:   "lower the tolerance for that direction (behavior.scaleUp/scaleDown.tolerance), or accept it",
 		check: checkTolerance,
 	},
+	{
+		ID: "HPA017", Severity: SeverityError, Title: "a metric the cluster does not serve",
+		// The peers read manifests; the served APIs are the cluster's.
+		Peers: "no peer rule (cluster mode only)",
+		Why:   "the controller cannot read the metric: alone it leaves the HPA unable to scale (ScalingActive=False), beside others it blocks every scale-down",
+		Fix:   "install what serves its API (metrics-server for metrics.k8s.io, a custom or external metrics adapter), or remove the metric",
+		check: checkServed,
+	},
 }
 
 func checkValid(c *checker) {
@@ -617,6 +625,28 @@ func checkTolerance(c *checker) {
 			continue
 		}
 		c.add(path, fmt.Sprintf("%s: at %s one pod's worth of load moves the usage ratio by %.1f%%, not more than %s of %g%%, so the HPA does not act on it", dir, at, 100*onePod, source, 100*tol))
+	}
+}
+
+// metricsAPIs are the API group each metric type is read from.
+var metricsAPIs = map[autoscalingv2.MetricSourceType]string{
+	autoscalingv2.ResourceMetricSourceType:          "metrics.k8s.io",
+	autoscalingv2.ContainerResourceMetricSourceType: "metrics.k8s.io",
+	autoscalingv2.PodsMetricSourceType:              "custom.metrics.k8s.io",
+	autoscalingv2.ObjectMetricSourceType:            "custom.metrics.k8s.io",
+	autoscalingv2.ExternalMetricSourceType:          "external.metrics.k8s.io",
+}
+
+func checkServed(c *checker) {
+	if c.opts.ServedAPIs == nil {
+		return
+	}
+	for i, m := range c.hpa.Spec.Metrics {
+		api, ok := metricsAPIs[m.Type]
+		if !ok || c.opts.ServedAPIs[api] {
+			continue
+		}
+		c.add(fmt.Sprintf("spec.metrics[%d]", i), fmt.Sprintf("the %s metric is read from %s, which this cluster does not serve", m.Type, api))
 	}
 }
 

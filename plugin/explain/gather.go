@@ -9,8 +9,6 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/klog/v2"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
@@ -20,8 +18,6 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
-
-var vpaGVR = schema.GroupVersionResource{Group: "autoscaling.k8s.io", Version: "v1", Resource: "verticalpodautoscalers"}
 
 // explain decides through evaluation.Evaluate over live reads (three round trips: the HPA
 // with its rescale events; the scale with the VPAs; the pods with every metric) and builds
@@ -107,9 +103,9 @@ func (g *gathering) setTargets(hpa *autoscalingv2.HorizontalPodAutoscaler) (*aut
 // was read: an unreachable cluster then fails with the one line of the HPA read.
 func (g *gathering) readBeside(ctx context.Context) {
 	c := g.o.clients
-	g.served = servedGroupVersions(c.Discovery)
-	if g.served[vpaGVR.GroupVersion().String()] && c.Dynamic != nil {
-		g.vpas, g.vpaErr = c.Dynamic.Resource(vpaGVR).Namespace(g.o.Namespace).List(ctx, metav1.ListOptions{})
+	g.served = cmdutil.ServedGroupVersions(c.Discovery)
+	if g.served[cmdutil.VPAResource.GroupVersion().String()] && c.Dynamic != nil {
+		g.vpas, g.vpaErr = c.Dynamic.Resource(cmdutil.VPAResource).Namespace(g.o.Namespace).List(ctx, metav1.ListOptions{})
 	}
 }
 
@@ -156,26 +152,6 @@ func (o *Options) facts(ev *evaluation.Evaluation, g *gathering) output.Facts {
 		}
 	}
 	return facts
-}
-
-// servedGroupVersions returns the group/versions the (cached) discovery client knows;
-// empty when discovery fails, which only silences optional warnings.
-func servedGroupVersions(dc discovery.DiscoveryInterface) map[string]bool {
-	out := map[string]bool{}
-	if dc == nil {
-		return out
-	}
-	groups, err := dc.ServerGroups()
-	if err != nil {
-		return out
-	}
-	for _, g := range groups.Groups {
-		for _, v := range g.Versions {
-			out[v.GroupVersion] = true
-		}
-		out[g.Name] = true
-	}
-	return out
 }
 
 // metricsSource says where numbers came from and why that source was chosen.

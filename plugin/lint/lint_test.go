@@ -92,10 +92,9 @@ func TestBadInputIsOneLineWithFileLineAndField(t *testing.T) {
 		{"an unknown HPA field", "", []string{"-f", bad}, "error: " + bad + `:15: HorizontalPodAutoscaler: unknown field "spec.minReplica" (field names are case-sensitive)` + "\n"},
 		{"a syntax error on stdin", "kind: [\n", []string{"-f", "-"}, "error: -:1: did not find expected node content\n"},
 		{"a missing file", "", []string{"-f", filepath.Join(dir, "nope.yaml")}, "error: " + filepath.Join(dir, "nope.yaml") + ": no such file or directory\n"},
-		{"no -f", "", nil, "error: give the manifests to lint with -f FILE, -f DIR or -f - (standard input)\n"},
 		{"an unknown output", "", []string{"-f", bad, "-o", "html"}, "error: --output \"html\": want one of text, json, yaml, sarif, junit\n"},
 		{"an unknown --fail-on", "", []string{"-f", bad, "--fail-on", "info"}, "error: --fail-on \"info\": want one of error, warning, none\n"},
-		{"an argument", "", []string{"web"}, "error: unexpected argument \"web\": kubectl hpa lint takes no arguments (give the manifests with -f)\n"},
+		{"-f with an HPA name", "", []string{"-f", bad, "web"}, "error: -f lints manifests, NAME, -n and -A the HPAs of a cluster: give one or the other\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := run(t, tc.stdin, tc.args...)

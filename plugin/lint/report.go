@@ -94,14 +94,22 @@ func check(read []manifest.Object, opts lint.Options) *Report {
 			where[ref] = o
 		}
 	}
-	r := &Report{TypeMeta: metav1.TypeMeta{APIVersion: output.SchemeGroupVersion.String(), Kind: ReportKind}, HPAs: []CheckedHPA{}, Findings: []Finding{}}
-	sourceOf := func(ref lint.ObjectRef, path string) *Source {
+	return report(objs, opts, func(ref lint.ObjectRef, path string) *Source {
 		o, ok := where[ref]
 		if !ok {
 			return nil
 		}
 		return &Source{File: o.File, Line: o.LineOf(path)}
+	})
+}
+
+// report runs the rules on objs; sourceOf places a field in the manifests (nil for objects
+// read from a cluster).
+func report(objs lint.Objects, opts lint.Options, sourceOf func(ref lint.ObjectRef, path string) *Source) *Report {
+	if sourceOf == nil {
+		sourceOf = func(lint.ObjectRef, string) *Source { return nil }
 	}
+	r := &Report{TypeMeta: metav1.TypeMeta{APIVersion: output.SchemeGroupVersion.String(), Kind: ReportKind}, HPAs: []CheckedHPA{}, Findings: []Finding{}}
 	for _, h := range objs.HPAs {
 		ref := lint.ObjectRef{Kind: "HorizontalPodAutoscaler", Namespace: h.Namespace, Name: h.Name}
 		r.HPAs = append(r.HPAs, CheckedHPA{ObjectRef: ref, Source: sourceOf(ref, "")})

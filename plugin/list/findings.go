@@ -10,6 +10,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
@@ -102,6 +103,43 @@ func findingsOf(in replicas.Input, d replicas.Decision, e *output.Explanation) [
 	if c := e.Cluster; c != nil && c.Comparable && !c.Agrees {
 		out = append(out, Finding{FindingDisagrees, SeverityWarning, c.Note})
 	}
+	slices.SortStableFunc(out, func(a, b Finding) int { return cmp.Compare(a.Severity, b.Severity) })
+	return out
+}
+
+// lintOptions are the lint rules' settings: the cluster's controller configuration, objects
+// read from a cluster (Manifests false), and the APIs it serves (HPA017; not checked when
+// discovery knew nothing).
+func (o *Options) lintOptions(served map[string]bool) lint.Options {
+	opts := lint.DefaultOptions()
+	if len(served) > 0 {
+		opts.ServedAPIs = served
+	}
+	opts.Tolerance = o.Config.Tolerance
+	opts.DownscaleStabilizationWindow = o.Config.DownscaleStabilizationWindow
+	opts.PodLevelResources = o.Config.PodLevelResources
+	return opts
+}
+
+// lintFindings are the lint rules' findings by HPA name, as list's (ID and message).
+func lintFindings(found []lint.Finding) map[string][]Finding {
+	out := map[string][]Finding{}
+	for _, f := range found {
+		sev := SeverityInfo
+		switch f.Severity {
+		case lint.SeverityError:
+			sev = SeverityError
+		case lint.SeverityWarning:
+			sev = SeverityWarning
+		}
+		out[f.HPA.Name] = append(out[f.HPA.Name], Finding{ID: f.ID, Severity: sev, Message: f.Message})
+	}
+	return out
+}
+
+// merged are list's own findings and the lint rules', worst first, list's first among equals.
+func merged(own, linted []Finding) []Finding {
+	out := append(slices.Clone(own), linted...)
 	slices.SortStableFunc(out, func(a, b Finding) int { return cmp.Compare(a.Severity, b.Severity) })
 	return out
 }

@@ -24,12 +24,13 @@ make for each right now, recomputed from live data exactly as explain computes i
 would set (WOULD BE), the metric driving it, the constraint holding it (BINDING), where the
 history it decides from came from, and its problems (metrics failing, capped at max, a target
 that cannot be read, a decision that differs from the status the cluster's controller last
-wrote), worst first.
+wrote) and the findings of kubectl hpa lint's rules on it (HPA003, ...), worst first.
 
 list only reads, and reads per namespace, not per HPA: the HPAs, the pods, the resource
-metrics, the targeted Deployments, ReplicaSets, StatefulSets and ReplicationControllers, and the
-rescale events, one list each; only other kinds' scales and Pods, Object and External metrics
-are read per HPA. An HPA that cannot be evaluated is a row saying why, never a failed command.
+metrics, the targeted Deployments, ReplicaSets, StatefulSets and ReplicationControllers, the
+rescale events and the PodDisruptionBudgets, one list each, and the VerticalPodAutoscalers and
+KEDA ScaledObjects where the cluster serves them; only other kinds' scales and Pods, Object and
+External metrics are read per HPA. An HPA that cannot be evaluated is a row saying why, never a failed command.
 
 Exit codes: 0 ok (also when some HPAs cannot be evaluated: their rows say why), 1 unexpected
 failure, 2 bad flags or arguments, 3 none of the named HPAs exists, 4 the namespace does not

@@ -87,15 +87,16 @@ func manyNamespaces() *cluster {
 }
 
 func TestRequestsAreAFewListsPerNamespaceNeverPerHPA(t *testing.T) {
-	perNamespace := []string{"list deployments.apps", "list events", "list pods", "list pods.metrics.k8s.io"}
+	// The VPAs' and ScaledObjects' lists are added only where the cluster serves them (not here).
+	perNamespace := []string{"list deployments.apps", "list events", "list poddisruptionbudgets.policy", "list pods", "list pods.metrics.k8s.io"}
 	tests := []struct {
 		name string
 		args []string
 		want map[string][]string
 	}{
-		{name: "-A lists the HPAs once, then four lists per namespace", args: []string{"-A"},
+		{name: "-A lists the HPAs once, then five lists per namespace", args: []string{"-A"},
 			want: map[string][]string{"": {"list horizontalpodautoscalers.autoscaling"}, "a": perNamespace, "b": perNamespace, "c": perNamespace}},
-		{name: "-n lists the namespace's HPAs, then the same four lists", args: []string{"-n", "b"},
+		{name: "-n lists the namespace's HPAs, then the same five lists", args: []string{"-n", "b"},
 			want: map[string][]string{"b": slices.Sorted(slices.Values(append(slices.Clone(perNamespace), "list horizontalpodautoscalers.autoscaling")))}},
 	}
 	for _, tc := range tests {

@@ -12,10 +12,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/batch"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
@@ -57,11 +60,12 @@ func (o *Options) rows(ctx context.Context) ([]row, error) {
 		wg  sync.WaitGroup
 	)
 	sem := make(chan struct{}, parallelNamespaces)
+	lr := cmdutil.LintReader{Kube: o.clients.Kube, Dynamic: o.clients.Dynamic, Served: cmdutil.ServedGroupVersions(o.clients.Discovery)}
 	for ns, list := range byNS {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			rs := o.namespaceRows(ctx, ns, allByNS[ns], list)
+			rs := o.namespaceRows(ctx, lr, ns, allByNS[ns], list)
 			mu.Lock()
 			defer mu.Unlock()
 			out = append(out, rs...)
@@ -127,12 +131,28 @@ func (o *Options) missingNames(hpas []*autoscalingv2.HorizontalPodAutoscaler) []
 	return out
 }
 
-// namespaceRows reads namespace once (batch.Read) and decides for each of its HPAs through the
-// one evaluation path, as explain does: the cluster's controller now, with the history
-// reconstructed from its status and rescale events (or the one run recorded).
-func (o *Options) namespaceRows(ctx context.Context, namespace string, all, hpas []*autoscalingv2.HorizontalPodAutoscaler) []row {
+// namespaceRows reads namespace once (batch.Read, and beside it what lint checks, the
+// workloads taken from batch's lists) and decides for each of its HPAs through the one
+// evaluation path, as explain does (every HPA of the namespace read, all, those selected decided): the cluster's controller now, with the history
+// reconstructed from its status and rescale events (or the one run recorded). Each row's
+// findings are list's own and the lint rules' on its HPA.
+func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, namespace string, all, hpas []*autoscalingv2.HorizontalPodAutoscaler) []row {
 	c := o.clients
-	src := batch.Read(ctx, batch.Clients{Kube: c.Kube, Scales: c.Scales, Metrics: c.Metrics, Config: o.Config}, namespace, all)
+	var src *batch.Namespace
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		src = batch.Read(ctx, batch.Clients{Kube: c.Kube, Scales: c.Scales, Metrics: c.Metrics, Config: o.Config}, namespace, all)
+	}()
+	objs, notes := lr.Read(ctx, namespace, all, cmdutil.WorkloadsFunc(func(gk schema.GroupKind) ([]runtime.Object, bool, error) {
+		<-read
+		return src.Workloads(gk)
+	}))
+	<-read
+	for _, n := range notes {
+		fmt.Fprintf(o.ErrOut, "warning: %s\n", n)
+	}
+	linted := lintFindings(lint.Check(objs, o.lintOptions(lr.Served)))
 	opts := evaluation.Options{Now: o.Clock.Now(), Config: o.Config, WithoutHistory: true, OmitPodTreatments: o.printer == nil, Overlaps: src}
 	out := make([]row, 0, len(hpas))
 	for _, h := range hpas {
@@ -142,7 +162,9 @@ func (o *Options) namespaceRows(ctx context.Context, namespace string, all, hpas
 			out = append(out, errorRow(namespace, h.Name, cmdutil.APIExitError("reading horizontalpodautoscaler "+namespace+"/"+h.Name, err)))
 			continue
 		}
-		out = append(out, o.rowOf(ev))
+		r := o.rowOf(ev)
+		r.Findings = merged(r.Findings, linted[h.Name])
+		out = append(out, r)
 	}
 	return out
 }

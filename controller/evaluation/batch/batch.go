@@ -10,8 +10,10 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
@@ -68,9 +70,10 @@ var (
 	_ evaluation.OverlapFinder = (*Namespace)(nil)
 )
 
-// workloads are one listed kind's scales by name, or why the list failed.
+// workloads are one listed kind's objects and their scales by name, or why the list failed.
 type workloads struct {
 	resource schema.GroupResource
+	objects  []runtime.Object
 	scales   map[string]*replicas.Scale
 	err      error
 }
@@ -107,7 +110,10 @@ func Read(ctx context.Context, c Clients, namespace string, hpas []*autoscalingv
 		wg.Go(func() { n.resources = l.NamespacePodResources(ctx, namespace) })
 	}
 	for gk, w := range n.workloads {
-		wg.Go(func() { w.scales, w.err = listScales(ctx, c.Kube, namespace, gk) })
+		wg.Go(func() {
+			w.objects, w.err = listWorkloads(ctx, c.Kube, namespace, gk)
+			w.scales = scalesOf(w.objects)
+		})
 	}
 	wg.Wait()
 	return n
@@ -193,6 +199,17 @@ func (n *Namespace) OtherHPAs(ctx context.Context, hpa *autoscalingv2.Horizontal
 	return others, nil
 }
 
+// Workloads are the objects of kind gk Read listed (it lists the kinds of listedKinds the
+// HPAs target), and whether it listed that kind; err is why its list failed. Other readers of
+// the namespace (lint's) take them from here rather than listing them again.
+func (n *Namespace) Workloads(gk schema.GroupKind) (objects []runtime.Object, listed bool, err error) {
+	w := n.workloads[gk]
+	if w == nil {
+		return nil, false, nil
+	}
+	return w.objects, true, w.err
+}
+
 // Pods implements evaluation.PodReader: the namespace's pods selector matches, as a list
 // with that selector returns them.
 func (n *Namespace) Pods(_ context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
@@ -258,48 +275,38 @@ func listPods(ctx context.Context, kube kubernetes.Interface, namespace string) 
 	return out, nil
 }
 
-// listScales lists one kind and keeps each object's scale as the registry reports it (nil
-// for a selector it could not render).
-func listScales(ctx context.Context, kube kubernetes.Interface, namespace string, gk schema.GroupKind) (map[string]*replicas.Scale, error) {
-	out := map[string]*replicas.Scale{}
-	add := func(name string, obj any) {
-		s, _ := evaluation.WorkloadScale(obj)
-		out[name] = s
-	}
+// listWorkloads lists one kind of listedKinds.
+func listWorkloads(ctx context.Context, kube kubernetes.Interface, namespace string, gk schema.GroupKind) ([]runtime.Object, error) {
+	var (
+		list runtime.Object
+		err  error
+	)
 	opts := metav1.ListOptions{}
 	switch gk.Kind {
 	case "Deployment":
-		list, err := kube.AppsV1().Deployments(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			add(list.Items[i].Name, &list.Items[i])
-		}
+		list, err = kube.AppsV1().Deployments(namespace).List(ctx, opts)
 	case "ReplicaSet":
-		list, err := kube.AppsV1().ReplicaSets(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			add(list.Items[i].Name, &list.Items[i])
-		}
+		list, err = kube.AppsV1().ReplicaSets(namespace).List(ctx, opts)
 	case "StatefulSet":
-		list, err := kube.AppsV1().StatefulSets(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			add(list.Items[i].Name, &list.Items[i])
-		}
+		list, err = kube.AppsV1().StatefulSets(namespace).List(ctx, opts)
 	case "ReplicationController":
-		list, err := kube.CoreV1().ReplicationControllers(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			add(list.Items[i].Name, &list.Items[i])
-		}
+		list, err = kube.CoreV1().ReplicationControllers(namespace).List(ctx, opts)
+	default:
+		return nil, fmt.Errorf("%s is not a listed kind", gk)
 	}
-	return out, nil
+	if err != nil {
+		return nil, err
+	}
+	return meta.ExtractList(list)
+}
+
+// scalesOf keeps each object's scale as the registry reports it (nil for a selector it could
+// not render), by name.
+func scalesOf(objects []runtime.Object) map[string]*replicas.Scale {
+	out := map[string]*replicas.Scale{}
+	for _, obj := range objects {
+		s, _ := evaluation.WorkloadScale(obj)
+		out[obj.(metav1.Object).GetName()] = s
+	}
+	return out
 }

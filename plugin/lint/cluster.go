@@ -1,0 +1,122 @@
+package lint
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+)
+
+// parallelNamespaces bounds how many namespaces are read at once, as list's.
+const parallelNamespaces = 8
+
+// readCluster lists the HPAs (the only read whose failure fails the command) and reads the
+// objects beside them namespace by namespace through the reader list and explain share. The
+// cluster's served metrics APIs feed HPA017.
+func (o *Options) readCluster(ctx context.Context) (lint.Objects, error) {
+	c, err := o.newClients()
+	if err != nil {
+		return lint.Objects{}, err
+	}
+	hpas, err := o.listHPAs(ctx, c)
+	if err != nil {
+		return lint.Objects{}, err
+	}
+	served := cmdutil.ServedGroupVersions(c.Discovery)
+	o.Lint.Manifests = false
+	if len(served) > 0 {
+		// Discovery that failed knows nothing: HPA017 is then not checked rather than
+		// reporting every metric.
+		o.Lint.ServedAPIs = served
+	}
+	byNS := map[string][]*autoscalingv2.HorizontalPodAutoscaler{}
+	for _, h := range hpas {
+		byNS[h.Namespace] = append(byNS[h.Namespace], h)
+	}
+	reader := cmdutil.LintReader{Kube: c.Kube, Dynamic: c.Dynamic, Served: served}
+	read := map[string]lint.Objects{}
+	notes := map[string][]string{}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	sem := make(chan struct{}, parallelNamespaces)
+	for ns, list := range byNS {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			objs, n := reader.Read(ctx, ns, list, nil)
+			mu.Lock()
+			defer mu.Unlock()
+			read[ns], notes[ns] = objs, n
+		})
+	}
+	wg.Wait()
+	// In namespace order, so that the report does not depend on which namespace came first.
+	var all lint.Objects
+	for _, ns := range slices.Sorted(maps.Keys(read)) {
+		objs := read[ns]
+		all.HPAs = append(all.HPAs, objs.HPAs...)
+		all.Deployments = append(all.Deployments, objs.Deployments...)
+		all.StatefulSets = append(all.StatefulSets, objs.StatefulSets...)
+		all.ReplicaSets = append(all.ReplicaSets, objs.ReplicaSets...)
+		all.PodDisruptionBudgets = append(all.PodDisruptionBudgets, objs.PodDisruptionBudgets...)
+		all.VerticalPodAutoscalers = append(all.VerticalPodAutoscalers, objs.VerticalPodAutoscalers...)
+		all.ScaledObjects = append(all.ScaledObjects, objs.ScaledObjects...)
+		for _, n := range notes[ns] {
+			fmt.Fprintf(o.ErrOut, "warning: %s\n", n)
+		}
+	}
+	return all, nil
+}
+
+// listHPAs lists the HPAs of the namespace (every namespace with -A), only the named ones when
+// names are given, by namespace and name: one request.
+func (o *Options) listHPAs(ctx context.Context, c *cmdutil.Clients) ([]*autoscalingv2.HorizontalPodAutoscaler, error) {
+	ns := o.Namespace
+	if o.AllNamespaces {
+		ns = metav1.NamespaceAll
+	}
+	list, err := c.Kube.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		doing := fmt.Sprintf("listing horizontalpodautoscalers in namespace %q", ns)
+		if o.AllNamespaces {
+			doing = "listing horizontalpodautoscalers in all namespaces"
+		}
+		return nil, cmdutil.APIExitError(doing, err)
+	}
+	if len(list.Items) == 0 && !o.AllNamespaces {
+		if _, nsErr := c.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); nsErr != nil {
+			if err := cmdutil.NamespaceMissing(nsErr, ns, o.ExplicitNamespace); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var out []*autoscalingv2.HorizontalPodAutoscaler
+	for i := range list.Items {
+		if len(o.Names) == 0 || slices.Contains(o.Names, list.Items[i].Name) {
+			out = append(out, &list.Items[i])
+		}
+	}
+	if len(o.Names) > 0 && len(out) == 0 {
+		return nil, &cmdutil.ExitError{Code: cmdutil.ExitHPANotFound, Err: fmt.Errorf("no horizontalpodautoscaler named %s in namespace %q (kubectl get hpa -n %s lists them)", strings.Join(o.Names, ", "), ns, ns)}
+	}
+	for _, n := range o.Names {
+		if !slices.ContainsFunc(out, func(h *autoscalingv2.HorizontalPodAutoscaler) bool { return h.Name == n }) {
+			fmt.Fprintf(o.ErrOut, "warning: no horizontalpodautoscaler named %q in namespace %q\n", n, ns)
+		}
+	}
+	slices.SortFunc(out, func(a, b *autoscalingv2.HorizontalPodAutoscaler) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out, nil
+}
