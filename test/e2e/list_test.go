@@ -24,9 +24,9 @@ import (
 )
 
 // listMaxListsPerNamespace is what docs/list.md (Cost) says list sends per namespace whose HPAs
-// target Deployments with cpu targets: the pods, the rescale events, the PodMetrics and the
-// Deployments, one list each.
-const listMaxListsPerNamespace = 4
+// target Deployments with cpu targets: the pods, the rescale events, the PodMetrics, the
+// Deployments and (for the lint rules) the PodDisruptionBudgets, one list each.
+const listMaxListsPerNamespace = 5
 
 // listSituation is one namespace of TestListShowsEachSituationAsExplainDecidesItWithBatchedReadsAndNoWrites:
 // how it is made, and what list must show for each of its HPAs.
@@ -40,6 +40,8 @@ type listSituation struct {
 	perHPAReads int
 }
 
+// listWant's PROBLEMS hold the lint rules' findings too: HPA003 (minReplicas below 2) on every
+// HPA here, HPA017 where the metric's API is not served, HPA006 where pods lack the request.
 type listWant struct {
 	binding  string
 	problems string
@@ -76,7 +78,7 @@ func listSituations() []listSituation {
 			createHPA(t, ns, hpaSpec{max: 3})
 			waitMetricsAfterReadiness(t, ns)
 		},
-		want: map[string]listWant{"web": {"MaxReplicas", "CappedAtMax"}},
+		want: map[string]listWant{"web": {"MaxReplicas", "CappedAtMax,HPA003"}},
 	}, {
 		// 4 pods at 10% ask for 1; the controller's last rescale to 4 (status.lastScaleTime,
 		// currentReplicas 4, written now) is inside the 600 s scale-down window.
@@ -87,7 +89,7 @@ func listSituations() []listSituation {
 			waitMetricsAfterReadiness(t, ns)
 			listWriteStatus(t, ns, 4, 4, ptr.To(metav1.Now()))
 		},
-		want: map[string]listWant{"web": {"ScaleDownStabilization", "<none>"}},
+		want: map[string]listWant{"web": {"ScaleDownStabilization", "HPA003"}},
 	}, {
 		// A Pods metric with no custom metrics adapter on the cluster: nothing to read.
 		name: "blind",
@@ -95,7 +97,7 @@ func listSituations() []listSituation {
 			createDeployment(t, ns, deploymentSpec{replicas: 2})
 			hsCreatePodsMetricHPA(t, ns)
 		},
-		want:        map[string]listWant{"web": {"MetricsUnavailable", "Blind"}},
+		want:        map[string]listWant{"web": {"MetricsUnavailable", "Blind,HPA017,HPA003"}},
 		perHPAReads: 1,
 	}, {
 		// Pods without a cpu request under a cpu Utilization target: the metrics are read,
@@ -114,7 +116,7 @@ func listSituations() []listSituation {
 			createHPA(t, ns, hpaSpec{})
 			waitMetricsAfterReadiness(t, ns)
 		},
-		want: map[string]listWant{"web": {"MetricsUnavailable", "CannotCompute"}},
+		want: map[string]listWant{"web": {"MetricsUnavailable", "CannotCompute,HPA006,HPA003"}},
 	}, {
 		// 2 pods at the 50% target stay 2 (inside the tolerance), while another writer set
 		// status.desiredReplicas to 5.
@@ -125,7 +127,7 @@ func listSituations() []listSituation {
 			waitMetricsAfterReadiness(t, ns)
 			listWriteStatus(t, ns, 2, 5, nil)
 		},
-		want: map[string]listWant{"web": {"Tolerance", "DisagreesWithCluster"}},
+		want: map[string]listWant{"web": {"Tolerance", "DisagreesWithCluster,HPA003"}},
 	}, {
 		// 2 pods at 60% against 50%: 3, set by the metric, nothing wrong.
 		name: "healthy",
@@ -134,7 +136,7 @@ func listSituations() []listSituation {
 			createHPA(t, ns, hpaSpec{})
 			waitMetricsAfterReadiness(t, ns)
 		},
-		want: map[string]listWant{"web": {"None", "<none>"}},
+		want: map[string]listWant{"web": {"None", "HPA003"}},
 	}}
 }
 
