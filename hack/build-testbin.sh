@@ -119,21 +119,16 @@ if [ -n "${KUBECTL_HPA_TESTBIN:-}" ]; then
   exit 0
 fi
 
-# The components build side by side, each in its own go build: none shares a compiled package
-# with another (their modules pin other versions), and together they keep both cores busy
-# through each one's single-threaded stretches (module downloads, links). A failure is reported
-# once every build has ended.
+# One component at a time: built side by side they took longer on 2 cores (at 0bf90fa, a fresh
+# machine's make test had the control plane's first binary linked only after 43 minutes: the
+# control plane, the longest, shared the cores with the three others and the steps, and every
+# process's CPU time rose under the heavier contention; docs/timings.md).
 setkey=
-pids=()
 for c in "${components[@]}"; do
   k=$(key_of "$c")
-  ensure "$c" "$cache/components/$c-$k" &
-  pids+=($!)
+  ensure "$c" "$cache/components/$c-$k"
   setkey+="$c-$k "
 done
-failed=0
-for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
-[ "$failed" = 0 ] || { echo "build-testbin: a component failed to build (its output is above)" >&2; exit 1; }
 set_dir=$cache/testbin/$(echo "$setkey" | sha256sum | cut -c1-12)
 if [ ! -d "$set_dir" ]; then
   mkdir -p "$set_dir.tmp.$$"

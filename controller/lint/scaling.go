@@ -7,6 +7,8 @@ import (
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
 
 // maxReachTime bounds TimeToReach: a policy slower than a day is reported as not reaching.
@@ -97,18 +99,13 @@ func stepLimit(rules *autoscalingv2.HPAScalingRules, current int32, up bool, cha
 	return result
 }
 
-// proposal is one policy's limit from the count at its period's start.
+// proposal is one policy's limit from the count at its period's start, by the core's
+// arithmetic; a type the API server would refuse proposes no change.
 func proposal(p autoscalingv2.HPAScalingPolicy, start int32, up bool) int32 {
-	switch {
-	case up && p.Type == autoscalingv2.PodsScalingPolicy:
-		return start + p.Value
-	case up:
-		return int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
-	case p.Type == autoscalingv2.PodsScalingPolicy:
-		return start - p.Value
-	default:
-		return int32(float64(start) * (1 - float64(p.Value)/100))
+	if n, ok := replicas.PolicyProposal(p, start, up); ok {
+		return n
 	}
+	return start
 }
 
 // selectsLargest: selectPolicy Max (the default) takes the largest change, Min the smallest.

@@ -283,17 +283,8 @@ func policyLimit(lim *Limit, direction string, rules *autoscalingv2.HPAScalingRu
 		added := changeInPeriod(p.PeriodSeconds, h.ScaleUpEvents, now)
 		removed := changeInPeriod(p.PeriodSeconds, h.ScaleDownEvents, now)
 		start := current - added + removed
-		var proposed int32
-		switch {
-		case up && p.Type == autoscalingv2.PodsScalingPolicy:
-			proposed = start + p.Value
-		case up && p.Type == autoscalingv2.PercentScalingPolicy:
-			proposed = int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
-		case p.Type == autoscalingv2.PodsScalingPolicy:
-			proposed = start - p.Value
-		case p.Type == autoscalingv2.PercentScalingPolicy:
-			proposed = int32(float64(start) * (1 - float64(p.Value)/100))
-		default:
+		proposed, ok := PolicyProposal(p, start, up)
+		if !ok {
 			// Upstream leaves the previous policy's proposal in place for an unknown type.
 			proposed = lastProposal(lim)
 		}
@@ -305,6 +296,23 @@ func policyLimit(lim *Limit, direction string, rules *autoscalingv2.HPAScalingRu
 		}
 	}
 	return result
+}
+
+// PolicyProposal is the count one scaling policy allows from start, the count at its period's
+// start: start plus or minus Value pods, or Value percent of start (rounded up going up, down
+// going down, as upstream's float arithmetic does). It is false for a type it does not know.
+func PolicyProposal(p autoscalingv2.HPAScalingPolicy, start int32, up bool) (int32, bool) {
+	switch {
+	case up && p.Type == autoscalingv2.PodsScalingPolicy:
+		return start + p.Value, true
+	case up && p.Type == autoscalingv2.PercentScalingPolicy:
+		return int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100))), true
+	case p.Type == autoscalingv2.PodsScalingPolicy:
+		return start - p.Value, true
+	case p.Type == autoscalingv2.PercentScalingPolicy:
+		return int32(float64(start) * (1 - float64(p.Value)/100)), true
+	}
+	return 0, false
 }
 
 func lastProposal(lim *Limit) int32 {
