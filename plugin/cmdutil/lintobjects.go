@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/batch"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 )
 
@@ -68,7 +69,7 @@ func (r LintReader) Read(ctx context.Context, namespace string, hpas []*autoscal
 					return listed{gk.Kind, objs, err}
 				}
 			}
-			objs, err := r.listWorkloads(ctx, namespace, gk.Kind)
+			objs, err := batch.ListWorkloads(ctx, r.Kube, namespace, gk)
 			return listed{gk.Kind, objs, err}
 		})
 	}
@@ -120,26 +121,6 @@ func extracted(what string, list runtime.Object, err error) listed {
 	}
 	objs, err := meta.ExtractList(list)
 	return listed{what, objs, err}
-}
-
-func (r LintReader) listWorkloads(ctx context.Context, namespace, kind string) ([]runtime.Object, error) {
-	var (
-		list runtime.Object
-		err  error
-	)
-	apps := r.Kube.AppsV1()
-	switch kind {
-	case "Deployment":
-		list, err = apps.Deployments(namespace).List(ctx, metav1.ListOptions{})
-	case "StatefulSet":
-		list, err = apps.StatefulSets(namespace).List(ctx, metav1.ListOptions{})
-	default:
-		list, err = apps.ReplicaSets(namespace).List(ctx, metav1.ListOptions{})
-	}
-	if err != nil {
-		return nil, err
-	}
-	return meta.ExtractList(list)
 }
 
 // targetedKinds are the kinds of lintWorkloadKinds that hpas target, in that order.

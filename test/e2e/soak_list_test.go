@@ -162,29 +162,7 @@ func soakListCreate(t *testing.T, namespaces []string, perNS int, perDep int32) 
 	for _, ns := range namespaces {
 		ours[ns] = true
 	}
-	want := int32(len(namespaces)*perNS) * perDep
-	last := time.Now()
-	eventually(t, 45*time.Minute, fmt.Sprintf("%d pods ready", want), func(ctx context.Context) error {
-		list, err := cs.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		var ready int32
-		for _, d := range list.Items {
-			if ours[d.Namespace] {
-				ready += min(d.Status.ReadyReplicas, perDep)
-			}
-		}
-		if ready != want {
-			if time.Since(last) > 30*time.Second {
-				t.Logf("%d/%d pods ready (load %s)", ready, want, soakLoadavg())
-				last = time.Now()
-			}
-			time.Sleep(2 * time.Second)
-			return fmt.Errorf("%d/%d pods ready", ready, want)
-		}
-		return nil
-	})
+	soakWaitReady(t, metav1.NamespaceAll, ours, int32(len(namespaces)*perNS)*perDep, perDep)
 }
 
 // soakListTime runs kubectl with args -soak.list-runs times and returns the last output and

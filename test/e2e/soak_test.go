@@ -172,16 +172,25 @@ func soakCreateWorkloads(t *testing.T, ns string, n int, perDep int32) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	want := int32(n) * perDep
+	soakWaitReady(t, ns, map[string]bool{ns: true}, int32(n)*perDep, perDep)
+}
+
+// soakWaitReady waits until the Deployments of the namespaces in ours (listed in namespace,
+// metav1.NamespaceAll for every one) have want ready pods, counting at most perDep each, and
+// logs the progress every 30 s.
+func soakWaitReady(t *testing.T, namespace string, ours map[string]bool, want, perDep int32) {
+	t.Helper()
 	last := time.Now()
 	eventually(t, 45*time.Minute, fmt.Sprintf("%d pods ready", want), func(ctx context.Context) error {
-		list, err := cs.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		list, err := shared.Client().AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
 		var ready int32
 		for _, d := range list.Items {
-			ready += min(d.Status.ReadyReplicas, perDep)
+			if ours[d.Namespace] {
+				ready += min(d.Status.ReadyReplicas, perDep)
+			}
 		}
 		if ready != want {
 			if time.Since(last) > 30*time.Second {

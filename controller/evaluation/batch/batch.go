@@ -58,6 +58,9 @@ type Namespace struct {
 	// HPA's own evaluation read each target once.
 	mu   sync.Mutex
 	read map[autoscalingv2.CrossVersionObjectReference]scaleRead
+
+	selectorsOnce sync.Once
+	selectors     map[string]labels.Selector
 }
 
 type scaleRead struct {
@@ -111,7 +114,7 @@ func Read(ctx context.Context, c Clients, namespace string, hpas []*autoscalingv
 	}
 	for gk, w := range n.workloads {
 		wg.Go(func() {
-			w.objects, w.err = listWorkloads(ctx, c.Kube, namespace, gk)
+			w.objects, w.err = ListWorkloads(ctx, c.Kube, namespace, gk)
 			w.scales = scalesOf(w.objects)
 		})
 	}
@@ -176,16 +179,8 @@ func (n *Namespace) readScale(ctx context.Context, ref autoscalingv2.CrossVersio
 // nothing, as an HPA that never synced does in the tracker.
 func (n *Namespace) OtherHPAs(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, _ labels.Selector, pods []*corev1.Pod) ([]string, error) {
 	var others []string
-	for name, other := range n.hpas {
+	for name, sel := range n.targetSelectors(ctx) {
 		if name == hpa.Name {
-			continue
-		}
-		s, err := n.Scale(ctx, n.name, other.Spec.ScaleTargetRef)
-		if err != nil {
-			continue
-		}
-		sel, err := labels.Parse(s.Selector)
-		if err != nil || sel.Empty() {
 			continue
 		}
 		for _, p := range pods {
@@ -197,6 +192,24 @@ func (n *Namespace) OtherHPAs(ctx context.Context, hpa *autoscalingv2.Horizontal
 	}
 	slices.Sort(others)
 	return others, nil
+}
+
+// targetSelectors are the selectors of the HPAs' targets by HPA name (those that select
+// something), parsed once for the namespace rather than once per pair of HPAs.
+func (n *Namespace) targetSelectors(ctx context.Context) map[string]labels.Selector {
+	n.selectorsOnce.Do(func() {
+		n.selectors = map[string]labels.Selector{}
+		for name, h := range n.hpas {
+			s, err := n.Scale(ctx, n.name, h.Spec.ScaleTargetRef)
+			if err != nil {
+				continue
+			}
+			if sel, err := labels.Parse(s.Selector); err == nil && !sel.Empty() {
+				n.selectors[name] = sel
+			}
+		}
+	})
+	return n.selectors
 }
 
 // Workloads are the objects of kind gk Read listed (it lists the kinds of listedKinds the
@@ -275,8 +288,9 @@ func listPods(ctx context.Context, kube kubernetes.Interface, namespace string) 
 	return out, nil
 }
 
-// listWorkloads lists one kind of listedKinds.
-func listWorkloads(ctx context.Context, kube kubernetes.Interface, namespace string, gk schema.GroupKind) ([]runtime.Object, error) {
+// ListWorkloads lists the namespace's objects of gk, one of the workload kinds a scale target
+// usually is (Deployment, ReplicaSet, StatefulSet, ReplicationController).
+func ListWorkloads(ctx context.Context, kube kubernetes.Interface, namespace string, gk schema.GroupKind) ([]runtime.Object, error) {
 	var (
 		list runtime.Object
 		err  error
