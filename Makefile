@@ -223,6 +223,11 @@ test-fuzz-recording:
 # network namespace, where the module proxy is unreachable; it needs root.
 E2E_TIMEOUT ?= 15m
 E2E_RUN ?= .
+# E2E_COMPONENTS: the components test-e2e builds before the tests start (default all of them).
+# make test names all but Prometheus, which it builds meanwhile: the tests that use Prometheus
+# wait for it up to E2E_TESTBIN_WAIT (a Go duration; 0 does not wait).
+E2E_COMPONENTS ?=
+E2E_TESTBIN_WAIT ?= 0
 # E2E_TAGS lets work in progress add its own build tag next to e2e.
 E2E_TAGS ?= e2e
 # Parallel e2e tests mostly wait on the cluster (metrics windows, sync periods), so more of
@@ -248,10 +253,10 @@ testbin:
 ## test-e2e: the end-to-end tests on a real control plane in a private network namespace (needs root;
 ## E2E_RUN=REGEX runs some)
 test-e2e: build e2e-image
-	@testbin=$$(hack/build-testbin.sh | tail -n1) && \
+	@testbin=$$(hack/build-testbin.sh $(E2E_COMPONENTS) | tail -n1) && \
 	$(GO) test -c -race -tags '$(E2E_TAGS)' -o $(BIN)/e2e.test ./test/e2e && \
 	$(GO) build -race -o $(BIN)/e2e-demo ./test/e2e/demo && \
-	cd test/e2e && export KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_PLUGIN_DIR=$(BIN) KUBECTL_HPA_DEMO=$(BIN)/e2e-demo KUBECTL_HPA_IMAGE_DIR=$(BIN)/e2e-image && \
+	cd test/e2e && export KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_TESTBIN_WAIT=$(E2E_TESTBIN_WAIT) KUBECTL_HPA_PLUGIN_DIR=$(BIN) KUBECTL_HPA_DEMO=$(BIN)/e2e-demo KUBECTL_HPA_IMAGE_DIR=$(BIN)/e2e-image && \
 	e2e() { $(BIN)/e2e.test -test.v -test.parallel $(E2E_PARALLEL) -test.timeout $(E2E_TIMEOUT) "$$@"; } && \
 	if [ '$(E2E_RUN)' != . ]; then e2e -test.run '$(E2E_RUN)'; exit; fi && \
 	{ e2e -test.run '^($(E2E_SERIAL))$$' >$(BIN)/e2e-serial.log 2>&1 & } && serial=$$! && \

@@ -10,6 +10,12 @@
 # this script elsewhere, rebuilds only that component. The test set is a directory of symbolic
 # links to the cached binaries, keyed by the components' keys; its path is stdout's last line.
 #
+# Arguments name the components to build (controlplane, metricsserver, heapster, prometheus);
+# none builds them all. The set's directory links every component either way: a link to one not
+# built yet dangles until a build of it ends (make test starts the end-to-end tests before
+# Prometheus is built, and the tests wait for it: test/e2e/cluster's Config.BinWait), and a
+# failed build leaves COMPONENT_DIR.failed beside the component's directory for them to see.
+#
 # Environment: KUBECTL_HPA_TESTBIN names a directory to build the set into instead (no cache);
 # XDG_CACHE_HOME moves the cache (default ~/.cache/kubectl-hpa).
 set -euo pipefail
@@ -38,6 +44,8 @@ build_controlplane() {
   (cd "$tools" && env GOFLAGS= CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$k8s_ldflags" -o "$1/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager)
   (cd "$tools" && env GOFLAGS= CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$1/etcd" ./cmd/etcd)
 }
+# metrics-server has a module of its own: v0.8.0 does not run on the control plane's k8s.io
+# libraries (v0.37's OpenAPI model names: it stops at start, no definition for version.Info).
 build_metricsserver() {
   (cd "$tools/metricsserver" && env GOFLAGS= CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$1/metrics-server" sigs.k8s.io/metrics-server/cmd/metrics-server)
 }
@@ -100,9 +108,11 @@ ensure() {
     command -v go >/dev/null || { echo "build-testbin: go not found on PATH" >&2; exit 1; }
     t0=$(date +%s)
     echo "build-testbin: building $c into $dir" >&2
-    rm -rf "$dir.partial" "$dir.times" && mkdir -p "$dir.partial"
+    rm -rf "$dir.partial" "$dir.times" "$dir.failed" && mkdir -p "$dir.partial"
+    building=$dir
     # In a subshell that writes its process tree's CPU time (bash's times) as it exits.
     ( trap 'times >"$dir.times"' EXIT; "build_$c" "$dir.partial" )
+    building=
     mkdir -p "$dir"
     local b bins="binaries_$c[@]"
     for b in "${!bins}"; do mv "$dir.partial/$b" "$dir/$b"; done
@@ -113,8 +123,19 @@ ensure() {
   exec 9>&-
 }
 
+# A build that fails (or is stopped) leaves DIR.failed, so that a test waiting for its binary
+# stops waiting.
+building=
+trap '[ -z "$building" ] || echo "build-testbin: building $building failed; see the output above" >"$building.failed"' EXIT
+
+wanted=("$@")
+[ ${#wanted[@]} -gt 0 ] || wanted=("${components[@]}")
+for c in "${wanted[@]}"; do
+  case " ${components[*]} " in *" $c "*) ;; *) echo "build-testbin: unknown component $c (have: ${components[*]})" >&2; exit 2;; esac
+done
+
 if [ -n "${KUBECTL_HPA_TESTBIN:-}" ]; then
-  for c in "${components[@]}"; do ensure "$c" "$KUBECTL_HPA_TESTBIN"; done
+  for c in "${wanted[@]}"; do ensure "$c" "$KUBECTL_HPA_TESTBIN"; done
   echo "$KUBECTL_HPA_TESTBIN"
   exit 0
 fi
@@ -126,7 +147,7 @@ fi
 setkey=
 for c in "${components[@]}"; do
   k=$(key_of "$c")
-  ensure "$c" "$cache/components/$c-$k"
+  case " ${wanted[*]} " in *" $c "*) ensure "$c" "$cache/components/$c-$k";; esac
   setkey+="$c-$k "
 done
 set_dir=$cache/testbin/$(echo "$setkey" | sha256sum | cut -c1-12)

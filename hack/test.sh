@@ -14,9 +14,11 @@
 #
 # The end-to-end tests wait on the cluster, not the CPU (the load average stays under 0.5 while
 # they run alone), so they run alongside the other steps: they start as soon as what they need
-# is built (the components, the plugin for this machine, the release tools) and the steps that
-# compute run at nice 5 meanwhile, so that the cluster's processes come first when both want a
-# core. Their output is kept in a file and printed when they end.
+# is built (the components but Prometheus, the plugin for this machine, the release tools) and
+# the steps that compute run at nice 5 meanwhile, so that the cluster's processes come first
+# when both want a core. Prometheus is built last, while they run: the two tests that use it
+# wait for it (on a fresh machine that overlaps its 4 minutes of build with the tests instead of
+# putting them before). Their output is kept in a file and printed when they end.
 #
 # Environment: MAKE (set by make); TEST_STEPS runs a subset, e.g. TEST_STEPS="verify test-unit".
 set -uo pipefail
@@ -28,8 +30,12 @@ e2e=false
 for i in "${!steps[@]}"; do [ "${steps[$i]}" = test-e2e ] && { e2e=true; unset "steps[$i]"; }; done
 steps=("${steps[@]}")
 # The background builds the end-to-end step needs before it starts (of plugin-test-platforms,
-# only this machine's binary).
+# only this machine's binary; of components, all but Prometheus): each is done, or ready for it
+# (NAME.ready).
 e2e_needs=(components release-tools plugin-test-platforms)
+e2e_first_components="controlplane metricsserver heapster"
+# How long the tests that use Prometheus wait for its build.
+e2e_testbin_wait=20m
 
 t0=$(date +%s)
 tmp=$(mktemp -d -t kubectl-hpa-test.XXXXXX)
@@ -46,7 +52,8 @@ rows=()
 # them: see TEST_PLATFORMS in the Makefile.)
 bg_names=(plugin-test-platforms components release-tools golangci-lint)
 bg_nice_components=0
-bg_cmd_components="hack/build-testbin.sh"
+# The end-to-end tests start when the components but Prometheus are built (components.ready).
+bg_cmd_components="hack/build-testbin.sh $e2e_first_components && : >'$tmp/components.ready' && hack/build-testbin.sh"
 bg_for_components=""
 # The components start once this machine's plugin is built (or its build ended): built with the
 # same flags, the control plane finds the standard library and the Kubernetes packages they
@@ -54,8 +61,8 @@ bg_for_components=""
 # at once would compile them twice, side by side.
 bg_after_components=plugin-test-platforms
 # The end-to-end tests and the components start when this machine's binary exists
-# (plugin-host.ready).
-bg_cmd_plugin_test_platforms="$make --no-print-directory build-test-platforms build && : >'$tmp/plugin-host.ready'"
+# (plugin-test-platforms.ready).
+bg_cmd_plugin_test_platforms="$make --no-print-directory build-test-platforms build && : >'$tmp/plugin-test-platforms.ready'"
 bg_nice_plugin_test_platforms=0
 bg_for_plugin_test_platforms="test-krew"
 # dist, the krew round trip and the e2e image all call hack/krew-tools.sh, which builds once.
@@ -92,8 +99,8 @@ for n in "${bg_names[@]}"; do
   cmd=$(var "$n" cmd)
   after=$(var "$n" after)
   if [ -n "$after" ] && [ -n "${bg_pid[$after]:-}" ]; then
-    # plugin-host.ready: plugin-test-platforms has built this machine's binary.
-    cmd="w=\$(date +%s); until [ -e '$tmp/plugin-host.ready' ] || [ -e '$tmp/$after.done' ]; do sleep 1; done
+    # plugin-test-platforms.ready: it has built this machine's binary.
+    cmd="w=\$(date +%s); until [ -e '$tmp/$after.ready' ] || [ -e '$tmp/$after.done' ]; do sleep 1; done
       echo \"$n: waited \$(( \$(date +%s) - w ))s for $after\"; $cmd"
   fi
   # Its own session, so that a stop ends the whole build (go and its compilers) at once.
@@ -102,15 +109,15 @@ for n in "${bg_names[@]}"; do
   bg_pid[$n]=$!
 done
 
-# run_e2e runs in its own session: it waits for e2e_needs' done files (or plugin-host.ready),
-# then runs the step; its output goes to test-e2e.log, "RC SECONDS WAITED" to test-e2e.done and
-# the step's CPU (bash's times) to test-e2e.times.
-run_e2e() { # TMP MAKE NEEDS...
-  local tmp=$1 make=$2 n rc secs w0 s0
-  shift 2
+# run_e2e runs in its own session: it waits for e2e_needs' done (or ready) files, then runs the
+# step; its output goes to test-e2e.log, "RC SECONDS WAITED" to test-e2e.done and the step's CPU
+# (bash's times) to test-e2e.times.
+run_e2e() { # TMP MAKE FIRST-COMPONENTS WAIT NEEDS...
+  local tmp=$1 make=$2 first=$3 wait=$4 n rc secs w0 s0
+  shift 4
   w0=$(date +%s)
   for n in "$@"; do
-    until [ -e "$tmp/$n.done" ] || { [ "$n" = plugin-test-platforms ] && [ -e "$tmp/plugin-host.ready" ]; }; do sleep 1; done
+    until [ -e "$tmp/$n.done" ] || [ -e "$tmp/$n.ready" ]; do sleep 1; done
     [ -e "$tmp/$n.done" ] || continue
     read -r rc secs <"$tmp/$n.done"
     if [ "$rc" != 0 ]; then
@@ -121,14 +128,14 @@ run_e2e() { # TMP MAKE NEEDS...
   done
   s0=$(date +%s)
   echo "make test: === test-e2e (alongside the other steps, after waiting $(( s0 - w0 ))s for its builds)"
-  ( trap 'times >"$tmp/test-e2e.times"' EXIT; "$make" --no-print-directory test-e2e )
+  ( trap 'times >"$tmp/test-e2e.times"' EXIT; "$make" --no-print-directory test-e2e E2E_COMPONENTS="$first" E2E_TESTBIN_WAIT="$wait" )
   rc=$?
   echo "$rc $(( $(date +%s) - s0 )) $(( s0 - w0 ))" >"$tmp/test-e2e.done"
   return $rc
 }
 e2e_pid=
 if $e2e; then
-  setsid bash -c "$(declare -f run_e2e); run_e2e \"\$@\" >'$tmp/test-e2e.log' 2>&1" e2e "$tmp" "$make" "${e2e_needs[@]}" &
+  setsid bash -c "$(declare -f run_e2e); run_e2e \"\$@\" >'$tmp/test-e2e.log' 2>&1" e2e "$tmp" "$make" "$e2e_first_components" "$e2e_testbin_wait" "${e2e_needs[@]}" &
   e2e_pid=$!
 fi
 # The steps that compute yield to the end-to-end tests' cluster when both want a core.

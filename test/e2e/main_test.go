@@ -25,8 +25,11 @@ import (
 // Environment variables that hand prepared inputs to the test binary (the Makefile sets them;
 // when unset the test binary prepares them itself before entering the namespace).
 const (
-	testbinEnv   = "KUBECTL_HPA_TESTBIN"    // directory printed by hack/build-testbin.sh
-	pluginDirEnv = "KUBECTL_HPA_PLUGIN_DIR" // directory holding the built kubectl-hpa
+	testbinEnv = "KUBECTL_HPA_TESTBIN" // directory printed by hack/build-testbin.sh
+	// How long Prometheus waits for its binary when the directory links a build still
+	// running (make test starts the tests before Prometheus is built); a Go duration.
+	testbinWaitEnv = "KUBECTL_HPA_TESTBIN_WAIT"
+	pluginDirEnv   = "KUBECTL_HPA_PLUGIN_DIR" // directory holding the built kubectl-hpa
 )
 
 // shared is the one cluster every test uses, each in its own namespace; starting a control
@@ -60,9 +63,17 @@ func runMain(m *testing.M) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	var binWait time.Duration
+	if v := os.Getenv(testbinWaitEnv); v != "" {
+		if binWait, err = time.ParseDuration(v); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: %s: %v\n", testbinWaitEnv, err)
+			return 1
+		}
+	}
 	t0 := time.Now()
 	c, err := cluster.Start(ctx, cluster.Config{
 		BinDir:   os.Getenv(testbinEnv),
+		BinWait:  binWait,
 		Progress: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "e2e: start "+f+"\n", a...) },
 	})
 	if err != nil {

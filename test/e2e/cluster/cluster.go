@@ -47,6 +47,10 @@ type Config struct {
 	// BinDir holds kube-apiserver, kube-controller-manager, etcd, metrics-server, heapster and
 	// prometheus (hack/build-testbin.sh prints it).
 	BinDir string
+	// BinWait is how long Prometheus, which starts when a test first asks for it, waits for its
+	// binary while BinDir links it to a build not done yet (make test starts the tests before
+	// Prometheus is built); zero does not wait.
+	BinWait time.Duration
 	// Dir is where certificates, kubeconfigs, data and logs go; a temporary directory,
 	// removed by Stop, when empty.
 	Dir string

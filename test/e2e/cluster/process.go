@@ -34,6 +34,39 @@ type process struct {
 	waitErr error         // valid after done is closed
 }
 
+// awaitBinary waits up to wait for bin, a link to a binary hack/build-testbin.sh is still
+// building, to lead to the binary, and returns how long it waited. A build that failed leaves
+// a .failed file beside the directory it builds into; the wait ends at once then.
+func awaitBinary(ctx context.Context, bin string, wait time.Duration) (time.Duration, error) {
+	t0 := time.Now()
+	target, err := os.Readlink(bin)
+	if _, statErr := os.Stat(bin); statErr == nil || err != nil || wait <= 0 {
+		return 0, nil // there, or not a link to a build: startProcess says what is missing
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(bin), target)
+	}
+	failed := filepath.Dir(target) + ".failed"
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(bin); err == nil {
+			return time.Since(t0), nil
+		}
+		if msg, err := os.ReadFile(failed); err == nil {
+			return time.Since(t0), fmt.Errorf("the build of %s failed: %s", target, strings.TrimSpace(string(msg)))
+		}
+		if time.Since(t0) > wait {
+			return time.Since(t0), fmt.Errorf("%s was not built within %s (hack/build-testbin.sh builds it)", target, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(t0), fmt.Errorf("waiting for %s to be built: %w", target, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
 // startProcess launches bin with args, output appended to logDir/name.log. The child gets
 // SIGKILL if the harness dies, so a crashed test does not leak control-plane processes. It
 // runs in a process group of its own, so a terminal's Ctrl-C reaches only the harness (or the

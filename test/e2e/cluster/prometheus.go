@@ -49,6 +49,12 @@ func (c *Cluster) Prometheus(ctx context.Context) (*Prometheus, error) {
 		return c.prometheus, nil
 	}
 	t0 := time.Now()
+	if waited, err := awaitBinary(ctx, filepath.Join(c.cfg.BinDir, "prometheus"), c.cfg.BinWait); err != nil {
+		return nil, fmt.Errorf("prometheus: %w", err)
+	} else if waited > 0 {
+		c.cfg.Progress("%-28s %6.2fs", "prometheus (its build)", waited.Seconds())
+		t0 = time.Now()
+	}
 	p, err := c.startPrometheus(ctx)
 	if err != nil {
 		return nil, err
