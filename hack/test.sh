@@ -36,6 +36,8 @@ e2e_needs=(components release-tools plugin-test-platforms)
 e2e_first_components="controlplane metricsserver heapster"
 # How long the tests that use Prometheus wait for its build.
 e2e_testbin_wait=20m
+# The end-to-end step's session's nice (see Priorities below): the cluster first.
+e2e_nice=-5
 
 t0=$(date +%s)
 tmp=$(mktemp -d -t kubectl-hpa-test.XXXXXX)
@@ -44,14 +46,18 @@ rows=()
 # Background builds: NAME, the command, and the steps that wait for it (bg_for) or that use
 # it and wait on the build's own lock if they need it before it ends (bg_with).
 #
-# Priorities (nice) follow the critical path. On a cold machine it is the components, then the
-# end-to-end tests (they wait on the cluster for about ten minutes), so the components build at
-# the steps' own priority (0; the steps run at 5 while the end-to-end tests run alongside). On a
-# warm one it is this machine's plugin, which the end-to-end tests wait for, so it links at 0
-# too. (The release's other platforms make test type-checks in verify instead of building
+# Priorities (nice) follow the critical path. On a cold machine it is this machine's plugin, then
+# the components, then the end-to-end tests (they wait on the cluster for about eight minutes),
+# so these run at -5, ahead of the steps (0, 5 while the end-to-end tests run) and the builds
+# nothing waits for soon (5); the steps take the CPU they leave, and finish beside the
+# end-to-end tests. On a warm one it is the end-to-end tests alone. Each background build and
+# the end-to-end step run in a session of their own, and Linux schedules sessions (autogroups)
+# against each other by their own nice value, not their processes': each sets its session's
+# too (/proc/self/autogroup; a negative one needs root, as the end-to-end tests do, and stays 0
+# without). (The release's other platforms make test type-checks in verify instead of building
 # them: see TEST_PLATFORMS in the Makefile.)
 bg_names=(plugin-test-platforms components release-tools golangci-lint)
-bg_nice_components=0
+bg_nice_components=-5
 # The end-to-end tests start when the components but Prometheus are built (components.ready).
 bg_cmd_components="hack/build-testbin.sh $e2e_first_components && : >'$tmp/components.ready' && hack/build-testbin.sh"
 bg_for_components=""
@@ -63,7 +69,7 @@ bg_after_components=plugin-test-platforms
 # The end-to-end tests and the components start when this machine's binary exists
 # (plugin-test-platforms.ready).
 bg_cmd_plugin_test_platforms="$make --no-print-directory build-test-platforms build && : >'$tmp/plugin-test-platforms.ready'"
-bg_nice_plugin_test_platforms=0
+bg_nice_plugin_test_platforms=-5
 bg_for_plugin_test_platforms="test-krew"
 # dist, the krew round trip and the e2e image all call hack/krew-tools.sh, which builds once.
 bg_cmd_release_tools="hack/krew-tools.sh"
@@ -104,7 +110,8 @@ for n in "${bg_names[@]}"; do
       echo \"$n: waited \$(( \$(date +%s) - w ))s for $after\"; $cmd"
   fi
   # Its own session, so that a stop ends the whole build (go and its compilers) at once.
-  setsid bash -c 's=$(date +%s); renice -n '"$(var "$n" nice)"' $$ >/dev/null; { '"$cmd"'; } >"$1.log" 2>&1; rc=$?
+  setsid bash -c 's=$(date +%s); renice -n '"$(var "$n" nice)"' $$ >/dev/null 2>&1; echo '"$(var "$n" nice)"' >/proc/self/autogroup 2>/dev/null
+    { '"$cmd"'; } >"$1.log" 2>&1; rc=$?
     times >"$1.times"; echo "$rc $(( $(date +%s) - s ))" >"$1.done"; exit $rc' build "$tmp/$n" &
   bg_pid[$n]=$!
 done
@@ -135,7 +142,7 @@ run_e2e() { # TMP MAKE FIRST-COMPONENTS WAIT NEEDS...
 }
 e2e_pid=
 if $e2e; then
-  setsid bash -c "$(declare -f run_e2e); run_e2e \"\$@\" >'$tmp/test-e2e.log' 2>&1" e2e "$tmp" "$make" "$e2e_first_components" "$e2e_testbin_wait" "${e2e_needs[@]}" &
+  setsid bash -c "echo $e2e_nice >/proc/self/autogroup 2>/dev/null; $(declare -f run_e2e); run_e2e \"\$@\" >'$tmp/test-e2e.log' 2>&1" e2e "$tmp" "$make" "$e2e_first_components" "$e2e_testbin_wait" "${e2e_needs[@]}" &
   e2e_pid=$!
 fi
 # The steps that compute yield to the end-to-end tests' cluster when both want a core.
