@@ -272,15 +272,16 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	}, cache.HandlerOptions{ResyncPeriod: &opts.SyncPeriod}); err != nil {
 		return nil, fmt.Errorf("adding the HPA event handler: %w", err)
 	}
+	pods := IndexedPods{Indexer: podInformer.Informer().GetIndexer()}
 	var mr evaluation.MetricsReader = deps.Metrics
 	if opts.MetricsReads == MetricsReadsPerNamespace {
-		mr = newSharedMetrics(deps.Metrics, c.clock, sharedReadValidity(opts.SyncPeriod))
+		mr = newSharedMetrics(deps.Metrics, pods, c.clock, sharedReadValidity(opts.SyncPeriod))
 	}
 	c.source = evaluation.Readers{
 		HPAReader:     listerHPAs{c.hpaLister},
 		HistoryReader: c,
 		ScaleReader:   c.scales,
-		PodReader:     IndexedPods{Indexer: podInformer.Informer().GetIndexer()},
+		PodReader:     pods,
 		MetricsReader: mr,
 	}
 	return c, nil

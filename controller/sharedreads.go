@@ -42,66 +42,112 @@ func sharedReadValidity(syncPeriod time.Duration) time.Duration {
 }
 
 // sharedMetrics is run's MetricsReader with --metrics-reads=per-namespace: resource metrics
-// come from one PodMetrics list per namespace (metrics.NamespaceLister), taken by the first
-// worker that needs it and shared by the workers that sync an HPA of that namespace while it
-// is valid; each HPA is served exactly what a list with its own selector returns (the items
-// whose labels the selector matches, checked as that list's would be). Pods, Object and
-// External metrics, and clients that cannot list a namespace (Heapster), are read per HPA.
+// come from one PodMetrics list per namespace, and a Pods metric from one read per namespace,
+// metric name and metric selector (metrics.NamespaceLister), taken by the first worker that
+// needs it and shared by the workers that sync an HPA of that namespace while it is valid.
+// Each HPA is served what a read with its own selector returns: the PodMetrics whose labels
+// its selector matches, or the Pods metric's values of the pods its selector picks in the pod
+// cache (custom metrics carry no labels), checked as that read's would be. Object and External
+// metrics, and clients that cannot list a namespace (Heapster), are read per HPA.
 type sharedMetrics struct {
 	evaluation.MetricsReader
 	lister   metrics.NamespaceLister
+	pods     evaluation.PodReader
 	clock    clock.PassiveClock
 	validity time.Duration
 
-	mu    sync.Mutex
-	reads map[string]*sharedRead
+	mu sync.Mutex
+	// reads are the last reads by sharedKey.
+	reads map[sharedKey]*sharedRead
 	// swept is when the map was last cleared of expired reads (namespaces no longer synced).
 	swept time.Time
 }
 
-// sharedRead is one namespace's PodMetrics list: sent at started, answered when done closes.
+// sharedKey names a shared read: a namespace's PodMetrics (metric empty), or its Pods metric
+// of that name and metric selector.
+type sharedKey struct {
+	namespace, metric, metricSelector string
+}
+
+// sharedRead is one shared read: sent at started, answered when done closes.
 type sharedRead struct {
 	started time.Time
 	done    chan struct{}
-	res     *metrics.PodResources
+	res     readResult
 }
 
-// newSharedMetrics wraps m; a client that cannot list a namespace's resource metrics is
-// returned as it is.
-func newSharedMetrics(m metrics.Client, clk clock.PassiveClock, validity time.Duration) evaluation.MetricsReader {
+// readResult is a shared read's answer (*metrics.PodResources, *metrics.PodsMetrics).
+type readResult interface{ Err() error }
+
+// newSharedMetrics wraps m, reading Pods metrics' pods from pods; a client that cannot list
+// a namespace's metrics is returned as it is.
+func newSharedMetrics(m metrics.Client, pods evaluation.PodReader, clk clock.PassiveClock, validity time.Duration) evaluation.MetricsReader {
 	l, ok := m.(metrics.NamespaceLister)
 	if !ok {
 		return m
 	}
-	return &sharedMetrics{MetricsReader: m, lister: l, clock: clk, validity: validity, reads: map[string]*sharedRead{}}
+	return &sharedMetrics{MetricsReader: m, lister: l, pods: pods, clock: clk, validity: validity, reads: map[sharedKey]*sharedRead{}}
 }
 
 // PodResource implements evaluation.MetricsReader from the namespace's shared list.
 func (s *sharedMetrics) PodResource(ctx context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, container string) (*sampleset.Set, time.Time, error) {
-	list, err := s.read(ctx, namespace)
+	r, err := s.read(ctx, sharedKey{namespace: namespace}, func() readResult {
+		return s.lister.NamespacePodResources(ctx, namespace)
+	})
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	return list.PodResource(res, selector, container)
+	return r.(*metrics.PodResources).PodResource(res, selector, container)
 }
 
-// read returns namespace's list, sending it unless one sent less than validity ago is
-// valid. A failed list serves only the syncs that waited for it: the next sync asks again,
+// PodsMetric implements evaluation.MetricsReader from the namespace's shared read of the
+// metric, keeping the values of the pods selector picks in the pod cache.
+func (s *sharedMetrics) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (*sampleset.Set, time.Time, error) {
+	if selector == nil {
+		selector = labels.Everything()
+	}
+	if metricSelector == nil {
+		metricSelector = labels.Everything()
+	}
+	key := sharedKey{namespace: namespace, metric: metricName, metricSelector: metricSelector.String()}
+	r, err := s.read(ctx, key, func() readResult {
+		return s.lister.NamespacePodsMetric(ctx, namespace, metricName, metricSelector)
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	list := r.(*metrics.PodsMetrics)
+	if list.Err() != nil {
+		return list.PodsMetric(selector, nil)
+	}
+	pods, err := s.pods.Pods(ctx, namespace, selector)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("listing the pods of metric %s: %w", metricName, err)
+	}
+	picked := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		picked[p.Name] = true
+	}
+	return list.PodsMetric(selector, func(pod string) bool { return picked[pod] })
+}
+
+// read returns the read of key, sending it with send unless one sent less than validity ago
+// is valid. A failed read serves only the syncs that waited for it: the next sync asks again,
 // as a per-HPA read would.
-func (s *sharedMetrics) read(ctx context.Context, namespace string) (*metrics.PodResources, error) {
+func (s *sharedMetrics) read(ctx context.Context, key sharedKey, send func() readResult) (readResult, error) {
 	now := s.clock.Now()
 	s.mu.Lock()
-	r, ok := s.reads[namespace]
+	r, ok := s.reads[key]
 	if !ok || !now.Before(r.started.Add(s.validity)) {
 		r = &sharedRead{started: now, done: make(chan struct{})}
-		s.reads[namespace] = r
+		s.reads[key] = r
 		s.sweep(now)
 		s.mu.Unlock()
-		r.res = s.lister.NamespacePodResources(ctx, namespace)
+		r.res = send()
 		if r.res.Err() != nil {
 			s.mu.Lock()
-			if s.reads[namespace] == r {
-				delete(s.reads, namespace)
+			if s.reads[key] == r {
+				delete(s.reads, key)
 			}
 			s.mu.Unlock()
 		}
@@ -113,7 +159,7 @@ func (s *sharedMetrics) read(ctx context.Context, namespace string) (*metrics.Po
 	case <-r.done:
 		return r.res, nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the resource metrics of namespace %s: %w", namespace, ctx.Err())
+		return nil, fmt.Errorf("waiting for the metrics of namespace %s read by another sync: %w", key.namespace, ctx.Err())
 	}
 }
 
@@ -124,9 +170,9 @@ func (s *sharedMetrics) sweep(now time.Time) {
 		return
 	}
 	s.swept = now
-	for ns, r := range s.reads {
+	for key, r := range s.reads {
 		if !now.Before(r.started.Add(s.validity)) {
-			delete(s.reads, ns)
+			delete(s.reads, key)
 		}
 	}
 }

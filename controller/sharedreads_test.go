@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	core "k8s.io/client-go/testing"
+	cmv1beta2 "k8s.io/metrics/pkg/apis/custom_metrics/v1beta2"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
 	customclient "k8s.io/metrics/pkg/client/custom_metrics"
@@ -45,13 +47,15 @@ func (u usage) podMetrics() metricsv1beta1.PodMetrics {
 		Containers: []metricsv1beta1.ContainerMetrics{{Name: "app", Usage: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(u.milli, resource.DecimalSI)}}}}
 }
 
-// metricsAPI is a fake metrics.k8s.io: PodMetrics lists filtered by namespace and label
-// selector as the server filters them, each list recorded.
+// metricsAPI is a fake metrics.k8s.io and custom.metrics.k8s.io: PodMetrics lists filtered by
+// namespace and label selector as the server filters them, and the Pods metric "qps" (each
+// pod's cpu millicores divided by 10) of the pods matching the selector, as an adapter answers;
+// each request recorded.
 type metricsAPI struct {
 	mu    sync.Mutex
 	pods  []usage
 	err   error
-	lists []string // "namespace?labelSelector"
+	lists []string // "namespace?labelSelector", "qps namespace?labelSelector" for custom metrics
 	// block, when set, holds every list until it is closed; entered is told of each list first.
 	block   chan struct{}
 	entered chan struct{}
@@ -95,21 +99,64 @@ func (a *metricsAPI) list(act core.Action) (bool, runtime.Object, error) {
 	return true, out, nil
 }
 
-// client is the real metrics.k8s.io client over a, judging sample ages by clk.
+func (a *metricsAPI) custom(act core.Action) (bool, runtime.Object, error) {
+	get := act.(customfake.GetForAction)
+	sel := get.GetLabelSelector()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lists = append(a.lists, get.GetMetricName()+" "+act.GetNamespace()+"?"+sel.String())
+	if a.err != nil {
+		return true, nil, a.err
+	}
+	out := &cmv1beta2.MetricValueList{}
+	for _, u := range a.pods {
+		if u.namespace == act.GetNamespace() && sel.Matches(labels.Set(u.labels)) && get.GetMetricName() == "qps" {
+			out.Items = append(out.Items, cmv1beta2.MetricValue{DescribedObject: corev1.ObjectReference{Kind: "Pod", Name: u.name, Namespace: u.namespace},
+				Metric: cmv1beta2.MetricIdentifier{Name: "qps"}, Timestamp: metav1.NewTime(t0.Add(-u.age)), Value: *resource.NewMilliQuantity(u.milli*100, resource.DecimalSI)})
+		}
+	}
+	return true, out, nil
+}
+
+// cache is the pod cache's view of a's pods: their names and labels.
+func (a *metricsAPI) cache() podsByLabels {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out podsByLabels
+	for _, u := range a.pods {
+		out = append(out, testbuild.Pod(u.namespace, u.name, func(p *corev1.Pod) { p.Labels = u.labels }))
+	}
+	return out
+}
+
+// podsByLabels is a pod cache: the pods of a namespace a selector matches.
+type podsByLabels []*corev1.Pod
+
+func (c podsByLabels) Pods(_ context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	for _, p := range c {
+		if p.Namespace == namespace && selector.Matches(labels.Set(p.Labels)) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// client is the real metrics client over a, judging sample ages by clk.
 func (a *metricsAPI) client(t testing.TB, clk *testingclock.FakeClock) metrics.Client {
 	t.Helper()
 	res := metricsfake.NewSimpleClientset()
 	res.PrependReactor("list", "pods", a.list)
+	custom := &customfake.FakeCustomMetricsClient{}
+	custom.AddReactor("get", "pods", a.custom)
 	disc := &fakediscovery.FakeDiscovery{Fake: &core.Fake{}}
-	disc.Resources = []*metav1.APIResourceList{{GroupVersion: "metrics.k8s.io/v1beta1"}}
+	disc.Resources = []*metav1.APIResourceList{{GroupVersion: "metrics.k8s.io/v1beta1"}, {GroupVersion: "custom.metrics.k8s.io/v1beta2"}}
 	m, err := metrics.NewAPIClient(metrics.APIClients{
 		Discovery: disc, Resource: res,
-		Custom: func(customclient.AvailableAPIsGetter) customclient.CustomMetricsClient {
-			return &customfake.FakeCustomMetricsClient{}
-		},
+		Custom:   func(customclient.AvailableAPIsGetter) customclient.CustomMetricsClient { return custom },
 		External: &externalfake.FakeExternalMetricsClient{},
 		Clock:    clk, MaxAge: 5 * time.Minute,
-	}, map[string][]string{"metrics.k8s.io": {"v1beta1"}})
+	}, map[string][]string{"metrics.k8s.io": {"v1beta1"}, "custom.metrics.k8s.io": {"v1beta2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +212,27 @@ func podResource(t testing.TB, m evaluation.MetricsReader, namespace, selector, 
 	return r
 }
 
+// podsMetric is what one PodsMetric of "qps" answered, comparably.
+func podsMetric(t testing.TB, m evaluation.MetricsReader, namespace, selector string) read {
+	t.Helper()
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, at, err := m.PodsMetric(context.Background(), namespace, "qps", sel, labels.Everything())
+	r := read{At: at}
+	if err != nil {
+		r.Err = err.Error()
+	}
+	if set != nil {
+		r.Samples = map[string]string{}
+		for name, s := range set.All() {
+			r.Samples[name] = fmt.Sprintf("%d at %s over %s", s.MilliValue, sampleset.Time(s.Timestamp).Format(time.RFC3339), s.Window)
+		}
+	}
+	return r
+}
+
 func TestSharedReadsServeEachSelectorWhatItsOwnListServes(t *testing.T) {
 	reads := []struct{ namespace, selector, container string }{
 		{"shop", "app=web", ""},
@@ -187,7 +255,7 @@ func TestSharedReadsServeEachSelectorWhatItsOwnListServes(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	perHPA, shared := &metricsAPI{pods: twoNamespaces()}, &metricsAPI{pods: twoNamespaces()}
 	direct := perHPA.client(t, clk)
-	s := newSharedMetrics(shared.client(t, clk), clk, time.Second)
+	s := newSharedMetrics(shared.client(t, clk), shared.cache(), clk, time.Second)
 	for _, r := range reads {
 		t.Run(r.namespace+"/"+r.selector+"/"+r.container, func(t *testing.T) {
 			want := podResource(t, direct, r.namespace, r.selector, r.container)
@@ -195,20 +263,28 @@ func TestSharedReadsServeEachSelectorWhatItsOwnListServes(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("the shared read (+) serves other samples than the HPA's own list (-):\n%s", diff)
 			}
+			if r.container != "" {
+				return
+			}
+			want = podsMetric(t, direct, r.namespace, r.selector)
+			got = podsMetric(t, s, r.namespace, r.selector)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("the shared Pods metric (+) serves other values than the HPA's own read (-):\n%s", diff)
+			}
 		})
 	}
-	if got, want := shared.requests(), []string{"shop?", "bank?", "empty?"}; !cmp.Equal(got, want) {
-		t.Errorf("shared reads sent %q, want one list of each namespace %q", got, want)
+	if got, want := shared.requests(), []string{"shop?", "qps shop?", "bank?", "qps bank?", "empty?", "qps empty?"}; !cmp.Equal(got, want) {
+		t.Errorf("shared reads sent %q, want one list of each namespace and one read of its Pods metric %q", got, want)
 	}
-	if got := len(perHPA.requests()); got != len(reads) {
-		t.Errorf("per-HPA reads sent %d lists, want %d", got, len(reads))
+	if got, want := len(perHPA.requests()), 2*len(reads)-2; got != want {
+		t.Errorf("per-HPA reads sent %d requests, want %d", got, want)
 	}
 }
 
 func TestSharedReadIsNeverServedPastItsValidity(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	api := &metricsAPI{pods: twoNamespaces()}
-	s := newSharedMetrics(api.client(t, clk), clk, time.Second)
+	s := newSharedMetrics(api.client(t, clk), api.cache(), clk, time.Second)
 	first := podResource(t, s, "shop", "app=web", "")
 
 	// metrics-server scrapes: new values, which no sync may see while the read is valid.
@@ -238,7 +314,7 @@ func TestSharedReadIsNeverServedPastItsValidity(t *testing.T) {
 func TestSharedReadKeepsNoFailure(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	api := &metricsAPI{pods: twoNamespaces(), err: apierrors.NewServiceUnavailable("metrics-server is restarting")}
-	s := newSharedMetrics(api.client(t, clk), clk, time.Second)
+	s := newSharedMetrics(api.client(t, clk), api.cache(), clk, time.Second)
 	if r := podResource(t, s, "shop", "app=web", ""); r.Err == "" {
 		t.Fatalf("got %v, want the list's error", r)
 	}
@@ -254,7 +330,7 @@ func TestSharedReadKeepsNoFailure(t *testing.T) {
 func TestWorkersSyncingOneNamespaceAtOnceShareOneList(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	api := &metricsAPI{pods: twoNamespaces(), block: make(chan struct{}), entered: make(chan struct{}, 8)}
-	s := newSharedMetrics(api.client(t, clk), clk, time.Second)
+	s := newSharedMetrics(api.client(t, clk), api.cache(), clk, time.Second)
 	want := podResource(t, (&metricsAPI{pods: twoNamespaces()}).client(t, clk), "shop", "app=web", "")
 
 	const workers = 5
@@ -281,7 +357,7 @@ func TestWorkersSyncingOneNamespaceAtOnceShareOneList(t *testing.T) {
 
 func TestAClientThatCannotListANamespaceIsReadPerHPA(t *testing.T) {
 	m := cpuMetrics(cpuAt(100, "web-1"))
-	if got := newSharedMetrics(m, testingclock.NewFakeClock(t0), time.Second); got != evaluation.MetricsReader(m) {
+	if got := newSharedMetrics(m, nil, testingclock.NewFakeClock(t0), time.Second); got != evaluation.MetricsReader(m) {
 		t.Errorf("got %T, want the client itself", got)
 	}
 }
@@ -306,9 +382,16 @@ func TestPerNamespaceAndPerHPAReadsDecideAlike(t *testing.T) {
 		newHPA("db", testbuild.Target("apps/v1", "Deployment", "db")),
 		newHPA("old", testbuild.Target("apps/v1", "Deployment", "old")),
 		newHPA("web-average", testbuild.Target("apps/v1", "Deployment", "batch"), testbuild.Metrics(testbuild.ResourceAverage(corev1.ResourceCPU, 80))),
+		newHPA("api-qps", testbuild.Target("apps/v1", "Deployment", "api2"), func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Metrics = []autoscalingv2.MetricSpec{testbuild.PodsAverage("qps", 1000)}
+		}),
+		newHPA("web-qps", testbuild.Target("apps/v1", "Deployment", "web2"), func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Metrics = []autoscalingv2.MetricSpec{testbuild.PodsAverage("qps", 1000), testbuild.CPUUtilization(50)}
+		}),
 	}
 	pods := []*corev1.Pod{newPod("web-1", "web"), newPod("web-2", "web"), newPod("api-1", "api"), newPod("db-1", "db"), newPod("old-1", "old"),
-		newPod("batch-1", "batch"), newPod("unready-1", "batch", testbuild.ReadySince(corev1.ConditionFalse, t0.Add(-time.Minute)))}
+		newPod("batch-1", "batch"), newPod("unready-1", "batch", testbuild.ReadySince(corev1.ConditionFalse, t0.Add(-time.Minute))),
+		newPod("api2-1", "api2"), newPod("api2-2", "api2"), newPod("web2-1", "web2")}
 	usage := []usage{
 		{ns, "web-1", kv("app", "web"), 120, 10 * time.Second},
 		{ns, "web-2", kv("app", "web"), 90, 10 * time.Second},
@@ -316,10 +399,13 @@ func TestPerNamespaceAndPerHPAReadsDecideAlike(t *testing.T) {
 		{ns, "old-1", kv("app", "old"), 50, time.Hour},
 		{ns, "batch-1", kv("app", "batch"), 300, 10 * time.Second},
 		{ns, "unready-1", kv("app", "batch"), 10, 10 * time.Second},
+		{ns, "api2-1", kv("app", "api2"), 30, 10 * time.Second},
+		{ns, "api2-2", kv("app", "api2"), 5, 10 * time.Second},
+		{ns, "web2-1", kv("app", "web2"), 70, 10 * time.Second},
 		{ns, "gone-1", kv("app", "web"), 999, 10 * time.Second},
 		{"elsewhere", "web-9", kv("app", "web"), 999, 10 * time.Second},
 	}
-	scales := map[string]int32{"web": 2, "api": 1, "db": 1, "old": 1, "batch": 2}
+	scales := map[string]int32{"web": 2, "api": 1, "db": 1, "old": 1, "batch": 2, "api2": 2, "web2": 1}
 	decide := func(reads MetricsReads) ([]Report, []string) {
 		api := &metricsAPI{pods: usage}
 		opts := DefaultOptions()
@@ -340,8 +426,8 @@ func TestPerNamespaceAndPerHPAReadsDecideAlike(t *testing.T) {
 	if diff := cmp.Diff(perHPA, perNS, cmp.Comparer(sameError), cmp.Comparer(func(a, b *sampleset.Set) bool { return a.Equal(b) })); diff != "" {
 		t.Errorf("--metrics-reads=per-namespace (+) decided otherwise than per-hpa (-):\n%s", diff)
 	}
-	if want := []string{ns + "?"}; !cmp.Equal(perNSLists, want) {
-		t.Errorf("per-namespace lists %q, want %q", perNSLists, want)
+	if want := []string{ns + "?", "qps " + ns + "?"}; !cmp.Equal(perNSLists, want, cmpopts.SortSlices(func(a, b string) bool { return a < b })) {
+		t.Errorf("per-namespace reads %q, want %q", perNSLists, want)
 	}
 	specs := 0
 	for _, h := range hpas {
