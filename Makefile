@@ -366,6 +366,7 @@ SOAK_PODS ?= 10000
 SOAK_DURATION ?= 10m
 SOAK_TIMEOUT ?= 90m
 SOAK_GOFLAGS ?=
+SOAK_METRICS_READS ?= per-namespace
 
 .PHONY: soak soak-list
 
@@ -375,7 +376,7 @@ soak: build
 	$(GO) test -c $(SOAK_GOFLAGS) -tags 'e2e soak' -o $(BIN)/e2e-soak.test ./test/e2e && \
 	cd test/e2e && KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_PLUGIN_DIR=$(BIN) \
 		$(BIN)/e2e-soak.test -test.v -test.timeout $(SOAK_TIMEOUT) -test.run '^TestSoak$$' \
-		-soak.hpas=$(SOAK_HPAS) -soak.pods=$(SOAK_PODS) -soak.duration=$(SOAK_DURATION)
+		-soak.hpas=$(SOAK_HPAS) -soak.pods=$(SOAK_PODS) -soak.duration=$(SOAK_DURATION) -soak.metrics-reads=$(SOAK_METRICS_READS)
 
 # soak-list: TestSoakList, `kubectl hpa list -A` over SOAK_LIST_HPAS HPAs on as many Deployments,
 # SOAK_LIST_PODS pods, in SOAK_LIST_NAMESPACES namespaces, beside kubectl get and describe hpa -A.

@@ -84,6 +84,9 @@ type Options struct {
 	// OmitPodTreatments decides without the per-pod account of pod-based metrics
 	// (Report.Decision.Metrics[i].Pods stays nil), for sinks that never show it.
 	OmitPodTreatments bool
+	// MetricsReads says whether resource metrics are read once per namespace and shared by
+	// the HPAs synced while the read is valid, or once per HPA and sync as upstream does.
+	MetricsReads MetricsReads
 }
 
 // DefaultOptions returns upstream's defaults (sync period 15s, v1.37 decision config).
@@ -97,6 +100,7 @@ func DefaultOptions() Options {
 		FieldManager:    annotation.FieldManager,
 		WriteGrace:      time.Second,
 		ScaleFromCache:  true,
+		MetricsReads:    MetricsReadsPerNamespace,
 	}
 }
 
@@ -212,6 +216,11 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	default:
 		return nil, fmt.Errorf("unknown dry-run strategy %q: use none, client or server", opts.DryRun)
 	}
+	switch opts.MetricsReads {
+	case MetricsReadsPerNamespace, MetricsReadsPerHPA:
+	default:
+		return nil, fmt.Errorf("unknown metrics reads %q: use %s or %s", opts.MetricsReads, MetricsReadsPerNamespace, MetricsReadsPerHPA)
+	}
 	c := &Controller{
 		opts:     opts,
 		kube:     deps.Kube,
@@ -263,12 +272,17 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	}, cache.HandlerOptions{ResyncPeriod: &opts.SyncPeriod}); err != nil {
 		return nil, fmt.Errorf("adding the HPA event handler: %w", err)
 	}
+	pods := IndexedPods{Indexer: podInformer.Informer().GetIndexer()}
+	var mr evaluation.MetricsReader = deps.Metrics
+	if opts.MetricsReads == MetricsReadsPerNamespace {
+		mr = newSharedMetrics(deps.Metrics, pods, c.clock, sharedReadValidity(opts.SyncPeriod))
+	}
 	c.source = evaluation.Readers{
 		HPAReader:     listerHPAs{c.hpaLister},
 		HistoryReader: c,
 		ScaleReader:   c.scales,
-		PodReader:     IndexedPods{Indexer: podInformer.Informer().GetIndexer()},
-		MetricsReader: deps.Metrics,
+		PodReader:     pods,
+		MetricsReader: mr,
 	}
 	return c, nil
 }

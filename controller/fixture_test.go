@@ -29,6 +29,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 )
 
 // t0 is the fixtures' "now".
@@ -170,6 +171,13 @@ type fixture struct {
 }
 
 func newFixture(t testing.TB, opts Options, hpas []*autoscalingv2.HorizontalPodAutoscaler, pods []*corev1.Pod, scales map[string]int32, m *fakemetrics.Client) *fixture {
+	f := newFixtureWith(t, opts, hpas, pods, scales, m, testingclock.NewFakeClock(t0))
+	f.metrics = m
+	return f
+}
+
+// newFixtureWith is newFixture over any metrics client, on clk.
+func newFixtureWith(t testing.TB, opts Options, hpas []*autoscalingv2.HorizontalPodAutoscaler, pods []*corev1.Pod, scales map[string]int32, m metrics.Client, clk *testingclock.FakeClock) *fixture {
 	var objs []runtime.Object
 	for _, h := range hpas {
 		objs = append(objs, h.DeepCopy())
@@ -180,9 +188,8 @@ func newFixture(t testing.TB, opts Options, hpas []*autoscalingv2.HorizontalPodA
 	f := &fixture{
 		kube:     fake.NewClientset(objs...),
 		scales:   newFakeScales(scales),
-		metrics:  m,
 		recorder: record.NewFakeRecorder(100),
-		clock:    testingclock.NewFakeClock(t0),
+		clock:    clk,
 	}
 	var mu sync.Mutex
 	c, err := New(opts, Deps{

@@ -103,10 +103,12 @@ func (a *apiClient) NamespacePodResources(ctx context.Context, namespace string)
 }
 
 // NamespaceLister is a Client that reads a whole namespace's resource metrics in one request
-// (the metrics API's PodMetrics list), for a command that decides for every HPA of a
-// namespace. Heapster's client is not one: its model API is asked per pod list.
+// (the metrics API's PodMetrics list), and a Pods metric of every pod of a namespace in one
+// request (custom.metrics.k8s.io), for a command that decides for every HPA of a namespace.
+// Heapster's client is not one: its model API is asked per pod list.
 type NamespaceLister interface {
 	NamespacePodResources(ctx context.Context, namespace string) *PodResources
+	NamespacePodsMetric(ctx context.Context, namespace, metricName string, metricSelector labels.Selector) *PodsMetrics
 }
 
 // PodResources is one PodMetrics list of a namespace, or why it failed. Its PodResource
@@ -218,27 +220,73 @@ func podUsages[M, C any](list []M, pod func(*M) (string, time.Time, time.Duratio
 }
 
 func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (*sampleset.Set, time.Time, error) {
+	selector = orEverything(selector)
+	return a.listPodsMetric(ctx, namespace, metricName, selector, metricSelector).PodsMetric(selector, nil)
+}
+
+// NamespacePodsMetric implements NamespaceLister: one custom-metrics read of metricName for
+// every pod of the namespace.
+func (a *apiClient) NamespacePodsMetric(ctx context.Context, namespace, metricName string, metricSelector labels.Selector) *PodsMetrics {
+	return a.listPodsMetric(ctx, namespace, metricName, labels.Everything(), metricSelector)
+}
+
+// PodsMetrics is one custom-metrics read of a Pods metric (custom.metrics.k8s.io), or why it
+// failed. Its items name their pods but carry no labels: PodsMetric picks a selector's pods by
+// the names the caller's pod cache gives for that selector.
+type PodsMetrics struct {
+	namespace, metricName, gv string
+	items                     []cmv1beta2.MetricValue
+	clock                     clock.PassiveClock
+	maxAge                    time.Duration
+	err                       error
+}
+
+// Err is why the read failed (nil when it was read).
+func (p *PodsMetrics) Err() error { return p.err }
+
+func (a *apiClient) listPodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) *PodsMetrics {
 	const what = "unable to fetch metrics from custom metrics API"
-	selector, metricSelector = orEverything(selector), orEverything(metricSelector)
+	metricSelector = orEverything(metricSelector)
 	v, err := a.customVersions.version(ctx)
 	if err != nil {
-		return nil, time.Time{}, versionError(what, err, "install a custom metrics adapter (for example prometheus-adapter) to use Pods metrics")
+		return &PodsMetrics{err: versionError(what, err, "install a custom metrics adapter (for example prometheus-adapter) to use Pods metrics")}
 	}
-	gv := customMetricsGroup + "/" + v
+	p := &PodsMetrics{namespace: namespace, metricName: metricName, gv: customMetricsGroup + "/" + v, clock: a.clock, maxAge: a.maxAge}
 	list, err := callCtx(ctx, func() (*cmv1beta2.MetricValueList, error) {
 		return a.custom.NamespacedMetrics(namespace).GetForObjects(schema.GroupKind{Kind: "Pod"}, selector, metricName, metricSelector)
 	})
 	if err != nil {
-		return nil, time.Time{}, a.apiError(ctx, what, gv, "get pods."+customMetricsGroup+" (metric "+metricName+")", namespace, a.customVersions, err)
+		p.err = a.apiError(ctx, what, p.gv, "get pods."+customMetricsGroup+" (metric "+metricName+")", namespace, a.customVersions, err)
+		return p
 	}
-	if len(list.Items) == 0 {
-		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from custom metrics API (%s) for metric %s of pods in %s matching %q", gv, metricName, namespace, selector.String())}
+	p.items = list.Items
+	return p
+}
+
+// PodsMetric is the metric's value per pod of the read that pick keeps (every item when pick
+// is nil), in the read's order, checked as Client.PodsMetric checks them; selector names the
+// pods in errors.
+func (p *PodsMetrics) PodsMetric(selector labels.Selector, pick func(pod string) bool) (*sampleset.Set, time.Time, error) {
+	if p.err != nil {
+		return nil, time.Time{}, p.err
 	}
-	now := a.clock.Now()
-	out := sampleset.New(len(list.Items))
-	for _, m := range list.Items {
+	items := p.items
+	if pick != nil {
+		items = make([]cmv1beta2.MetricValue, 0, len(p.items))
+		for _, m := range p.items {
+			if pick(m.DescribedObject.Name) {
+				items = append(items, m)
+			}
+		}
+	}
+	if len(items) == 0 {
+		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from custom metrics API (%s) for metric %s of pods in %s matching %q", p.gv, p.metricName, p.namespace, orEverything(selector).String())}
+	}
+	now := p.clock.Now()
+	out := sampleset.New(len(items))
+	for _, m := range items {
 		name := m.DescribedObject.Name
-		s, err := a.customSample(m, "pod "+name, now)
+		s, err := customSample(m, "pod "+name, now, p.maxAge)
 		if err == nil && name == "" {
 			err = errors.New("an item names no pod")
 		}
@@ -246,10 +294,10 @@ func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string
 			err = fmt.Errorf("pod %s is listed twice", name)
 		}
 		if err != nil {
-			return nil, time.Time{}, SourceFailure{fmt.Errorf("custom metrics API (%s): metric %s: %w", gv, metricName, err)}
+			return nil, time.Time{}, SourceFailure{fmt.Errorf("custom metrics API (%s): metric %s: %w", p.gv, p.metricName, err)}
 		}
 	}
-	return out, list.Items[0].Timestamp.Time, nil
+	return out, items[0].Timestamp.Time, nil
 }
 
 func (a *apiClient) ObjectMetric(ctx context.Context, namespace, metricName string, object autoscalingv2.CrossVersionObjectReference, metricSelector labels.Selector) (int64, time.Time, error) {
@@ -276,7 +324,7 @@ func (a *apiClient) ObjectMetric(ctx context.Context, namespace, metricName stri
 	if err != nil {
 		return 0, time.Time{}, a.apiError(ctx, what, apiGV, fmt.Sprintf("get %s %s (metric %s)", object.Kind, object.Name, metricName), namespace, a.customVersions, err)
 	}
-	s, err := a.customSample(*value, object.Kind+" "+object.Name, a.clock.Now())
+	s, err := customSample(*value, object.Kind+" "+object.Name, a.clock.Now(), a.maxAge)
 	if err != nil {
 		return 0, time.Time{}, SourceFailure{fmt.Errorf("custom metrics API (%s): metric %s: %w", apiGV, metricName, err)}
 	}
@@ -315,7 +363,7 @@ func (a *apiClient) ExternalMetric(ctx context.Context, namespace, metricName st
 	return out, list.Items[0].Timestamp.Time, nil
 }
 
-func (a *apiClient) customSample(m cmv1beta2.MetricValue, what string, now time.Time) (sampleset.Sample, error) {
+func customSample(m cmv1beta2.MetricValue, what string, now time.Time, maxAge time.Duration) (sampleset.Sample, error) {
 	v, err := decode.MilliValue(m.Value)
 	if err != nil {
 		return sampleset.Sample{}, fmt.Errorf("%s: %w", what, err)
@@ -327,7 +375,7 @@ func (a *apiClient) customSample(m cmv1beta2.MetricValue, what string, now time.
 		}
 		window = time.Duration(*m.WindowSeconds) * time.Second
 	}
-	if err := decode.CheckFresh(m.Timestamp.Time, now, a.maxAge, "the value of "+what); err != nil {
+	if err := decode.CheckFresh(m.Timestamp.Time, now, maxAge, "the value of "+what); err != nil {
 		return sampleset.Sample{}, err
 	}
 	return sampleset.Sample{MilliValue: v, Timestamp: sampleset.Timestamp(m.Timestamp.Time), Window: window}, nil

@@ -163,6 +163,7 @@ func newCmd(o *Options) *cobra.Command {
 	fs.BoolVar(&o.Controller.ForceOwnership, "force-ownership", o.Controller.ForceOwnership, "Write even for HPAs whose status another controller wrote recently")
 	fs.DurationVar(&o.Controller.OwnershipWindow, "ownership-window", o.Controller.OwnershipWindow, "How recent another manager's status write must be for an HPA to count as reconciled by someone else")
 	fs.BoolVar(&o.Controller.PersistHistory, "persist-history", o.Controller.PersistHistory, "Keep each HPA's decision history (the recommendations and scale events its next decisions depend on) in its annotation "+annotation.Key+", written with the status, and restore it when starting or taking the Lease over; false keeps it in memory only, as kube-controller-manager does")
+	fs.StringVar((*string)(&o.Controller.MetricsReads), "metrics-reads", string(o.Controller.MetricsReads), `"per-namespace" reads a namespace's resource metrics (metrics.k8s.io) and each of its Pods metrics (custom.metrics.k8s.io) once and decides every HPA of it synced within the next second from that read, each on the samples of the pods its own selector picks; "per-hpa" reads them once per HPA and sync, as kube-controller-manager does`)
 	fs.BoolVar(&o.Controller.ScaleFromCache, "scale-from-cache", o.Controller.ScaleFromCache, "Read the scale of Deployments, ReplicaSets, StatefulSets and ReplicationControllers from watch caches instead of one GET per HPA and sync; other kinds, and kinds that may not be listed, are read live")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Hold a Lease while writing so two kubectl hpa run never both write (off with --dry-run=client)")
 	fs.StringVar(&o.LeaseName, "leader-elect-lease-name", o.LeaseName, "Name of the Lease")
@@ -170,7 +171,7 @@ func newCmd(o *Options) *cobra.Command {
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a standby waits after the holder's last renewal before taking the Lease over (whole seconds)")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the holder keeps retrying a renewal before it stops writing and campaigns for the Lease again; with the retry period and 1s more, less than the lease duration")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often the holder renews and a standby tries to acquire the Lease")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second each API client (Kubernetes, scales, metrics) may send; a sync costs one request per HPA in steady state")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second each API client (Kubernetes, scales, metrics) may send; in steady state a sync pass costs one metrics request per namespace (per HPA with --metrics-reads=per-hpa)")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests each API client may send in a burst above --kube-api-qps")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address serving Prometheus /metrics and /healthz, e.g. 127.0.0.1:8080 (off when empty)")
 	fs.StringVar(&o.Record, "record", o.Record, "Write every input and result of every sync to this file (JSON Lines, gzipped when it ends in .gz), to replay run's decisions exactly")
@@ -207,6 +208,11 @@ func (o *Options) Validate() error {
 	case controller.DryRunNone, controller.DryRunClient, controller.DryRunServer:
 	default:
 		return cmdutil.UsageErrorf(`--dry-run must be "none", "client" or "server", got %q`, o.DryRun)
+	}
+	switch o.Controller.MetricsReads {
+	case controller.MetricsReadsPerNamespace, controller.MetricsReadsPerHPA:
+	default:
+		return cmdutil.UsageErrorf(`--metrics-reads must be %q or %q, got %q`, controller.MetricsReadsPerNamespace, controller.MetricsReadsPerHPA, o.Controller.MetricsReads)
 	}
 	if o.Output != "" && o.Output != "json" {
 		return cmdutil.UsageErrorf(`--output must be "json" or empty, got %q`, o.Output)

@@ -35,6 +35,7 @@ var (
 	soakPods     = flag.Int("soak.pods", 10000, "pods in total, split evenly across the Deployments")
 	soakDuration = flag.Duration("soak.duration", 10*time.Minute, "steady state measured after every HPA has been reconciled once")
 	soakRSSEvery = flag.Duration("soak.rss-every", 30*time.Second, "how often the RSS of run is sampled")
+	soakReads    = flag.String("soak.metrics-reads", "per-namespace", "run's --metrics-reads: per-namespace (one PodMetrics list per namespace shared by the HPAs synced within a second) or per-hpa (upstream's read per HPA and sync)")
 )
 
 const (
@@ -321,7 +322,7 @@ func soakStartRun(t *testing.T, ns string) *soakRun {
 		t.Fatal(err)
 	}
 	r.cmd = pluginAs(t, soakUser).Command(context.Background(), "hpa", "run", "-n", ns,
-		"--workers="+strconv.Itoa(soakWorkers), "--metrics-bind-address="+addr)
+		"--workers="+strconv.Itoa(soakWorkers), "--metrics-bind-address="+addr, "--metrics-reads="+*soakReads)
 	r.cmd.Stdout, r.cmd.Stderr = stdout, stderr
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -634,6 +635,7 @@ type soakFigures struct {
 	decisions                                 int
 	reqsPerSync, reqsPerSyncAll, readsPerSync float64
 	passFromThroughput, passFromBusy          time.Duration
+	readsPerPass                              float64
 }
 
 // initialPass measures the first pass: from run's first metrics read to the last HPA's first
@@ -719,10 +721,17 @@ func (f *soakFigures) steady(t *testing.T, reqs []cluster.AuditRequest, from, to
 	}
 	f.reconcileCount = m2.reconciles - m1.reconciles
 	f.readCount = float64(f.perKind["metrics read"])
-	// A reconcile in flight at either end may have read before the window and been counted
-	// in it, or the other way round: at most one per worker at each end.
-	if d := f.readCount - f.reconcileCount; d > soakWorkers || d < -soakWorkers {
-		t.Errorf("%v metrics reads for %v reconciles: want one read per reconcile (±%d in flight)", f.readCount, f.reconcileCount, soakWorkers)
+	if *soakReads == "per-hpa" {
+		// A reconcile in flight at either end may have read before the window and been counted
+		// in it, or the other way round: at most one per worker at each end.
+		if d := f.readCount - f.reconcileCount; d > soakWorkers || d < -soakWorkers {
+			t.Errorf("%v metrics reads for %v reconciles: want one read per reconcile (±%d in flight)", f.readCount, f.reconcileCount, soakWorkers)
+		}
+	} else {
+		f.checkSharedReads(t, reqs, from, to)
+	}
+	if f.reconcileCount > 0 {
+		f.readsPerPass = f.readCount / (f.reconcileCount / float64(f.hpas))
 	}
 	if f.reconcileCount > 0 {
 		perHPA := 0
@@ -742,6 +751,29 @@ func (f *soakFigures) steady(t *testing.T, reqs []cluster.AuditRequest, from, to
 		f.passFromThroughput = time.Duration(float64(f.hpas) / (f.reconcileCount / secs) * float64(time.Second))
 		f.meanReconcile = time.Duration((m2.reconcileSecs - m1.reconcileSecs) / f.reconcileCount * float64(time.Second))
 		f.passFromBusy = f.meanReconcile * time.Duration(f.hpas) / soakWorkers
+	}
+}
+
+// soakSharedValidity is how long run's namespace-wide metrics read serves its syncs
+// (controller.maxSharedReadValidity); the audit log's receive times may be closer by the
+// requests' latency, hence the margin.
+const soakSharedValidity, soakAuditJitter = time.Second, 200 * time.Millisecond
+
+// checkSharedReads checks the metrics reads of --metrics-reads=per-namespace in [from, to):
+// every one lists the whole namespace, and no two are closer than the validity of a read.
+func (f *soakFigures) checkSharedReads(t *testing.T, reqs []cluster.AuditRequest, from, to time.Time) {
+	var prev time.Time
+	for _, r := range reqs {
+		if r.Received.Before(from) || !r.Received.Before(to) || soakKind(r) != "metrics read" {
+			continue
+		}
+		if sel := soakSelector(r); sel != "" || r.Verb != "list" {
+			t.Errorf("metrics read %s %s with selector %q: want the namespace's list", r.Verb, r.RequestURI, sel)
+		}
+		if !prev.IsZero() && r.Received.Sub(prev) < soakSharedValidity-soakAuditJitter {
+			t.Errorf("namespace metrics reads at %s and %s, %s apart: a read serves its namespace for %s", prev.Format(time.RFC3339Nano), r.Received.Format(time.RFC3339Nano), r.Received.Sub(prev), soakSharedValidity)
+		}
+		prev = r.Received
 	}
 }
 
@@ -769,7 +801,7 @@ func (f *soakFigures) String() string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	mib := func(v float64) string { return fmt.Sprintf("%.1f MiB", v/(1<<20)) }
-	w("SOAK FIGURES: %d HPAs over %d pods in one namespace, run --workers=%d --sync-period=15s (defaults otherwise: --scale-from-cache)", f.hpas, f.pods, soakWorkers)
+	w("SOAK FIGURES: %d HPAs over %d pods in one namespace, run --workers=%d --sync-period=15s --metrics-reads=%s (defaults otherwise: --scale-from-cache)", f.hpas, f.pods, soakWorkers, *soakReads)
 	w("  machine load (1/5/15 min): at start %s, at end %s (2 cores shared)", f.loadStart, f.loadEnd)
 	w("  harness: %d pods ready in %s", f.pods, f.podsReady.Round(time.Second))
 	w("  every HPA's status written %s after run started", f.allReconciled.Sub(f.runStarted).Round(time.Second))
@@ -778,7 +810,8 @@ func (f *soakFigures) String() string {
 	w("  steady state: %s, %v reconciles, mean reconcile %s", f.steadyFor.Round(time.Second), f.reconcileCount, f.meanReconcile.Round(time.Microsecond))
 	w("  full sync pass, steady: %s from throughput (HPAs / reconciles per second); %s of worker time (mean reconcile x HPAs / %d workers)",
 		f.passFromThroughput.Round(time.Millisecond), f.passFromBusy.Round(time.Millisecond), soakWorkers)
-	w("  per-HPA interval between metrics reads: p50 %s, p90 %s, max %s (%d intervals)", soakPercentile(f.syncPeriods, 0.5).Round(time.Millisecond),
+	w("  metrics reads per full pass (reads / (reconciles / HPAs)): %.2f", f.readsPerPass)
+	w("  interval between metrics reads of one selector (per-namespace: the namespace's list): p50 %s, p90 %s, max %s (%d intervals)", soakPercentile(f.syncPeriods, 0.5).Round(time.Millisecond),
 		soakPercentile(f.syncPeriods, 0.9).Round(time.Millisecond), soakPercentile(f.syncPeriods, 1).Round(time.Millisecond), len(f.syncPeriods))
 	w("  API requests per HPA per sync: %.3f (metrics reads %.3f); %.3f with the lease, informer watches and discovery", f.reqsPerSync, f.readsPerSync, f.reqsPerSyncAll)
 	kinds := make([]string, 0, len(f.perKind))

@@ -1,0 +1,178 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
+)
+
+// MetricsReads says how run reads resource metrics: kubectl's flag values of --metrics-reads.
+type MetricsReads string
+
+const (
+	// MetricsReadsPerNamespace reads a namespace's PodMetrics once and serves every HPA of the
+	// namespace synced within sharedReadValidity of that read from it.
+	MetricsReadsPerNamespace MetricsReads = "per-namespace"
+	// MetricsReadsPerHPA reads each HPA's pod metrics with its own selector at each sync, as
+	// upstream's controller does.
+	MetricsReadsPerHPA MetricsReads = "per-hpa"
+)
+
+// maxSharedReadValidity is how long after its request a namespace's PodMetrics list still
+// serves a sync. metrics-server has a new sample at most once per resolution (15 s by default,
+// 10 s at least), so a sync served a read this old sees what a read at its own start would
+// have seen unless a scrape landed within that second, and then the scrape before it: the
+// decision upstream makes when its sync starts up to 1 s earlier. It is short of a sync period
+// many times over, so no HPA is ever decided twice on one read.
+const maxSharedReadValidity = time.Second
+
+// sharedReadValidity is maxSharedReadValidity, or half the sync period when that is shorter
+// (tests' short periods): an HPA's next sync always needs a newer read than its last one.
+func sharedReadValidity(syncPeriod time.Duration) time.Duration {
+	return min(maxSharedReadValidity, syncPeriod/2)
+}
+
+// sharedMetrics is run's MetricsReader with --metrics-reads=per-namespace: resource metrics
+// come from one PodMetrics list per namespace, and a Pods metric from one read per namespace,
+// metric name and metric selector (metrics.NamespaceLister), taken by the first worker that
+// needs it and shared by the workers that sync an HPA of that namespace while it is valid.
+// Each HPA is served what a read with its own selector returns: the PodMetrics whose labels
+// its selector matches, or the Pods metric's values of the pods its selector picks in the pod
+// cache (custom metrics carry no labels), checked as that read's would be. Object and External
+// metrics, and clients that cannot list a namespace (Heapster), are read per HPA.
+type sharedMetrics struct {
+	evaluation.MetricsReader
+	lister   metrics.NamespaceLister
+	pods     evaluation.PodReader
+	clock    clock.PassiveClock
+	validity time.Duration
+
+	mu sync.Mutex
+	// reads are the last reads by sharedKey.
+	reads map[sharedKey]*sharedRead
+	// swept is when the map was last cleared of expired reads (namespaces no longer synced).
+	swept time.Time
+}
+
+// sharedKey names a shared read: a namespace's PodMetrics (metric empty), or its Pods metric
+// of that name and metric selector.
+type sharedKey struct {
+	namespace, metric, metricSelector string
+}
+
+// sharedRead is one shared read: sent at started, answered when done closes.
+type sharedRead struct {
+	started time.Time
+	done    chan struct{}
+	res     readResult
+}
+
+// readResult is a shared read's answer (*metrics.PodResources, *metrics.PodsMetrics).
+type readResult interface{ Err() error }
+
+// newSharedMetrics wraps m, reading Pods metrics' pods from pods; a client that cannot list
+// a namespace's metrics is returned as it is.
+func newSharedMetrics(m metrics.Client, pods evaluation.PodReader, clk clock.PassiveClock, validity time.Duration) evaluation.MetricsReader {
+	l, ok := m.(metrics.NamespaceLister)
+	if !ok {
+		return m
+	}
+	return &sharedMetrics{MetricsReader: m, lister: l, pods: pods, clock: clk, validity: validity, reads: map[sharedKey]*sharedRead{}}
+}
+
+// PodResource implements evaluation.MetricsReader from the namespace's shared list.
+func (s *sharedMetrics) PodResource(ctx context.Context, namespace string, res corev1.ResourceName, selector labels.Selector, container string) (*sampleset.Set, time.Time, error) {
+	r, err := s.read(ctx, sharedKey{namespace: namespace}, func() readResult {
+		return s.lister.NamespacePodResources(ctx, namespace)
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return r.(*metrics.PodResources).PodResource(res, selector, container)
+}
+
+// PodsMetric implements evaluation.MetricsReader from the namespace's shared read of the
+// metric, keeping the values of the pods selector picks in the pod cache.
+func (s *sharedMetrics) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (*sampleset.Set, time.Time, error) {
+	if selector == nil {
+		selector = labels.Everything()
+	}
+	if metricSelector == nil {
+		metricSelector = labels.Everything()
+	}
+	key := sharedKey{namespace: namespace, metric: metricName, metricSelector: metricSelector.String()}
+	r, err := s.read(ctx, key, func() readResult {
+		return s.lister.NamespacePodsMetric(ctx, namespace, metricName, metricSelector)
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	list := r.(*metrics.PodsMetrics)
+	if list.Err() != nil {
+		return list.PodsMetric(selector, nil)
+	}
+	pods, err := s.pods.Pods(ctx, namespace, selector)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("listing the pods of metric %s: %w", metricName, err)
+	}
+	picked := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		picked[p.Name] = true
+	}
+	return list.PodsMetric(selector, func(pod string) bool { return picked[pod] })
+}
+
+// read returns the read of key, sending it with send unless one sent less than validity ago
+// is valid. A failed read serves only the syncs that waited for it: the next sync asks again,
+// as a per-HPA read would.
+func (s *sharedMetrics) read(ctx context.Context, key sharedKey, send func() readResult) (readResult, error) {
+	now := s.clock.Now()
+	s.mu.Lock()
+	r, ok := s.reads[key]
+	if !ok || !now.Before(r.started.Add(s.validity)) {
+		r = &sharedRead{started: now, done: make(chan struct{})}
+		s.reads[key] = r
+		s.sweep(now)
+		s.mu.Unlock()
+		r.res = send()
+		if r.res.Err() != nil {
+			s.mu.Lock()
+			if s.reads[key] == r {
+				delete(s.reads, key)
+			}
+			s.mu.Unlock()
+		}
+		close(r.done)
+		return r.res, nil
+	}
+	s.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.res, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the metrics of namespace %s read by another sync: %w", key.namespace, ctx.Err())
+	}
+}
+
+// sweep drops the reads that expired, once per validity, so that namespaces no longer
+// synced do not keep their lists; s.mu is held.
+func (s *sharedMetrics) sweep(now time.Time) {
+	if now.Sub(s.swept) < s.validity {
+		return
+	}
+	s.swept = now
+	for key, r := range s.reads {
+		if !now.Before(r.started.Add(s.validity)) {
+			delete(s.reads, key)
+		}
+	}
+}
