@@ -244,34 +244,21 @@ func (o *Options) Run(ctx context.Context) error {
 		e, err := o.explain(ctx)
 		return o.print(e, err)
 	}
-	ticker := o.Clock.NewTicker(o.SyncPeriod)
-	defer ticker.Stop()
-	// last is the failure of the latest explanation: a watch stopped while the HPA is
-	// missing (or cannot be explained) exits with that failure's code, not 0.
-	var last error
-	for first := true; ; first = false {
-		if !first && o.textOutput() {
-			fmt.Fprintln(o.Out, "---")
-		}
+	// The text frames follow one another (an explanation is longer than a screen); -o
+	// json|yaml's printers separate their documents themselves.
+	frames := &cmdutil.Frames{Out: o.Out}
+	return cmdutil.Watch(ctx, o.Clock, o.SyncPeriod, o.ErrOut, func(ctx context.Context) error {
 		e, err := o.explain(ctx)
 		if err != nil && ctx.Err() != nil {
 			// Stopped in the middle: the explanation before this one stands. One that was
 			// made in full is printed and counts, even if the stop came as it was printed.
-			return last
+			return err
 		}
-		if err := o.print(e, err); err != nil {
-			// A failing sync does not end the watch, as it does not stop the controller.
-			fmt.Fprintf(o.ErrOut, "error: %v\n", err)
-			last = cmdutil.AlreadyReported{Err: err}
-		} else {
-			last = nil
+		if o.textOutput() {
+			frames.Start()
 		}
-		select {
-		case <-ctx.Done():
-			return last
-		case <-ticker.C():
-		}
-	}
+		return o.print(e, err)
+	})
 }
 
 // print writes e (or, on failure, a structured error for -o json|yaml) and returns err.

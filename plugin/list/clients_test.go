@@ -20,7 +20,7 @@ func TestClientsAreNotThrottledByClientGo(t *testing.T) {
 	flags := genericclioptions.NewConfigFlags(true)
 	flags.KubeConfig = ptr.To(cmdtest.Kubeconfig(t))
 	o := NewOptions(flags, genericiooptions.NewTestIOStreamsDiscard())
-	o.Clock = clocktesting.NewFakePassiveClock(now)
+	o.Clock = clocktesting.NewFakeClock(now)
 	c, err := liveClients(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,7 @@ import (
 	customclient "k8s.io/metrics/pkg/client/custom_metrics"
 	customfake "k8s.io/metrics/pkg/client/custom_metrics/fake"
 	externalfake "k8s.io/metrics/pkg/client/external_metrics/fake"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -92,8 +93,12 @@ func (c *cluster) rescale(namespace, name string, size int32, ago time.Duration)
 // shop is the cluster of the goldens: one HPA per situation in namespace shop, one in ops.
 func shop() *cluster {
 	c := &cluster{}
-	// Busy: 90% of a 60% target, wants 3; the cluster's controller last wrote 2.
-	c.app("shop", "web", 2, "450m", hpa("shop", "web", "web", 60, 10, 2, 2))
+	// Busy: 90% of a 60% target, wants 3; the cluster's controller last wrote 2, two minutes
+	// ago, before the samples (30 s old).
+	c.app("shop", "web", 2, "450m", hpa("shop", "web", "web", 60, 10, 2, 2, testbuild.StatusManager("kube-controller-manager", now.Add(-2*time.Minute))))
+	// Fought over: 50% of a 50% target keeps 2; another writer set 5 after the controller.
+	c.app("shop", "api", 2, "250m", hpa("shop", "api", "api", 50, 10, 2, 5,
+		testbuild.StatusManager("kube-controller-manager", now.Add(-20*time.Second)), testbuild.StatusManager("hpa-fighter", now.Add(-10*time.Second))))
 	// Capped: 100% of a 50% target wants 6, max is 3.
 	c.app("shop", "checkout", 3, "500m", hpa("shop", "checkout", "checkout", 50, 3, 3, 3))
 	// Within tolerance: 62% of a 60% target.
@@ -190,21 +195,35 @@ type result struct {
 	code           int
 }
 
-// run executes "kubectl hpa list" with args over f, the way Execute does.
+// run executes "kubectl hpa list" with args over f, the way Execute does, at now.
 func run(t *testing.T, f *fakes, args ...string) result {
 	t.Helper()
 	out, errOut := &cmdtest.SyncBuffer{}, &cmdtest.SyncBuffer{}
-	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
+	code := runIn(t, context.Background(), invocation{clock: clocktesting.NewFakeClock(now), out: out, errOut: errOut}, f, args...)
+	return result{stdout: out.String(), stderr: errOut.String(), code: code}
+}
+
+// invocation is where a run's output goes, its clock, and whether its stdout is a terminal.
+type invocation struct {
+	clock       clock.WithTicker
+	out, errOut *cmdtest.SyncBuffer
+	terminal    bool
+}
+
+// runIn executes "kubectl hpa list" with args over f in ctx and returns its exit code.
+func runIn(t *testing.T, ctx context.Context, in invocation, f *fakes, args ...string) int {
+	t.Helper()
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: in.out, ErrOut: in.errOut}
 	configFlags := genericclioptions.NewConfigFlags(true)
 	root := &cobra.Command{Use: "kubectl-hpa", SilenceUsage: true, SilenceErrors: true}
 	configFlags.AddFlags(root.PersistentFlags())
 	o := NewOptions(configFlags, streams)
-	o.Clock = clocktesting.NewFakePassiveClock(now)
+	o.Clock = in.clock
+	o.isTerminal = func() bool { return in.terminal }
 	o.newClients = func(context.Context, *Options) (*clients, error) { return f.clients, nil }
 	root.AddCommand(newCmd(o))
 	root.SetArgs(append([]string{"list", "--kubeconfig", cmdtest.Kubeconfig(t)}, args...))
-	root.SetOut(out)
-	root.SetErr(errOut)
-	code := cmdutil.Report(errOut, root.ExecuteContext(context.Background()))
-	return result{stdout: out.String(), stderr: errOut.String(), code: code}
+	root.SetOut(in.out)
+	root.SetErr(in.errOut)
+	return cmdutil.Report(in.errOut, root.ExecuteContext(ctx))
 }

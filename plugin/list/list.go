@@ -1,10 +1,12 @@
 package list
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
@@ -32,6 +34,11 @@ rescale events and the PodDisruptionBudgets, one list each, and the VerticalPodA
 KEDA ScaledObjects where the cluster serves them; only other kinds' scales and Pods, Object and
 External metrics are read per HPA. An HPA that cannot be evaluated is a row saying why, never a failed command.
 
+With --watch (-w) it lists again every --sync-period (15s, the controller's default sync
+period) until interrupted: on a terminal each frame replaces the one before, elsewhere the
+frames follow one another after a "---" line; a * marks every value that changed since the
+frame before. Ctrl-C ends it with exit code 0 (or the failure of the latest frame).
+
 Exit codes: 0 ok (also when some HPAs cannot be evaluated: their rows say why), 1 unexpected
 failure, 2 bad flags or arguments, 3 none of the named HPAs exists, 4 the namespace does not
 exist, 7 listing HPAs forbidden by RBAC, 9 unauthorized.`
@@ -46,7 +53,10 @@ const example = `  # Every HPA of the namespace shop, recomputed now
   kubectl hpa list -n shop -o yaml
 
   # Sorted by the constraint that holds them
-  kubectl hpa ls -A --sort-by binding`
+  kubectl hpa ls -A --sort-by binding
+
+  # Every HPA of shop, listed again every 15 seconds, what changed marked with *
+  kubectl hpa list -n shop -w`
 
 // Options are the inputs of "kubectl hpa list".
 type Options struct {
@@ -62,16 +72,22 @@ type Options struct {
 	Selector          string
 	ProblemsOnly      bool
 	SortBy            string
+	Watch             bool
+	SyncPeriod        time.Duration
 	Config            replicas.Config
 	Metrics           metrics.Config
 
-	// Clock is the decisions' now; injected for tests.
-	Clock clock.PassiveClock
+	// Clock is the decisions' now and drives --watch; injected for tests.
+	Clock clock.WithTicker
 
 	// newClients builds the clients from ConfigFlags; tests replace it with fakes.
 	newClients func(ctx context.Context, o *Options) (*clients, error)
 	// newKube builds the client shell completion lists HPAs with.
 	newKube func() (kubernetes.Interface, string, error)
+	// isTerminal says whether Out is a terminal (--watch redraws in place there).
+	isTerminal func() bool
+	// syncPeriodSet says --sync-period was given.
+	syncPeriodSet bool
 
 	clients  *clients
 	selector labels.Selector
@@ -88,11 +104,13 @@ func NewOptions(configFlags *genericclioptions.ConfigFlags, streams genericioopt
 		ConfigFlags: configFlags,
 		PrintFlags:  printFlags,
 		IOStreams:   streams,
+		SyncPeriod:  15 * time.Second,
 		Config:      replicas.DefaultConfig(),
 		Metrics:     metrics.DefaultConfig(),
 		Clock:       clock.RealClock{},
 		newClients:  liveClients,
 		newKube:     cmdutil.KubeFromFlags(configFlags),
+		isTerminal:  func() bool { return cmdutil.IsTerminal(streams.Out) },
 	}
 }
 
@@ -130,6 +148,8 @@ func newCmd(o *Options) *cobra.Command {
 	fs.StringVarP(&o.Selector, "selector", "l", o.Selector, "Label selector of the HPAs to list (=, ==, !=, in, notin, exists), e.g. -l team=shop")
 	fs.BoolVar(&o.ProblemsOnly, "problems", o.ProblemsOnly, "Only the HPAs with a problem")
 	fs.StringVar(&o.SortBy, "sort-by", o.SortBy, "Sort the rows by a column: "+strings.Join(sortColumns(), ", ")+" (default: namespace, then name)")
+	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "List again every --sync-period until interrupted, marking with * what changed")
+	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "With --watch, how often to list again")
 	cmdutil.AddControllerConfigFlags(fs, &o.Config, "The cluster's")
 	cmdutil.AddMetricsFlags(fs, &o.Metrics)
 	_ = fs.MarkHidden("show-managed-fields")
@@ -147,6 +167,7 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 		return cmdutil.UsageErrorf("reading the namespace from the kubeconfig: %w", err)
 	}
 	o.Namespace, o.ExplicitNamespace = ns, explicit
+	o.syncPeriodSet = cmd != nil && cmd.Flags().Changed("sync-period")
 	sel, err := labels.Parse(o.Selector)
 	if err != nil {
 		return cmdutil.UsageErrorf("-l %q is not a label selector: %w", o.Selector, err)
@@ -190,10 +211,17 @@ func (o *Options) Validate() error {
 	if o.Config.Tolerance < 0 {
 		return cmdutil.UsageErrorf("--tolerance must not be negative, got %v", o.Config.Tolerance)
 	}
+	if o.syncPeriodSet && !o.Watch {
+		return cmdutil.UsageErrorf("--sync-period only applies with --watch (-w): list without it lists once")
+	}
+	if o.Watch && o.SyncPeriod <= 0 {
+		return cmdutil.UsageErrorf("--sync-period must be positive, got %s", o.SyncPeriod)
+	}
 	return nil
 }
 
-// Run lists the HPAs, decides for each from its namespace's batched reads, and prints the rows.
+// Run lists the HPAs, decides for each from its namespace's batched reads, and prints the
+// rows; with --watch again every sync period until ctx is done.
 func (o *Options) Run(ctx context.Context) error {
 	if o.clients == nil {
 		c, err := o.newClients(ctx, o)
@@ -202,15 +230,49 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		o.clients = c
 	}
-	rows, err := o.rows(ctx)
-	if err != nil {
+	if !o.Watch {
+		rows, err := o.rows(ctx)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 && o.printer == nil {
+			fmt.Fprintln(o.ErrOut, o.nothingFound())
+			return nil
+		}
+		return o.print(o.Out, rows, nil)
+	}
+	// -o json|yaml streams one List per frame, as kubectl get -w streams objects (the YAML
+	// printer separates documents itself).
+	frames := &cmdutil.Frames{Out: o.Out, Redraw: o.printer == nil && o.isTerminal()}
+	var before map[string][]string
+	return cmdutil.Watch(ctx, o.Clock, o.SyncPeriod, o.ErrOut, func(ctx context.Context) error {
+		rows, err := o.rows(ctx)
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			// Stopped during the reads: the rows say "context canceled", not the cluster.
+			return err
+		}
+		var frame bytes.Buffer
+		if o.printer == nil {
+			fmt.Fprintf(&frame, "Every %s, %s; * marks what changed since the frame before\n\n", o.SyncPeriod, o.Clock.Now().UTC().Format(time.RFC3339))
+			if len(rows) == 0 {
+				fmt.Fprintln(&frame, o.nothingFound())
+			}
+		}
+		if len(rows) > 0 || o.printer != nil {
+			if err := o.print(&frame, rows, before); err != nil {
+				return err
+			}
+		}
+		before = changeKeysByRow(rows)
+		if o.printer == nil {
+			frames.Start()
+		}
+		_, err = o.Out.Write(frame.Bytes())
 		return err
-	}
-	if len(rows) == 0 && o.printer == nil {
-		fmt.Fprintln(o.ErrOut, o.nothingFound())
-		return nil
-	}
-	return o.print(rows)
+	})
 }
 
 // nothingFound is kubectl get's line for an empty list.

@@ -142,7 +142,7 @@ func TestWouldBeIsExplainsDecision(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.APIVersion != "hpa.kubectl-hpa.io/v1alpha1" || got.Kind != "List" || len(got.Items) != 7 {
+	if got.APIVersion != "hpa.kubectl-hpa.io/v1alpha1" || got.Kind != "List" || len(got.Items) != 8 {
 		t.Fatalf("got %s %s with %d items", got.APIVersion, got.Kind, len(got.Items))
 	}
 	f := c.build(t)
@@ -164,15 +164,17 @@ func TestWouldBeIsExplainsDecision(t *testing.T) {
 	}
 }
 
-func TestFailures(t *testing.T) {
-	forbidden := func(resource string) clienttesting.ReactionFunc {
-		return func(a clienttesting.Action) (bool, runtime.Object, error) {
-			if a.GetVerb() == "list" && a.GetResource().Resource == resource {
-				return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "", errors.New("RBAC: access denied"))
-			}
-			return false, nil, nil
+// forbiddenList refuses listing resource as RBAC does.
+func forbiddenList(resource string) clienttesting.ReactionFunc {
+	return func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetVerb() == "list" && a.GetResource().Resource == resource {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "", errors.New("RBAC: access denied"))
 		}
+		return false, nil, nil
 	}
+}
+
+func TestFailures(t *testing.T) {
 	tests := []struct {
 		name    string
 		reactor clienttesting.ReactionFunc
@@ -181,9 +183,9 @@ func TestFailures(t *testing.T) {
 		stdout  []string
 		stderr  string
 	}{
-		{name: "listing the HPAs forbidden: nothing could be read", reactor: forbidden("horizontalpodautoscalers"), args: []string{"-A"},
+		{name: "listing the HPAs forbidden: nothing could be read", reactor: forbiddenList("horizontalpodautoscalers"), args: []string{"-A"},
 			code: cmdutil.ExitForbidden, stderr: "listing horizontalpodautoscalers in all namespaces"},
-		{name: "the pods forbidden: every row says it, the command succeeds", reactor: forbidden("pods"), args: []string{"-n", "shop"},
+		{name: "the pods forbidden: every row says it, the command succeeds", reactor: forbiddenList("pods"), args: []string{"-n", "shop"},
 			code: 0, stdout: []string{"web        Deployment/web", "Blind"}},
 		{name: "a named HPA missing beside one found is a row", args: []string{"-n", "shop", "web", "nope"},
 			code: 0, stdout: []string{"nope   <unknown>", "NotEvaluated"}},
@@ -223,8 +225,8 @@ func TestYAMLIsAVersionedListOfExplanations(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "apiVersion: hpa.kubectl-hpa.io/v1alpha1\nkind: List\nitems:\n") {
 		t.Errorf("does not start as a List:\n%.200s", r.stdout)
 	}
-	if n := strings.Count(r.stdout, "\n  kind: Explanation\n"); n != 6 {
-		t.Errorf("%d Explanations, want the 6 HPAs of shop", n)
+	if n := strings.Count(r.stdout, "\n  kind: Explanation\n"); n != 7 {
+		t.Errorf("%d Explanations, want the 7 HPAs of shop", n)
 	}
 	// The HPA whose target is gone is an item with its error, as explain prints it.
 	if !strings.Contains(r.stdout, "reason: TargetNotFound") {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,6 +35,49 @@ type row struct {
 	// Binding is the core's constraint (replicas.ConstraintOf); empty when not evaluated.
 	Binding  string
 	Findings []Finding
+	// heldUnknown says a window or a policy's period holds the decision but the history it
+	// was decided from is incomplete, so when it lets go is not known.
+	heldUnknown bool
+}
+
+// heldByTime says whether a binding constraint is one that time releases (a stabilization
+// window, a scaling policy's period).
+func heldByTime(binding string) bool {
+	switch replicas.Constraint(binding) {
+	case replicas.ConstraintScaleUpStabilization, replicas.ConstraintScaleDownStabilization, replicas.ConstraintScaleUpLimit, replicas.ConstraintScaleDownLimit:
+		return true
+	}
+	return false
+}
+
+// statusWriters are the field managers of hpa's status subresource, the latest first (then by
+// name).
+func statusWriters(hpa *autoscalingv2.HorizontalPodAutoscaler) []output.StatusWriter {
+	var out []output.StatusWriter
+	for _, m := range hpa.ManagedFields {
+		if m.Subresource != "status" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(w output.StatusWriter) bool { return w.Manager == m.Manager })
+		switch {
+		case i < 0:
+			out = append(out, output.StatusWriter{Manager: m.Manager, Time: m.Time})
+		case m.Time != nil && (out[i].Time == nil || m.Time.After(out[i].Time.Time)):
+			// One manager has an entry per operation (Update, Apply): its latest write counts.
+			out[i].Time = m.Time
+		}
+	}
+	slices.SortStableFunc(out, func(a, b output.StatusWriter) int {
+		return cmp.Or(timeOf(b.Time).Compare(timeOf(a.Time)), cmp.Compare(a.Manager, b.Manager))
+	})
+	return out
+}
+
+func timeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
 }
 
 // rows lists the HPAs (the only read whose failure fails the command), then decides for each
@@ -192,7 +236,16 @@ func (o *Options) rowOf(ev *evaluation.Evaluation) row {
 		facts.Warnings = append(facts.Warnings, output.Warning{Reason: "HistoryIncomplete", Message: "the rescale events could not be listed: " + past.Err.Error()})
 	}
 	e := output.Build(facts)
-	r := row{Explanation: e, Binding: string(replicas.ConstraintOf(d)), Findings: findingsOf(in, d, e)}
+	if e.Cluster != nil {
+		e.Cluster.StatusWriters = statusWriters(hpa)
+	}
+	r := row{Explanation: e, Binding: string(replicas.ConstraintOf(d))}
+	// HELD UNTIL comes from the history decided from: with the rescale events unread, it is not known.
+	if t, ok := replicas.HeldUntil(in, d); ok && past.Err == nil && e.Verdict != nil {
+		e.Verdict.HeldUntil = &metav1.Time{Time: t}
+	}
+	r.heldUnknown = past.Err != nil && heldByTime(r.Binding)
+	r.Findings = findingsOf(in, d, e)
 	if in.ScaleErr != nil {
 		code := cmdutil.TargetExitError(hpa, in.ScaleErr, o.clients.Discovery)
 		e.Error = &output.Error{ExitCode: code.Code, Reason: cmdutil.ExitReason(code.Code), Message: code.Error()}

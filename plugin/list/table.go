@@ -3,45 +3,82 @@ package list
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 // columns of the table, in order; NAMESPACE only with -A, METRICS only with -o wide.
-var columns = []string{"NAMESPACE", "NAME", "TARGET", "MIN/MAX", "CURRENT", "WOULD BE", "METRIC", "BINDING", "HISTORY", "PROBLEMS", "METRICS"}
+var columns = []string{"NAMESPACE", "NAME", "TARGET", "MIN/MAX", "CURRENT", "WOULD BE", "METRIC", "BINDING", "HELD UNTIL", "HISTORY", "CONTROLLER", "PROBLEMS", "METRICS"}
 
 const unknown = "<unknown>"
 
-// print writes the rows as a table, or the Explanations as a versioned List (-o json|yaml).
-func (o *Options) print(rows []row) error {
+// print writes the rows to out as a table, or the Explanations as a versioned List (-o
+// json|yaml). With before (--watch: each row's changeKeys in the frame before, by
+// namespace/name), a * follows every cell that changed, and the NAME of a row that is new.
+func (o *Options) print(out io.Writer, rows []row, before map[string][]string) error {
 	if o.printer != nil {
 		l := output.NewList()
 		for _, r := range rows {
 			l.Items = append(l.Items, r.Explanation)
 		}
-		if err := o.printer.PrintObj(l, o.Out); err != nil {
+		if err := o.printer.PrintObj(l, out); err != nil {
 			return fmt.Errorf("printing the list: %w", err)
 		}
 		return nil
 	}
-	w := printers.GetNewTabWriter(o.Out)
+	w := printers.GetNewTabWriter(out)
 	header := o.shown(columns)
 	fmt.Fprintln(w, strings.Join(header, "\t"))
 	for _, r := range rows {
-		fmt.Fprintln(w, strings.Join(o.shown(cells(r)), "\t"))
+		fmt.Fprintln(w, strings.Join(o.shown(marked(r, cells(r, o.wide), before)), "\t"))
 	}
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("printing the table: %w", err)
 	}
 	if o.wide {
-		return o.printProblems(rows)
+		o.printProblems(out, rows)
 	}
 	return nil
+}
+
+// marked are r's cells with a * after those whose changeKeys differ from before's (nil: the
+// first frame, or no watch), and after the NAME of a row before did not have.
+func marked(r row, cs []string, before map[string][]string) []string {
+	if before == nil {
+		return cs
+	}
+	was, ok := before[rowKey(r)]
+	if !ok {
+		cs[1] += "*"
+		return cs
+	}
+	for i, k := range changeKeys(r) {
+		if k != was[i] {
+			cs[i] += "*"
+		}
+	}
+	return cs
+}
+
+func rowKey(r row) string {
+	return r.Explanation.Metadata.Namespace + "/" + r.Explanation.Metadata.Name
+}
+
+// changeKeysByRow are the rows' changeKeys by namespace/name, for the next frame's marks.
+func changeKeysByRow(rows []row) map[string][]string {
+	out := make(map[string][]string, len(rows))
+	for _, r := range rows {
+		out[rowKey(r)] = changeKeys(r)
+	}
+	return out
 }
 
 // shown keeps the columns this output shows of a full row of cells.
@@ -57,25 +94,26 @@ func (o *Options) shown(all []string) []string {
 }
 
 // printProblems writes each finding's message under the table (-o wide).
-func (o *Options) printProblems(rows []row) error {
+func (o *Options) printProblems(out io.Writer, rows []row) {
 	first := true
 	for _, r := range rows {
 		for _, f := range r.Findings {
 			if first {
-				fmt.Fprintln(o.Out)
+				fmt.Fprintln(out)
 				first = false
 			}
 			m := r.Explanation.Metadata
-			fmt.Fprintf(o.Out, "%s/%s %s %s: %s\n", m.Namespace, m.Name, f.Severity, f.ID, f.Message)
+			fmt.Fprintf(out, "%s/%s %s %s: %s\n", m.Namespace, m.Name, f.Severity, f.ID, f.Message)
 		}
 	}
-	return nil
 }
 
-// cells are every column of r, in the order of columns.
-func cells(r row) []string {
+// cells are every column of r, in the order of columns: HELD UNTIL and CONTROLLER's times
+// relative to the decision's time, every status writer with -o wide, the latest (and how many
+// others) without.
+func cells(r row, wide bool) []string {
 	e := r.Explanation
-	out := []string{e.Metadata.Namespace, e.Metadata.Name, unknown, unknown, unknown, unknown, unknown, orNone(r.Binding), unknown, problems(r.Findings), unknown}
+	out := []string{e.Metadata.Namespace, e.Metadata.Name, unknown, unknown, unknown, unknown, unknown, orNone(r.Binding), heldCell(r), unknown, unknown, problems(r.Findings), unknown}
 	if t := e.Target; t != nil {
 		out[2] = t.Kind + "/" + t.Name
 	}
@@ -88,16 +126,75 @@ func cells(r row) []string {
 	}
 	out[6] = drivingMetric(e)
 	if h := e.History; h != nil {
-		out[8] = h.Source
+		out[9] = h.Source
+	}
+	if c := e.Cluster; c != nil {
+		out[10] = controllerCell(c.StatusWriters, e.Time.Time, wide)
 	}
 	var all []string
 	for _, m := range e.Metrics {
 		all = append(all, metricCell(m))
 	}
 	if len(all) > 0 {
-		out[10] = strings.Join(all, ", ")
+		out[12] = strings.Join(all, ", ")
 	}
 	return out
+}
+
+// changeKeys are what cells says, with the times absolute and CONTROLLER as its writers'
+// names: what -w compares between frames (a relative time changes at every frame, a writer
+// writes at every sync; neither is news).
+func changeKeys(r row) []string {
+	out := cells(r, true)
+	if v := r.Explanation.Verdict; v != nil && v.HeldUntil != nil {
+		out[8] = v.HeldUntil.UTC().Format(time.RFC3339)
+	}
+	if c := r.Explanation.Cluster; c != nil {
+		var names []string
+		for _, w := range c.StatusWriters {
+			names = append(names, w.Manager)
+		}
+		slices.Sort(names)
+		out[10] = strings.Join(names, ",")
+	}
+	return out
+}
+
+// heldCell is when the window or policy holding the decision lets go of it ("in 3m20s").
+func heldCell(r row) string {
+	e := r.Explanation
+	switch {
+	case r.heldUnknown || e.Decision == nil:
+		return unknown
+	case e.Verdict == nil || e.Verdict.HeldUntil == nil:
+		return "<none>"
+	}
+	return "in " + duration.HumanDuration(e.Verdict.HeldUntil.Sub(e.Time.Time))
+}
+
+// controllerCell is who last wrote the HPA's status and how long before now: the latest
+// writer, "+N" for the others, or every writer (wide).
+func controllerCell(ws []output.StatusWriter, now time.Time, wide bool) string {
+	if len(ws) == 0 {
+		return "<none>"
+	}
+	one := func(w output.StatusWriter) string {
+		if w.Time == nil {
+			return w.Manager
+		}
+		return w.Manager + " " + duration.HumanDuration(now.Sub(w.Time.Time)) + " ago"
+	}
+	if !wide {
+		if len(ws) == 1 {
+			return one(ws[0])
+		}
+		return fmt.Sprintf("%s +%d", one(ws[0]), len(ws)-1)
+	}
+	all := make([]string, len(ws))
+	for i, w := range ws {
+		all[i] = one(w)
+	}
+	return strings.Join(all, ", ")
 }
 
 // drivingMetric is the metric whose proposal set the count, or else the first failing one.
@@ -146,7 +243,7 @@ func normalColumn(s string) string {
 func sortColumns() []string { return columns[:len(columns)-1] }
 
 // sortRows sorts by one column, stably (the rows come in namespace and name order): counts as
-// numbers, PROBLEMS worst first, everything else as text.
+// numbers, HELD UNTIL soonest first, PROBLEMS worst first, everything else as text.
 func sortRows(rows []row, column string) {
 	i := slices.Index(columns, column)
 	slices.SortStableFunc(rows, func(a, b row) int {
@@ -154,12 +251,23 @@ func sortRows(rows []row, column string) {
 		case "PROBLEMS":
 			return cmp.Or(cmp.Compare(worst(a.Findings), worst(b.Findings)), cmp.Compare(len(b.Findings), len(a.Findings)))
 		case "CURRENT", "WOULD BE":
-			x, errX := strconv.Atoi(cells(a)[i])
-			y, errY := strconv.Atoi(cells(b)[i])
+			x, errX := strconv.Atoi(cells(a, false)[i])
+			y, errY := strconv.Atoi(cells(b, false)[i])
 			return cmp.Or(cmp.Compare(boolRank(errX == nil), boolRank(errY == nil)), cmp.Compare(x, y))
+		case "HELD UNTIL":
+			x, y := heldTime(a), heldTime(b)
+			return cmp.Or(cmp.Compare(boolRank(!x.IsZero()), boolRank(!y.IsZero())), x.Compare(y))
 		}
-		return cmp.Compare(cells(a)[i], cells(b)[i])
+		return cmp.Compare(cells(a, false)[i], cells(b, false)[i])
 	})
+}
+
+// heldTime is when the decision is held until, zero when not.
+func heldTime(r row) time.Time {
+	if v := r.Explanation.Verdict; v != nil && v.HeldUntil != nil {
+		return v.HeldUntil.Time
+	}
+	return time.Time{}
 }
 
 // boolRank puts known numbers before unknown ones.

@@ -272,6 +272,10 @@ type Verdict struct {
 	// with: which metric drove it, which pods were not counted as measured, what would move
 	// the count, why a failing metric blocks a scale-down, what kubectl get hpa shows.
 	Details []string `json:"details,omitempty"`
+	// HeldUntil is when the stabilization window or scaling policy period that holds the
+	// decision lets go of it, were the metrics to stay as they are (replicas.HeldUntil); the
+	// controller moves at its first sync from then. Set by list only, for now.
+	HeldUntil *metav1.Time `json:"heldUntil,omitempty"`
 }
 
 // Cluster is what the cluster's own HPA controller last decided.
@@ -293,6 +297,19 @@ type Cluster struct {
 	Agrees bool `json:"agrees"`
 	// Note says what a disagreement may mean.
 	Note string `json:"note,omitempty"`
+	// StatusWriters are the field managers of the HPA's status subresource (managedFields),
+	// the latest writer first. Set by list only, for now.
+	StatusWriters []StatusWriter `json:"statusWriters,omitempty"`
+	// Causes are what the evidence says a disagreement comes from, each a word list's
+	// DisagreesWithCluster finding explains (GenerationNotObserved, AnotherWriter,
+	// StaleMetrics, InMemoryHistory, Unknown). Set by list only, for now.
+	Causes []string `json:"causes,omitempty"`
+}
+
+// StatusWriter is one field manager of the HPA's status and when it last wrote it.
+type StatusWriter struct {
+	Manager string       `json:"manager"`
+	Time    *metav1.Time `json:"time,omitempty"`
 }
 
 // History says which recommendation history the decision used.
