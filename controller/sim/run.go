@@ -57,6 +57,9 @@ type Spec struct {
 	Duration time.Duration
 	// Start is the virtual time of the first sync (0: DefaultStart).
 	Start time.Time
+	// SummaryOnly keeps no Step: only each variant's Summary (tune plays hundreds of specs
+	// and reads their figures only).
+	SummaryOnly bool
 }
 
 // Result is every variant's run, in the order of Spec.Variants.
@@ -114,7 +117,9 @@ type Summary struct {
 	PodSeconds float64
 	// SecondsAboveTarget is the risk: time during which the demand per Ready pod exceeded a
 	// metric's target (the true load, not what the metrics pipeline showed).
-	SecondsAboveTarget   float64
+	SecondsAboveTarget float64
+	// LongestAboveTarget is the longest unbroken stretch of SecondsAboveTarget, in seconds.
+	LongestAboveTarget   float64
 	ScaleUps, ScaleDowns int
 	// HeldBackBy counts the syncs each constraint other than None bound.
 	HeldBackBy map[replicas.Constraint]int
@@ -250,8 +255,11 @@ func (w *world) loop(ctx context.Context, out *VariantResult) error {
 	nextScrape := m.scrapeAtOrAfter(w.start, begin)
 	nextSync := w.start
 	nSyncs := int(s.Duration/(m.SyncPeriod+m.SyncDuration)) + 1
-	out.Steps = make([]Step, 0, nSyncs)
-	values := make([]float64, 0, nSyncs*len(w.hpa.Spec.Metrics))
+	var values []float64
+	if !s.SummaryOnly {
+		out.Steps = make([]Step, 0, nSyncs)
+		values = make([]float64, 0, nSyncs*len(w.hpa.Spec.Metrics))
+	}
 	sum := &out.Summary
 	sum.HeldBackBy = map[replicas.Constraint]int{}
 	sum.PeakReplicas = w.specReplicas
@@ -283,11 +291,13 @@ func (w *world) loop(ctx context.Context, out *VariantResult) error {
 			if err != nil {
 				return err
 			}
-			n := len(values)
-			values = w.appendMetrics(values, step.decision)
 			st := step.Step
-			st.Metrics = values[n:len(values):len(values)]
-			out.Steps = append(out.Steps, st)
+			if !s.SummaryOnly {
+				n := len(values)
+				values = w.appendMetrics(values, step.decision)
+				st.Metrics = values[n:len(values):len(values)]
+				out.Steps = append(out.Steps, st)
+			}
 			if st.Scaled {
 				if st.Desired > st.Current {
 					sum.ScaleUps++
@@ -521,9 +531,13 @@ func (w *world) account(t, next, end time.Time, sum *Summary) {
 	}
 	dt := next.Sub(t).Seconds()
 	sum.PodSeconds += float64(len(w.pods)) * dt
-	if w.aboveTarget() {
-		sum.SecondsAboveTarget += dt
+	if !w.aboveTarget() {
+		w.stretch = 0
+		return
 	}
+	sum.SecondsAboveTarget += dt
+	w.stretch += dt
+	sum.LongestAboveTarget = max(sum.LongestAboveTarget, w.stretch)
 }
 
 // metricInfo describes the HPA's metrics.

@@ -75,6 +75,8 @@ type world struct {
 	// demand at now, per curve metric index; readyCount the Ready pods.
 	cpuDemand, memDemand int64
 	readyCount           int64
+	// stretch is how long the demand has been above target without a break, in seconds.
+	stretch float64
 
 	selector string
 	parsed   labels.Selector
