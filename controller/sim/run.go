@@ -45,6 +45,10 @@ type Workload struct {
 type Variant struct {
 	Name string
 	HPA  *autoscalingv2.HorizontalPodAutoscaler
+	// RiskAgainst, when set, holds the targets the time above target is measured against
+	// (its metrics, by index, as HPA's): tune compares candidates whose own targets differ
+	// against one yardstick, the current spec's. Nil: HPA's own targets.
+	RiskAgainst *autoscalingv2.HorizontalPodAutoscaler
 }
 
 // Spec is one simulation: the same model, load and workload for every variant.
@@ -185,6 +189,9 @@ func (s *Spec) normalize() error {
 	for _, v := range s.Variants {
 		if v.HPA == nil {
 			return fmt.Errorf("simulation: variant %q has no HPA", v.Name)
+		}
+		if r := v.RiskAgainst; r != nil && len(r.Spec.Metrics) != len(v.HPA.Spec.Metrics) {
+			return fmt.Errorf("simulation: variant %q: the risk is measured against %d metrics, the HPA has %d", v.Name, len(r.Spec.Metrics), len(v.HPA.Spec.Metrics))
 		}
 		for i, m := range v.HPA.Spec.Metrics {
 			name, ok := CurveMetric(m)
@@ -614,9 +621,10 @@ func currentOf(s autoscalingv2.MetricStatus) float64 {
 	return math.NaN()
 }
 
-// aboveTarget says whether the true demand per Ready pod exceeds any metric's target now.
+// aboveTarget says whether the true demand per Ready pod exceeds any metric's target (or
+// the RiskAgainst spec's) now.
 func (w *world) aboveTarget() bool {
-	for _, m := range w.hpa.Spec.Metrics {
+	for _, m := range w.risk {
 		name, _ := CurveMetric(m)
 		t := metricTarget(m)
 		var total float64

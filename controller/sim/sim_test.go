@@ -206,6 +206,22 @@ func TestSummaryFigures(t *testing.T) {
 	}
 }
 
+func TestRiskAgainstMeasuresTheTimeAboveTargetAgainstAnotherSpecsTargets(t *testing.T) {
+	// 2 pods of 200m under 300m: 75% each, above a 50% target, under a 90% one.
+	s := Spec{Model: DefaultModel(), Load: curve(t, "time,cpu\n0,300\n"), Workload: Workload{Replicas: 2, Pod: podSpec("200m")}, Duration: time.Minute,
+		Variants: []Variant{
+			{Name: "own 90%", HPA: cpuHPA(90, 2, 2, nil)},
+			{Name: "90% against 50%", HPA: cpuHPA(90, 2, 2, nil), RiskAgainst: cpuHPA(50, 2, 2, nil)},
+		}}
+	res, err := Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own, against := res.Variants[0].Summary.SecondsAboveTarget, res.Variants[1].Summary.SecondsAboveTarget; own != 0 || against != 60 {
+		t.Errorf("above target %v s against its own 90%%, %v s against 50%%; want 0 and 60", own, against)
+	}
+}
+
 func TestLongestAboveTargetIsTheLongestOfSeveralStretches(t *testing.T) {
 	// Two steps up from 200m to 800m on 2 pods of 200m at a 50% target, each answered by a
 	// scale-up; the second step (to 1600m) needs more pods and so stays above target longer.

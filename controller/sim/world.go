@@ -80,6 +80,8 @@ type world struct {
 
 	selector string
 	parsed   labels.Selector
+	// risk are the metrics whose targets the time above target is measured against.
+	risk []autoscalingv2.MetricSpec
 }
 
 func newWorld(s *Spec, v Variant) *world {
@@ -90,6 +92,10 @@ func newWorld(s *Spec, v Variant) *world {
 		start:        s.Start,
 		specReplicas: s.Workload.Replicas,
 		selector:     labels.SelectorFromSet(s.Workload.Labels).String(),
+	}
+	w.risk = w.hpa.Spec.Metrics
+	if v.RiskAgainst != nil {
+		w.risk = v.RiskAgainst.Spec.Metrics
 	}
 	return w
 }

@@ -71,6 +71,9 @@ func Search(ctx context.Context, p Problem) (*Result, error) {
 	if p.Workers <= 0 {
 		p.Workers = runtime.GOMAXPROCS(0)
 	}
+	if p.Spec.Duration == 0 {
+		p.Spec.Duration = p.Spec.Load.End() // as sim.Run reads it: the balanced score divides by it
+	}
 	s := &searcher{p: p, seen: map[string]bool{}}
 	if err := s.play(ctx, []Point{p.Space.Current()}); err != nil {
 		return nil, err
@@ -207,15 +210,16 @@ func (s *searcher) play(ctx context.Context, points []Point) error {
 		}
 		todo = append(todo, &Candidate{Point: p, Changes: s.p.Space.Changes(p), HPA: h})
 	}
-	if err := playAll(ctx, s.p.Spec, s.p.Workers, todo); err != nil {
+	if err := playAll(ctx, s.p.Spec, s.p.Workers, s.p.Space.Base, todo); err != nil {
 		return err
 	}
 	s.res.Candidates = append(s.res.Candidates, todo...)
 	return nil
 }
 
-// playAll simulates each candidate on spec with a pool of workers and sets its scores.
-func playAll(ctx context.Context, spec sim.Spec, workers int, cs []*Candidate) error {
+// playAll simulates each candidate on spec with a pool of workers and sets its scores, the
+// time above target measured against ref's targets.
+func playAll(ctx context.Context, spec sim.Spec, workers int, ref *autoscalingv2.HorizontalPodAutoscaler, cs []*Candidate) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan *Candidate)
@@ -224,7 +228,7 @@ func playAll(ctx context.Context, spec sim.Spec, workers int, cs []*Candidate) e
 	for w := range workers {
 		wg.Go(func() {
 			for c := range jobs {
-				sc, err := Play(ctx, spec, c.HPA)
+				sc, err := Play(ctx, spec, c.HPA, ref)
 				if err != nil {
 					if errs[w] == nil && ctx.Err() == nil {
 						errs[w] = fmt.Errorf("candidate %s: %w", strings.Join(c.Changes, ","), err)
@@ -250,9 +254,11 @@ func playAll(ctx context.Context, spec sim.Spec, workers int, cs []*Candidate) e
 	return ctx.Err()
 }
 
-// Play is one spec's scores on spec's load, workload and model.
-func Play(ctx context.Context, spec sim.Spec, h *autoscalingv2.HorizontalPodAutoscaler) (Scores, error) {
-	spec.Variants = []sim.Variant{{Name: h.Name, HPA: h}}
+// Play is one spec's scores on spec's load, workload and model; its time above target is
+// measured against ref's targets (the current spec's: a candidate's own higher target would
+// hide the very demand it leaves unserved).
+func Play(ctx context.Context, spec sim.Spec, h, ref *autoscalingv2.HorizontalPodAutoscaler) (Scores, error) {
+	spec.Variants = []sim.Variant{{Name: h.Name, HPA: h, RiskAgainst: ref}}
 	spec.SummaryOnly = true
 	res, err := sim.Run(ctx, spec)
 	if err != nil {

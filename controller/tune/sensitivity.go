@@ -31,8 +31,8 @@ var Cases = []Case{
 }
 
 // Sensitivity is each spec's scores in each case, by case then spec, played on workers
-// goroutines (0: GOMAXPROCS).
-func Sensitivity(ctx context.Context, spec sim.Spec, workers int, hpas []*autoscalingv2.HorizontalPodAutoscaler) ([][]Scores, error) {
+// goroutines (0: GOMAXPROCS), the time above target measured against ref's targets.
+func Sensitivity(ctx context.Context, spec sim.Spec, workers int, ref *autoscalingv2.HorizontalPodAutoscaler, hpas []*autoscalingv2.HorizontalPodAutoscaler) ([][]Scores, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -48,7 +48,7 @@ func Sensitivity(ctx context.Context, spec sim.Spec, workers int, hpas []*autosc
 		s := spec
 		c.apply(&s)
 		cs := all[i*len(hpas) : (i+1)*len(hpas)]
-		if err := playAll(ctx, s, workers, cs); err != nil {
+		if err := playAll(ctx, s, workers, ref, cs); err != nil {
 			return nil, fmt.Errorf("%s: %w", c.Name, err)
 		}
 		for _, cand := range cs {

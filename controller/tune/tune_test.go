@@ -252,25 +252,30 @@ func TestAnObjectiveNoCandidateMeetsGivesTheClosest(t *testing.T) {
 const searchGap = 0.05
 
 func TestSearchComesCloseToExhaustiveSearch(t *testing.T) {
-	// A diurnal-like hour: up from 200m to 2400m and back, in 5-minute steps. The grid: the
-	// cpu target (10 values), the scale-down window (8) and min (4), 320 points; the search
-	// plays 60 of them.
+	// A diurnal-like hour: up from 200m to 1800m and back, in 5-minute steps. The grid: the
+	// cpu target (10 values) and the scale-down window (8), 80 points; the search plays 25.
+	// The constraint is the median time above target of the grid: half of it meets it.
 	var pairs []any
 	for i := range 12 {
-		pairs = append(pairs, int(200+2200*math.Sin(math.Pi*float64(i)/11)), 5*time.Minute)
+		pairs = append(pairs, int(200+1600*math.Sin(math.Pi*float64(i)/11)), 5*time.Minute)
 	}
 	spec := simSpec(t, steps(pairs...), 2)
-	s, err := NewSpace(cpuHPA(50, 2, 20), replicas.DefaultConfig(), []string{"max", "scaleUp", "scaleDown.tolerance", "scaleDown.policies", "scaleDown.selectPolicy"})
+	s, err := NewSpace(cpuHPA(50, 2, 20), replicas.DefaultConfig(), []string{"min", "max", "scaleUp", "scaleDown.tolerance", "scaleDown.policies", "scaleDown.selectPolicy"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := Problem{Space: s, Spec: spec, Objective: Cost, Constraints: Constraints{MaxAboveFraction: 0.02, MaxRescalesPerHour: -1}}
-	p.Exhaustive = true
+	p := Problem{Space: s, Spec: spec, Objective: Cost, Constraints: NoConstraints, Exhaustive: true}
+	var fractions []float64
+	for _, c := range search(t, p).Candidates {
+		fractions = append(fractions, c.Scores.AboveFraction)
+	}
+	slices.Sort(fractions)
+	p.Constraints.MaxAboveFraction = fractions[len(fractions)/2]
 	all := search(t, p)
-	p.Exhaustive, p.Budget = false, 60
+	p.Exhaustive, p.Budget = false, 25
 	got := search(t, p)
-	if len(got.Candidates) > 60 {
-		t.Errorf("the search played %d candidates, over its budget of 60", len(got.Candidates))
+	if len(got.Candidates) > 25 {
+		t.Errorf("the search played %d candidates, over its budget of 25", len(got.Candidates))
 	}
 	t.Logf("exhaustive (%d played): %v %+v; search (%d played): %v %+v", len(all.Candidates), all.Best.Changes, all.Best.Scores, len(got.Candidates), got.Best.Changes, got.Best.Scores)
 	if !all.Met || !got.Met {
@@ -309,11 +314,11 @@ func TestParetoFrontHoldsNoDominatedCandidate(t *testing.T) {
 func TestSensitivityScalesTheLoadAndSlowsThePods(t *testing.T) {
 	spec := simSpec(t, steps(200, 5*time.Minute, 1600, 10*time.Minute), 2)
 	h := cpuHPA(50, 2, 40)
-	got, err := Sensitivity(context.Background(), spec, 2, []*autoscalingv2.HorizontalPodAutoscaler{h})
+	got, err := Sensitivity(context.Background(), spec, 2, h, []*autoscalingv2.HorizontalPodAutoscaler{h})
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, err := Play(context.Background(), spec, h)
+	base, err := Play(context.Background(), spec, h, h)
 	if err != nil {
 		t.Fatal(err)
 	}
