@@ -86,16 +86,21 @@ type Named struct {
 }
 
 // Compare plays in's load for each spec, as simulate plays variants, and returns the
-// simulation simulate would print (its summary table and chart).
+// simulation simulate would print (its summary table and chart); the time above target is
+// measured against in.HPA's targets for every spec, as tune scores them.
 func (o *Options) Compare(ctx context.Context, in *Input, specs []Named) (*output.Simulation, error) {
 	vs := make([]variant, len(specs))
+	spec := sim.Spec{Model: in.Model, Load: in.Load, Workload: in.Workload, Duration: o.Duration}
 	for i, s := range specs {
 		vs[i] = variant{name: s.Name, changes: s.Changes, hpa: s.HPA}
+		spec.Variants = append(spec.Variants, sim.Variant{Name: s.Name, HPA: s.HPA, RiskAgainst: in.HPA})
 	}
-	spec := sim.Spec{Model: in.Model, Load: in.Load, Workload: in.Workload, Duration: o.Duration}
-	res, err := simulate(ctx, spec, vs, in.LoadName)
+	res, err := sim.Run(ctx, spec)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, cmdutil.UsageErrorf("%s: %v", in.LoadName, err)
 	}
 	return buildSimulation(in.HPA, in.Source, in.LoadName, in.Load, in.Workload, vs, res, o.modelFlags), nil
 }

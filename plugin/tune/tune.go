@@ -214,7 +214,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if errs := validation.Validate(rec.HPA, vopts); len(errs) > 0 {
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("the recommendation would be refused by the API server: %v", errs.ToAggregate())}
 	}
-	sens, err := tune.Sensitivity(ctx, spec, o.workers, []*autoscalingv2.HorizontalPodAutoscaler{res.Current().HPA, rec.HPA})
+	sens, err := tune.Sensitivity(ctx, spec, o.workers, in.HPA, []*autoscalingv2.HorizontalPodAutoscaler{res.Current().HPA, rec.HPA})
 	if err != nil {
 		return o.simError(ctx, in, err)
 	}

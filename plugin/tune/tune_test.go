@@ -2,10 +2,14 @@ package tune
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -13,6 +17,8 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/simulate"
 )
 
 type result struct {
@@ -89,5 +95,53 @@ func TestTuneRefusesBadInputWithOneLine(t *testing.T) {
 				t.Errorf("printed %q before failing", r.stdout)
 			}
 		})
+	}
+}
+
+func TestSimulatePlayingTheRecommendationReproducesTunesFigures(t *testing.T) {
+	r := runTune(t, append(goldenArgs, "--objective", "cost", "--max-above-target", "5%")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	_, rest, ok := strings.Cut(r.stdout, "--variant '")
+	variant, _, ok2 := strings.Cut(rest, "'")
+	if !ok || !ok2 {
+		t.Fatalf("no --variant '...' in tune's output:\n%s", r.stdout)
+	}
+	var tuned []string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "tuned" && len(tuned) == 0 {
+			tuned = f
+		}
+	}
+	if tuned == nil {
+		t.Fatalf("no tuned row in tune's output:\n%s", r.stdout)
+	}
+
+	var out, errOut cmdtest.SyncBuffer
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	configFlags := genericclioptions.NewConfigFlags(true)
+	root := &cobra.Command{Use: "kubectl-hpa", SilenceUsage: true, SilenceErrors: true}
+	configFlags.AddFlags(root.PersistentFlags())
+	root.AddCommand(simulate.NewCmdSimulate(configFlags, streams))
+	root.SetArgs(append([]string{"simulate", "--kubeconfig", cmdtest.Kubeconfig(t), "-o", "json", "--variant", variant}, goldenArgs[:6]...))
+	if code := cmdutil.Report(&errOut, root.ExecuteContext(context.Background())); code != 0 {
+		t.Fatalf("simulate --variant %s: exit %d: %s", variant, code, errOut.String())
+	}
+	var s output.Simulation
+	if err := json.Unmarshal([]byte(out.String()), &s); err != nil {
+		t.Fatal(err)
+	}
+	// simulate measures a variant's time above target against its own targets, tune against
+	// the current spec's: the two agree on it only when the target is unchanged.
+	sm := s.Variants[1].Summary
+	got := []string{fmt.Sprintf("%.2f", sm.PodSeconds/3600), fmt.Sprint(sm.PeakReplicas)}
+	want := []string{tuned[1], tuned[len(tuned)-1]}
+	if !strings.Contains(variant, "cpu=") {
+		got = append(got, dur(time.Duration(sm.SecondsAboveTarget*float64(time.Second))))
+		want = append(want, tuned[2])
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("simulate --variant %s gives pod-hours, above target, peak %v; tune printed %v (row %q)", variant, got, want, strings.Join(tuned, " "))
 	}
 }
