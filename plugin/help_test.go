@@ -20,6 +20,7 @@ var commands = map[string][]string{
 	"root":       nil,
 	"explain":    {"explain"},
 	"simulate":   {"simulate"},
+	"tune":       {"tune"},
 	"run":        {"run"},
 	"version":    {"version"},
 	"completion": {"completion"},

@@ -45,6 +45,10 @@ type Workload struct {
 type Variant struct {
 	Name string
 	HPA  *autoscalingv2.HorizontalPodAutoscaler
+	// RiskAgainst, when set, holds the targets the time above target is measured against
+	// (its metrics, by index, as HPA's): tune compares candidates whose own targets differ
+	// against one yardstick, the current spec's. Nil: HPA's own targets.
+	RiskAgainst *autoscalingv2.HorizontalPodAutoscaler
 }
 
 // Spec is one simulation: the same model, load and workload for every variant.
@@ -57,6 +61,9 @@ type Spec struct {
 	Duration time.Duration
 	// Start is the virtual time of the first sync (0: DefaultStart).
 	Start time.Time
+	// SummaryOnly keeps no Step: only each variant's Summary (tune plays hundreds of specs
+	// and reads their figures only).
+	SummaryOnly bool
 }
 
 // Result is every variant's run, in the order of Spec.Variants.
@@ -114,7 +121,9 @@ type Summary struct {
 	PodSeconds float64
 	// SecondsAboveTarget is the risk: time during which the demand per Ready pod exceeded a
 	// metric's target (the true load, not what the metrics pipeline showed).
-	SecondsAboveTarget   float64
+	SecondsAboveTarget float64
+	// LongestAboveTarget is the longest unbroken stretch of SecondsAboveTarget, in seconds.
+	LongestAboveTarget   float64
 	ScaleUps, ScaleDowns int
 	// HeldBackBy counts the syncs each constraint other than None bound.
 	HeldBackBy map[replicas.Constraint]int
@@ -180,6 +189,9 @@ func (s *Spec) normalize() error {
 	for _, v := range s.Variants {
 		if v.HPA == nil {
 			return fmt.Errorf("simulation: variant %q has no HPA", v.Name)
+		}
+		if r := v.RiskAgainst; r != nil && len(r.Spec.Metrics) != len(v.HPA.Spec.Metrics) {
+			return fmt.Errorf("simulation: variant %q: the risk is measured against %d metrics, the HPA has %d", v.Name, len(r.Spec.Metrics), len(v.HPA.Spec.Metrics))
 		}
 		for i, m := range v.HPA.Spec.Metrics {
 			name, ok := CurveMetric(m)
@@ -250,8 +262,11 @@ func (w *world) loop(ctx context.Context, out *VariantResult) error {
 	nextScrape := m.scrapeAtOrAfter(w.start, begin)
 	nextSync := w.start
 	nSyncs := int(s.Duration/(m.SyncPeriod+m.SyncDuration)) + 1
-	out.Steps = make([]Step, 0, nSyncs)
-	values := make([]float64, 0, nSyncs*len(w.hpa.Spec.Metrics))
+	var values []float64
+	if !s.SummaryOnly {
+		out.Steps = make([]Step, 0, nSyncs)
+		values = make([]float64, 0, nSyncs*len(w.hpa.Spec.Metrics))
+	}
 	sum := &out.Summary
 	sum.HeldBackBy = map[replicas.Constraint]int{}
 	sum.PeakReplicas = w.specReplicas
@@ -283,11 +298,13 @@ func (w *world) loop(ctx context.Context, out *VariantResult) error {
 			if err != nil {
 				return err
 			}
-			n := len(values)
-			values = w.appendMetrics(values, step.decision)
 			st := step.Step
-			st.Metrics = values[n:len(values):len(values)]
-			out.Steps = append(out.Steps, st)
+			if !s.SummaryOnly {
+				n := len(values)
+				values = w.appendMetrics(values, step.decision)
+				st.Metrics = values[n:len(values):len(values)]
+				out.Steps = append(out.Steps, st)
+			}
 			if st.Scaled {
 				if st.Desired > st.Current {
 					sum.ScaleUps++
@@ -521,9 +538,13 @@ func (w *world) account(t, next, end time.Time, sum *Summary) {
 	}
 	dt := next.Sub(t).Seconds()
 	sum.PodSeconds += float64(len(w.pods)) * dt
-	if w.aboveTarget() {
-		sum.SecondsAboveTarget += dt
+	if !w.aboveTarget() {
+		w.stretch = 0
+		return
 	}
+	sum.SecondsAboveTarget += dt
+	w.stretch += dt
+	sum.LongestAboveTarget = max(sum.LongestAboveTarget, w.stretch)
 }
 
 // metricInfo describes the HPA's metrics.
@@ -600,9 +621,10 @@ func currentOf(s autoscalingv2.MetricStatus) float64 {
 	return math.NaN()
 }
 
-// aboveTarget says whether the true demand per Ready pod exceeds any metric's target now.
+// aboveTarget says whether the true demand per Ready pod exceeds any metric's target (or
+// the RiskAgainst spec's) now.
 func (w *world) aboveTarget() bool {
-	for _, m := range w.hpa.Spec.Metrics {
+	for _, m := range w.risk {
 		name, _ := CurveMetric(m)
 		t := metricTarget(m)
 		var total float64

@@ -180,8 +180,8 @@ func TestSummaryFigures(t *testing.T) {
 	if want := 2*76.075 + 4*15.015 + 8*(180-91.09); !near(sum.PodSeconds, want) {
 		t.Errorf("pod-seconds %v, want %v", sum.PodSeconds, want)
 	}
-	if want := 98.0 - 60; !near(sum.SecondsAboveTarget, want) {
-		t.Errorf("seconds above target %v, want %v", sum.SecondsAboveTarget, want)
+	if want := 98.0 - 60; !near(sum.SecondsAboveTarget, want) || !near(sum.LongestAboveTarget, want) {
+		t.Errorf("seconds above target %v, longest stretch %v, want %v for both (one stretch)", sum.SecondsAboveTarget, sum.LongestAboveTarget, want)
 	}
 	if sum.PeakReplicas != 8 || sum.PeakAt != 90*time.Second+90*time.Millisecond {
 		t.Errorf("peak %d at %s, want 8 at 1m30.09s", sum.PeakReplicas, sum.PeakAt)
@@ -195,6 +195,45 @@ func TestSummaryFigures(t *testing.T) {
 	}
 	if n := len(res.Variants[0].Steps); n != 12 {
 		t.Errorf("%d steps, want 12 (a sync every 15.015 s from 0 to 2m45.165s)", n)
+	}
+	s.SummaryOnly = true
+	only, err := Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := only.Variants[0]; len(got.Steps) != 0 || fmt.Sprint(got.Summary) != fmt.Sprint(sum) {
+		t.Errorf("SummaryOnly: %d steps and summary %+v, want none and %+v", len(got.Steps), got.Summary, sum)
+	}
+}
+
+func TestRiskAgainstMeasuresTheTimeAboveTargetAgainstAnotherSpecsTargets(t *testing.T) {
+	// 2 pods of 200m under 300m: 75% each, above a 50% target, under a 90% one.
+	s := Spec{Model: DefaultModel(), Load: curve(t, "time,cpu\n0,300\n"), Workload: Workload{Replicas: 2, Pod: podSpec("200m")}, Duration: time.Minute,
+		Variants: []Variant{
+			{Name: "own 90%", HPA: cpuHPA(90, 2, 2, nil)},
+			{Name: "90% against 50%", HPA: cpuHPA(90, 2, 2, nil), RiskAgainst: cpuHPA(50, 2, 2, nil)},
+		}}
+	res, err := Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own, against := res.Variants[0].Summary.SecondsAboveTarget, res.Variants[1].Summary.SecondsAboveTarget; own != 0 || against != 60 {
+		t.Errorf("above target %v s against its own 90%%, %v s against 50%%; want 0 and 60", own, against)
+	}
+}
+
+func TestLongestAboveTargetIsTheLongestOfSeveralStretches(t *testing.T) {
+	// Two steps up from 200m to 800m on 2 pods of 200m at a 50% target, each answered by a
+	// scale-up; the second step (to 1600m) needs more pods and so stays above target longer.
+	s := Spec{Model: DefaultModel(), Load: curve(t, "time,cpu\n0,200\n60,800\n300,200\n600,1600\n"), Workload: Workload{Replicas: 2, Pod: podSpec("200m")},
+		Variants: []Variant{{Name: "v", HPA: cpuHPA(50, 1, 40, nil)}}, Duration: 15 * time.Minute, SummaryOnly: true}
+	res, err := Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := res.Variants[0].Summary
+	if sum.LongestAboveTarget <= 0 || sum.LongestAboveTarget >= sum.SecondsAboveTarget {
+		t.Errorf("longest stretch %v s of %v s above target: want a part of it (two stretches)", sum.LongestAboveTarget, sum.SecondsAboveTarget)
 	}
 }
 

@@ -75,9 +75,13 @@ type world struct {
 	// demand at now, per curve metric index; readyCount the Ready pods.
 	cpuDemand, memDemand int64
 	readyCount           int64
+	// stretch is how long the demand has been above target without a break, in seconds.
+	stretch float64
 
 	selector string
 	parsed   labels.Selector
+	// risk are the metrics whose targets the time above target is measured against.
+	risk []autoscalingv2.MetricSpec
 }
 
 func newWorld(s *Spec, v Variant) *world {
@@ -88,6 +92,10 @@ func newWorld(s *Spec, v Variant) *world {
 		start:        s.Start,
 		specReplicas: s.Workload.Replicas,
 		selector:     labels.SelectorFromSet(s.Workload.Labels).String(),
+	}
+	w.risk = w.hpa.Spec.Metrics
+	if v.RiskAgainst != nil {
+		w.risk = v.RiskAgainst.Spec.Metrics
 	}
 	return w
 }

@@ -34,6 +34,11 @@ const (
 	promLoadMinStep = 15 * time.Second
 )
 
+// promStep is the step of a load read from Prometheus over since.
+func promStep(since time.Duration) time.Duration {
+	return max(since/promLoadPoints, promLoadMinStep).Round(time.Second)
+}
+
 // prometheusLoad is --from-prometheus: the load of the last --since read from Prometheus for
 // hpa, and its name.
 func (o *Options) prometheusLoad(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) (load.Curve, string, error) {
@@ -48,7 +53,7 @@ func (o *Options) prometheusLoad(ctx context.Context, hpa *autoscalingv2.Horizon
 // over [now-since, now]: per metric the total over the target's pods, as the load file
 // would give it (cpu in millicores, memory in bytes, a custom metric in its unit).
 func loadFromPrometheus(ctx context.Context, r *prometheus.Reader, hpa *autoscalingv2.HorizontalPodAutoscaler, since time.Duration, now time.Time) (load.Curve, error) {
-	step := max(since/promLoadPoints, promLoadMinStep).Round(time.Second)
+	step := promStep(since)
 	grid := prometheus.Grid{Start: now.Add(-since).Truncate(step), End: now, Step: step}
 	window := max(step, r.Window(0))
 	ref := hpa.Spec.ScaleTargetRef

@@ -3,7 +3,6 @@ package simulate
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,12 +11,13 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/rerun"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/sim"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
-// completeRecording checks simulate --from-recording's arguments: the recording gives the
+// completeRecording checks --from-recording's arguments: the recording gives the
 // HPA, its workload and the demand, so nothing else may.
 func (o *Options) completeRecording(cmd *cobra.Command, args []string) error {
 	switch {
@@ -28,21 +28,13 @@ func (o *Options) completeRecording(cmd *cobra.Command, args []string) error {
 	case o.WorkloadFile != "" || o.Replicas != 0 || o.Requests != "":
 		return cmdutil.UsageErrorf("--workload, --replicas and --requests apply with -f: a recording gives the workload")
 	case len(args) > 1:
-		return cmdutil.UsageErrorf("unexpected argument %q: kubectl hpa simulate takes one HPA NAME", args[1])
+		return cmdutil.UsageErrorf("unexpected argument %q: kubectl hpa %s takes one HPA NAME", args[1], o.Command)
 	}
 	if len(args) == 1 {
 		if err := cmdutil.OneHPAName(cmd, args); err != nil {
 			return err
 		}
 		o.Name = cmdutil.HPANameOf(args[0])
-	}
-	if !o.simulatesVariants() {
-		if f := o.PrintFlags.OutputFormat; f != nil && *f != "" && *f != "json" {
-			return cmdutil.UsageErrorf("--from-recording without a variant replays run's decisions: -o json prints them as run -o json did; -o %s is for simulations", *f)
-		}
-		if o.Plot != "" {
-			return cmdutil.UsageErrorf("--plot draws a simulation: give a --variant to play the recording's demand through the model")
-		}
 	}
 	return nil
 }
@@ -53,12 +45,9 @@ func (o *Options) simulatesVariants() bool {
 
 // runFromRecording replays a recording exactly, or plays its demand for variants.
 func (o *Options) runFromRecording(ctx context.Context) error {
-	rec, err := recording.Open(o.Recording)
+	rec, err := o.openRecording()
 	if err != nil {
-		if _, ok := errors.AsType[*recording.ParseError](err); ok {
-			return cmdutil.UsageErrorf("%v", err)
-		}
-		return cmdutil.UsageErrorf("--from-recording: %v", err)
+		return err
 	}
 	keys, err := o.recordedKeys(rec)
 	if err != nil {
@@ -143,12 +132,30 @@ func (o *Options) printReplay(rec *recording.Recording, keys []string, rep *reru
 }
 
 // simulateRecording plays the recording's demand for one HPA through the model, for the HPA
-// as recorded and each variant. The recorded controller configuration and sync period stand
-// unless a flag sets them.
+// as recorded and each variant.
 func (o *Options) simulateRecording(ctx context.Context, rec *recording.Recording, key string) error {
+	in, err := o.recordingInput(rec, key)
+	if err != nil {
+		return err
+	}
+	variants, err := o.variants(in.HPA, validation.Options{ScaleToZero: in.Model.Controller.ScaleToZero})
+	if err != nil {
+		return err
+	}
+	spec := sim.Spec{Model: in.Model, Load: in.Load, Workload: in.Workload, Duration: o.Duration}
+	res, err := simulate(ctx, spec, variants, o.Recording)
+	if err != nil {
+		return err
+	}
+	return o.present(buildSimulation(in.HPA, in.Source, in.LoadName, in.Load, in.Workload, variants, res, o.modelFlags))
+}
+
+// recordingInput is the recording's demand for one HPA, the HPA as recorded and its workload.
+// The recorded controller configuration and sync period stand unless a flag sets them.
+func (o *Options) recordingInput(rec *recording.Recording, key string) (*Input, error) {
 	spec, err := rerun.SimSpec(rec, key)
 	if err != nil {
-		return cmdutil.UsageErrorf("%v", err)
+		return nil, cmdutil.UsageErrorf("%v", err)
 	}
 	m, recorded := o.Model, spec.Model
 	if !o.modelFlags["sync period"] {
@@ -169,18 +176,5 @@ func (o *Options) simulateRecording(ctx context.Context, rec *recording.Recordin
 		c.InitialReadinessDelay = set.InitialReadinessDelay
 	}
 	m.Controller = c
-	spec.Model = m
-	if o.Duration > 0 {
-		spec.Duration = o.Duration
-	}
-	base := spec.Variants[0].HPA
-	variants, err := o.variants(base, validation.Options{ScaleToZero: c.ScaleToZero})
-	if err != nil {
-		return err
-	}
-	res, err := simulate(ctx, spec, variants, o.Recording)
-	if err != nil {
-		return err
-	}
-	return o.present(buildSimulation(base, "recording "+o.Recording, o.Recording, spec.Load, spec.Workload, variants, res, o.modelFlags))
+	return &Input{HPA: spec.Variants[0].HPA, Workload: spec.Workload, Load: spec.Load, LoadName: o.Recording, Source: "recording " + o.Recording, Model: m}, nil
 }

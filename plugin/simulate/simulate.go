@@ -73,6 +73,9 @@ type Options struct {
 	PrintFlags  *genericclioptions.PrintFlags
 	genericiooptions.IOStreams
 
+	// Command is the command these options are of ("simulate", "tune"), for messages.
+	Command string
+
 	Name      string
 	Namespace string
 	// ExplicitNamespace is whether -n named Namespace (kubectl's enforceNamespace).
@@ -122,6 +125,7 @@ func NewOptions(configFlags *genericclioptions.ConfigFlags, streams genericioopt
 		ConfigFlags: configFlags,
 		PrintFlags:  printFlags,
 		IOStreams:   streams,
+		Command:     "simulate",
 		Model:       sim.DefaultModel(),
 		termWidth:   terminalWidth,
 		newKube:     cmdutil.KubeFromFlags(configFlags),
@@ -156,6 +160,24 @@ func newCmd(o *Options) *cobra.Command {
 		},
 	}
 	o.PrintFlags.AddFlags(cmd)
+	// A Simulation has no managedFields: the flag PrintFlags adds changes nothing here.
+	_ = cmd.Flags().MarkHidden("show-managed-fields")
+	o.AddInputFlags(cmd)
+	fs := cmd.Flags()
+	fs.StringArrayVar(&o.Variants, "variant", nil, "A variant NAME=KEY=VALUE[,KEY=VALUE...], e.g. fast=cpu=60%,max=20,scaleUp.policies=Pods:8/15s (repeatable)")
+	fs.StringArrayVar(&o.VariantFiles, "variant-file", nil, "A variant from an HPA manifest, [NAME=]FILE (repeatable)")
+	fs.StringVar(&o.Plot, "plot", "", "Also draw the result into FILE.svg or FILE.png")
+	fs.IntVar(&o.Width, "width", 0, "Width of the text chart in columns (default: the terminal's, else 80)")
+	for flag, exts := range map[string][]string{"variant-file": {"yaml", "yml", "json"}, "plot": {"svg", "png"}} {
+		_ = cmd.MarkFlagFilename(flag, exts...)
+	}
+	cmdutil.WithUsageExitCodes(cmd)
+	return cmd
+}
+
+// AddInputFlags adds the flags of what is played (the HPA, its workload, the load and the
+// model) to cmd: simulate's, which tune shares.
+func (o *Options) AddInputFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVarP(&o.File, "filename", "f", "", "Simulate the HorizontalPodAutoscaler in this file (YAML or JSON) instead of one read from the cluster")
 	fs.StringVar(&o.LoadFile, "load", "", "Demand curve in total over all pods: CSV (a header time,cpu,... then rows such as 0s,150m) or YAML (kind: Load), see Load file above; required unless --from-recording or --from-prometheus")
@@ -167,10 +189,6 @@ func newCmd(o *Options) *cobra.Command {
 	fs.Int32Var(&o.Replicas, "replicas", 0, "With -f: the workload's replicas at the start (default: the --workload manifest's, else the HPA's minReplicas)")
 	fs.StringVar(&o.Requests, "requests", "", "With -f and no --workload: each pod's requests, e.g. cpu=200m,memory=256Mi")
 	fs.DurationVar(&o.Duration, "duration", 0, "How long to simulate (default: until the load's last point)")
-	fs.StringArrayVar(&o.Variants, "variant", nil, "A variant NAME=KEY=VALUE[,KEY=VALUE...], e.g. fast=cpu=60%,max=20,scaleUp.policies=Pods:8/15s (repeatable)")
-	fs.StringArrayVar(&o.VariantFiles, "variant-file", nil, "A variant from an HPA manifest, [NAME=]FILE (repeatable)")
-	fs.StringVar(&o.Plot, "plot", "", "Also draw the result into FILE.svg or FILE.png")
-	fs.IntVar(&o.Width, "width", 0, "Width of the text chart in columns (default: the terminal's, else 80)")
 	fs.DurationVar(&o.Model.SyncPeriod, "sync-period", o.Model.SyncPeriod, "Model: the controller's sync period (kube-controller-manager --horizontal-pod-autoscaler-sync-period)")
 	fs.DurationVar(&o.Model.SyncDuration, "sync-duration", o.Model.SyncDuration, "Model: how long one sync takes (the controller syncs again a sync period after a sync ends)")
 	fs.DurationVar(&o.Model.PodCreateDelay, "pod-create-delay", o.Model.PodCreateDelay, "Model: from a scale write to the new pods' creation (and a removed pod's deletion)")
@@ -181,16 +199,12 @@ func newCmd(o *Options) *cobra.Command {
 	fs.Int64Var(&o.Model.IdleCPUMilli, "idle-cpu-milli", o.Model.IdleCPUMilli, "Model: cpu a running pod uses with no demand, in millicores")
 	fs.Int64Var(&o.Model.IdleMemoryBytes, "idle-memory-bytes", o.Model.IdleMemoryBytes, "Model: memory a running pod uses with no demand, in bytes")
 	cmdutil.AddControllerConfigFlags(fs, &o.Model.Controller, "Model: the controller's")
-	// A Simulation has no managedFields: the flag PrintFlags adds changes nothing here.
-	_ = fs.MarkHidden("show-managed-fields")
 	for flag, exts := range map[string][]string{
-		"filename": {"yaml", "yml", "json"}, "workload": {"yaml", "yml", "json"}, "variant-file": {"yaml", "yml", "json"},
-		"load": {"csv", "yaml", "yml"}, "plot": {"svg", "png"}, "from-recording": {"jsonl", "gz"},
+		"filename": {"yaml", "yml", "json"}, "workload": {"yaml", "yml", "json"},
+		"load": {"csv", "yaml", "yml"}, "from-recording": {"jsonl", "gz"},
 	} {
 		_ = cmd.MarkFlagFilename(flag, exts...)
 	}
-	cmdutil.WithUsageExitCodes(cmd)
-	return cmd
 }
 
 // modelFlagNames are the flags that set a model parameter, by the parameter's printed name.
@@ -204,6 +218,38 @@ var modelFlagNames = map[string]string{
 
 // Complete checks the arguments and flags that need no file and no cluster.
 func (o *Options) Complete(cmd *cobra.Command, args []string) error {
+	if err := o.CompleteInput(cmd, args); err != nil {
+		return err
+	}
+	if o.Recording != "" && !o.simulatesVariants() {
+		if f := o.PrintFlags.OutputFormat; f != nil && *f != "" && *f != "json" {
+			return cmdutil.UsageErrorf("--from-recording without a variant replays run's decisions: -o json prints them as run -o json did; -o %s is for simulations", *f)
+		}
+		if o.Plot != "" {
+			return cmdutil.UsageErrorf("--plot draws a simulation: give a --variant to play the recording's demand through the model")
+		}
+	}
+	if o.Width < 0 {
+		return cmdutil.UsageErrorf("--width must not be negative, got %d", o.Width)
+	}
+	if o.Plot != "" {
+		if err := plot.CheckPath(o.Plot); err != nil {
+			return cmdutil.UsageErrorf("--plot %v", err)
+		}
+	}
+	if o.PrintFlags.OutputFormat != nil && *o.PrintFlags.OutputFormat != "" {
+		p, err := cmdutil.Printer(o.PrintFlags)
+		if err != nil {
+			return cmdutil.UsageErrorf("%v", err)
+		}
+		o.printer = p
+	}
+	return nil
+}
+
+// CompleteInput checks the arguments and the flags AddInputFlags adds, needing no file and
+// no cluster: simulate's, which tune shares.
+func (o *Options) CompleteInput(cmd *cobra.Command, args []string) error {
 	if err := o.completePrometheus(cmd.Flags().Changed("prometheus-rate-window")); err != nil {
 		return err
 	}
@@ -217,9 +263,9 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	case o.File != "" && len(args) > 0:
 		return cmdutil.UsageErrorf("give an HPA NAME or -f FILE, not both")
 	case o.File == "" && len(args) == 0:
-		return cmdutil.UsageErrorf("an HPA NAME or -f FILE is required: kubectl hpa simulate NAME [-n NAMESPACE] --load FILE")
+		return cmdutil.UsageErrorf("an HPA NAME or -f FILE is required: kubectl hpa %s NAME [-n NAMESPACE] --load FILE", o.Command)
 	case len(args) > 1:
-		return cmdutil.UsageErrorf("unexpected argument %q: kubectl hpa simulate takes one HPA NAME", args[1])
+		return cmdutil.UsageErrorf("unexpected argument %q: kubectl hpa %s takes one HPA NAME", args[1], o.Command)
 	}
 	if len(args) == 1 {
 		if err := cmdutil.OneHPAName(cmd, args); err != nil {
@@ -236,7 +282,7 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	return o.completeCommon(cmd)
 }
 
-// completeCommon checks the flags every source of the HPA shares.
+// completeCommon checks the input flags every source of the HPA shares.
 func (o *Options) completeCommon(cmd *cobra.Command) error {
 	if o.Replicas < 0 {
 		return cmdutil.UsageErrorf("--replicas must not be negative, got %d", o.Replicas)
@@ -244,19 +290,11 @@ func (o *Options) completeCommon(cmd *cobra.Command) error {
 	if o.Duration < 0 {
 		return cmdutil.UsageErrorf("--duration must not be negative, got %s", o.Duration)
 	}
-	if o.Width < 0 {
-		return cmdutil.UsageErrorf("--width must not be negative, got %d", o.Width)
-	}
 	if o.Model.Controller.Tolerance < 0 {
 		return cmdutil.UsageErrorf("--tolerance must not be negative, got %v", o.Model.Controller.Tolerance)
 	}
 	if err := o.Model.Validate(); err != nil {
 		return cmdutil.UsageErrorf("%v", err)
-	}
-	if o.Plot != "" {
-		if err := plot.CheckPath(o.Plot); err != nil {
-			return cmdutil.UsageErrorf("--plot %v", err)
-		}
 	}
 	o.modelFlags = map[string]bool{}
 	for param, flag := range modelFlagNames {
@@ -269,13 +307,6 @@ func (o *Options) completeCommon(cmd *cobra.Command) error {
 		ns, explicit = metav1.NamespaceDefault, false
 	}
 	o.Namespace, o.ExplicitNamespace = ns, explicit
-	if o.PrintFlags.OutputFormat != nil && *o.PrintFlags.OutputFormat != "" {
-		p, err := cmdutil.Printer(o.PrintFlags)
-		if err != nil {
-			return cmdutil.UsageErrorf("%v", err)
-		}
-		o.printer = p
-	}
 	return nil
 }
 
@@ -284,31 +315,20 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.Recording != "" {
 		return o.runFromRecording(ctx)
 	}
-	curve, err := o.readLoad()
+	in, err := o.ReadInput(ctx)
 	if err != nil {
 		return err
 	}
-	vopts := validation.Options{ScaleToZero: o.Model.Controller.ScaleToZero}
-	base, workload, source, err := o.readHPAAndWorkload(ctx, vopts)
+	variants, err := o.variants(in.HPA, validation.Options{ScaleToZero: o.Model.Controller.ScaleToZero})
 	if err != nil {
 		return err
 	}
-	loadName := o.LoadFile
-	if o.prom != nil {
-		if curve, loadName, err = o.prometheusLoad(ctx, base); err != nil {
-			return err
-		}
-	}
-	variants, err := o.variants(base, vopts)
+	spec := sim.Spec{Model: in.Model, Load: in.Load, Workload: in.Workload, Duration: o.Duration}
+	res, err := simulate(ctx, spec, variants, in.LoadName)
 	if err != nil {
 		return err
 	}
-	spec := sim.Spec{Model: o.Model, Load: curve, Workload: workload, Duration: o.Duration}
-	res, err := simulate(ctx, spec, variants, loadName)
-	if err != nil {
-		return err
-	}
-	return o.present(buildSimulation(base, source, loadName, curve, workload, variants, res, o.modelFlags))
+	return o.present(buildSimulation(in.HPA, in.Source, in.LoadName, in.Load, in.Workload, variants, res, o.modelFlags))
 }
 
 // readLoad reads the --load file (nothing with --from-prometheus, read once the HPA is).

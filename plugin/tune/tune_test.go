@@ -1,0 +1,147 @@
+package tune
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/simulate"
+)
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// runTune runs "kubectl hpa tune ARGS" with no cluster and an 80-column chart.
+func runTune(t *testing.T, args ...string) result {
+	t.Helper()
+	var out, errOut cmdtest.SyncBuffer
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	configFlags := genericclioptions.NewConfigFlags(true)
+	root := &cobra.Command{Use: "kubectl-hpa", SilenceUsage: true, SilenceErrors: true}
+	configFlags.AddFlags(root.PersistentFlags())
+	o := NewOptions(configFlags, streams)
+	o.termWidth = func(io.Writer) int { return 80 }
+	root.AddCommand(newCmd(o))
+	root.SetArgs(append([]string{"tune", "--kubeconfig", cmdtest.Kubeconfig(t)}, args...))
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	code := cmdutil.Report(&errOut, root.ExecuteContext(context.Background()))
+	return result{stdout: out.String(), stderr: errOut.String(), code: code}
+}
+
+func td(name string) string { return filepath.Join("testdata", name) }
+
+// The run of docs/tune.md: the HPA of simulate's examples under a spike train.
+var goldenArgs = []string{"-f", td("hpa.yaml"), "--requests", "cpu=200m", "--load", td("spikes.csv"), "--candidates", "60"}
+
+func TestTuneMatchesGolden(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
+		{"tune-cost.txt", []string{"--objective", "cost", "--max-above-target", "5%"}},
+		{"tune-unmet.txt", []string{"--objective", "cost", "--max-above-target", "0", "--keep", "scaleUp,targets,max"}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			r := runTune(t, append(goldenArgs, tc.args...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			cmdtest.CheckGolden(t, tc.golden, r.stdout)
+		})
+	}
+}
+
+func TestTuneRefusesBadInputWithOneLine(t *testing.T) {
+	file := []string{"-f", td("hpa.yaml"), "--requests", "cpu=200m", "--load", td("spikes.csv")}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no load", []string{"-f", td("hpa.yaml"), "--requests", "cpu=200m"}, "--load FILE is required"},
+		{"no HPA", []string{"--load", td("spikes.csv")}, "kubectl hpa tune NAME [-n NAMESPACE] --load FILE"},
+		{"an unknown objective", append(file, "--objective", "cheap"), `--objective "cheap": want cost, risk or balanced`},
+		{"a share that is not one", append(file, "--max-above-target", "lots"), `--max-above-target "lots": want a percentage`},
+		{"a share over the period", append(file, "--max-above-target", "120%"), "more than the whole period"},
+		{"a field --keep does not know", append(file, "--keep", "minimum"), "--keep minimum: no such field"},
+		{"--keep holding every field", append(file, "--keep", "targets,min,max,scaleUp,scaleDown"), "nothing is left to tune"},
+		{"one candidate", append(file, "--candidates", "1"), "--candidates must be at least 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runTune(t, tc.args...)
+			if r.code != cmdutil.ExitUsage {
+				t.Errorf("exit %d, want %d (usage)", r.code, cmdutil.ExitUsage)
+			}
+			if lines := strings.Count(strings.TrimSpace(r.stderr), "\n") + 1; !strings.Contains(r.stderr, tc.want) || lines != 1 {
+				t.Errorf("stderr %q: want one line containing %q", r.stderr, tc.want)
+			}
+			if r.stdout != "" {
+				t.Errorf("printed %q before failing", r.stdout)
+			}
+		})
+	}
+}
+
+func TestSimulatePlayingTheRecommendationReproducesTunesFigures(t *testing.T) {
+	r := runTune(t, append(goldenArgs, "--objective", "cost", "--max-above-target", "5%")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	_, rest, ok := strings.Cut(r.stdout, "--variant '")
+	variant, _, ok2 := strings.Cut(rest, "'")
+	if !ok || !ok2 {
+		t.Fatalf("no --variant '...' in tune's output:\n%s", r.stdout)
+	}
+	var tuned []string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "tuned" && len(tuned) == 0 {
+			tuned = f
+		}
+	}
+	if tuned == nil {
+		t.Fatalf("no tuned row in tune's output:\n%s", r.stdout)
+	}
+
+	var out, errOut cmdtest.SyncBuffer
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	configFlags := genericclioptions.NewConfigFlags(true)
+	root := &cobra.Command{Use: "kubectl-hpa", SilenceUsage: true, SilenceErrors: true}
+	configFlags.AddFlags(root.PersistentFlags())
+	root.AddCommand(simulate.NewCmdSimulate(configFlags, streams))
+	root.SetArgs(append([]string{"simulate", "--kubeconfig", cmdtest.Kubeconfig(t), "-o", "json", "--variant", variant}, goldenArgs[:6]...))
+	if code := cmdutil.Report(&errOut, root.ExecuteContext(context.Background())); code != 0 {
+		t.Fatalf("simulate --variant %s: exit %d: %s", variant, code, errOut.String())
+	}
+	var s output.Simulation
+	if err := json.Unmarshal([]byte(out.String()), &s); err != nil {
+		t.Fatal(err)
+	}
+	// simulate measures a variant's time above target against its own targets, tune against
+	// the current spec's: the two agree on it only when the target is unchanged.
+	sm := s.Variants[1].Summary
+	got := []string{fmt.Sprintf("%.2f", sm.PodSeconds/3600), fmt.Sprint(sm.PeakReplicas)}
+	want := []string{tuned[1], tuned[len(tuned)-1]}
+	if !strings.Contains(variant, "cpu=") {
+		got = append(got, dur(time.Duration(sm.SecondsAboveTarget*float64(time.Second))))
+		want = append(want, tuned[2])
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("simulate --variant %s gives pod-hours, above target, peak %v; tune printed %v (row %q)", variant, got, want, strings.Join(tuned, " "))
+	}
+}
