@@ -28,13 +28,15 @@ import (
 // sent together).
 const parallelNamespaces = 8
 
-// row is one HPA's line: its Explanation, and the findings made from it.
+// row is one HPA's line: its Explanation, with its findings (Explanation.Findings).
 type row struct {
 	Explanation *output.Explanation
 	// Binding is the core's constraint (replicas.ConstraintOf); empty when not evaluated.
-	Binding  string
-	Findings []Finding
+	Binding string
 }
+
+// findings are the row's problems, worst first.
+func (r row) findings() []output.Finding { return r.Explanation.Findings }
 
 // rows lists the HPAs (the only read whose failure fails the command), then decides for each
 // from its namespace's batched reads, in namespace and name order.
@@ -76,7 +78,7 @@ func (o *Options) rows(ctx context.Context) ([]row, error) {
 		out = append(out, notFoundRow(o.Namespace, name))
 	}
 	if o.ProblemsOnly {
-		out = slices.DeleteFunc(out, func(r row) bool { return len(r.Findings) == 0 })
+		out = slices.DeleteFunc(out, func(r row) bool { return len(r.findings()) == 0 })
 	}
 	slices.SortFunc(out, func(a, b row) int {
 		return cmp.Or(cmp.Compare(a.Explanation.Metadata.Namespace, b.Explanation.Metadata.Namespace), cmp.Compare(a.Explanation.Metadata.Name, b.Explanation.Metadata.Name))
@@ -163,7 +165,7 @@ func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, name
 			continue
 		}
 		r := o.rowOf(ev)
-		r.Findings = merged(r.Findings, linted[h.Name])
+		r.Explanation.Findings = output.MergeFindings(r.Explanation.Findings, linted[h.Name])
 		out = append(out, r)
 	}
 	return out
@@ -192,12 +194,13 @@ func (o *Options) rowOf(ev *evaluation.Evaluation) row {
 		facts.Warnings = append(facts.Warnings, output.Warning{Reason: "HistoryIncomplete", Message: "the rescale events could not be listed: " + past.Err.Error()})
 	}
 	e := output.Build(facts)
-	r := row{Explanation: e, Binding: string(replicas.ConstraintOf(d)), Findings: findingsOf(in, d, e)}
+	e.Findings = output.DecisionFindings(in, d, e)
+	r := row{Explanation: e, Binding: string(replicas.ConstraintOf(d))}
 	if in.ScaleErr != nil {
 		code := cmdutil.TargetExitError(hpa, in.ScaleErr, o.clients.Discovery)
 		e.Error = &output.Error{ExitCode: code.Code, Reason: cmdutil.ExitReason(code.Code), Message: code.Error()}
 		// The target's error as explain words it, with what to do.
-		r.Findings[0].Message = code.Error()
+		e.Findings[0].Message = code.Error()
 	}
 	return r
 }
@@ -218,7 +221,8 @@ func errorRow(namespace, name string, err error) row {
 	if errors.As(err, &ee) {
 		msg = ee.Err.Error()
 	}
-	return row{Explanation: e, Findings: []Finding{{ID: FindingNotEvaluated, Severity: SeverityError, Message: msg}}}
+	e.Findings = []output.Finding{{ID: output.FindingNotEvaluated, Severity: lint.SeverityError, Message: msg}}
+	return row{Explanation: e}
 }
 
 func quoted(names []string) string {

@@ -60,7 +60,7 @@ func (o *Options) shown(all []string) []string {
 func (o *Options) printProblems(rows []row) error {
 	first := true
 	for _, r := range rows {
-		for _, f := range r.Findings {
+		for _, f := range r.findings() {
 			if first {
 				fmt.Fprintln(o.Out)
 				first = false
@@ -75,7 +75,7 @@ func (o *Options) printProblems(rows []row) error {
 // cells are every column of r, in the order of columns.
 func cells(r row) []string {
 	e := r.Explanation
-	out := []string{e.Metadata.Namespace, e.Metadata.Name, unknown, unknown, unknown, unknown, unknown, orNone(r.Binding), unknown, problems(r.Findings), unknown}
+	out := []string{e.Metadata.Namespace, e.Metadata.Name, unknown, unknown, unknown, unknown, unknown, orNone(r.Binding), unknown, problems(r.findings()), unknown}
 	if t := e.Target; t != nil {
 		out[2] = t.Kind + "/" + t.Name
 	}
@@ -119,7 +119,7 @@ func metricCell(m output.Metric) string {
 }
 
 // problems are the findings' IDs, worst first.
-func problems(fs []Finding) string {
+func problems(fs []output.Finding) string {
 	if len(fs) == 0 {
 		return "<none>"
 	}
@@ -152,7 +152,7 @@ func sortRows(rows []row, column string) {
 	slices.SortStableFunc(rows, func(a, b row) int {
 		switch column {
 		case "PROBLEMS":
-			return cmp.Or(cmp.Compare(worst(a.Findings), worst(b.Findings)), cmp.Compare(len(b.Findings), len(a.Findings)))
+			return cmp.Or(cmp.Compare(worst(a.findings()), worst(b.findings())), cmp.Compare(len(b.findings()), len(a.findings())))
 		case "CURRENT", "WOULD BE":
 			x, errX := strconv.Atoi(cells(a)[i])
 			y, errY := strconv.Atoi(cells(b)[i])
