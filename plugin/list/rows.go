@@ -154,7 +154,7 @@ func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, name
 	for _, n := range notes {
 		fmt.Fprintf(o.ErrOut, "warning: %s\n", n)
 	}
-	linted := lintFindings(lint.Check(objs, o.lintOptions(lr.Served)))
+	linted := lintFindings(lint.Check(objs, cmdutil.LintOptions(o.Config, lr.Served)))
 	opts := evaluation.Options{Now: o.Clock.Now(), Config: o.Config, WithoutHistory: true, OmitPodTreatments: o.printer == nil, Overlaps: src}
 	out := make([]row, 0, len(hpas))
 	for _, h := range hpas {

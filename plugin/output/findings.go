@@ -147,7 +147,7 @@ func WriteFinding(w io.Writer, f Finding, source string) {
 	if f.Object != nil {
 		at = f.Object.Kind + " " + f.Object.Name + " " + f.Path
 	}
-	head := fmt.Sprintf("  %-7s %s  %s", f.Severity, f.ID, strings.TrimSpace(at))
+	head := strings.TrimRight(fmt.Sprintf("  %-7s %s  %s", f.Severity, f.ID, strings.TrimSpace(at)), " ")
 	if source != "" {
 		head += "  (" + source + ")"
 	}
