@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	fakescale "k8s.io/client-go/scale/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
@@ -140,6 +142,9 @@ func (f *Fixture) Build() (*cmdutil.Clients, *Fakes) {
 	for _, e := range f.Events {
 		objs = append(objs, e)
 	}
+	if d := f.Deployment(); d != nil {
+		objs = append(objs, d)
+	}
 	kube := kubefake.NewClientset(objs...)
 	if f.KubeReactor != nil {
 		kube.PrependReactor("*", "*", f.KubeReactor)
@@ -159,6 +164,25 @@ func (f *Fixture) Build() (*cmdutil.Clients, *Fakes) {
 		Dynamic:   dyn,
 	}
 	return c, &Fakes{Kube: kube, Scale: sc, Dynamic: dyn, M: f.M}
+}
+
+// Deployment is the Deployment web whose scale Scale is (its pod template is the pods' of
+// SetPods, a cpu request of 500m), which the lint rules read; none when the scale is NotFound.
+func (f *Fixture) Deployment() *appsv1.Deployment {
+	if f.Scale == nil || apierrors.IsNotFound(f.ScaleErr) {
+		return nil
+	}
+	labels := map[string]string{"app": "web"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: f.Scale.Name, Namespace: f.Scale.Namespace},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(f.Scale.Spec.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{testbuild.Container("app", testbuild.Requests("cpu", "500m"))}}},
+		},
+		Status: appsv1.DeploymentStatus{Replicas: f.Scale.Status.Replicas},
+	}
 }
 
 // discovery is what the fake discovery serves: pods, Deployments with /scale, ConfigMaps
@@ -184,6 +208,10 @@ func (f *Fixture) scales() (*fakescale.FakeScaleClient, meta.RESTMapper) {
 	sc.AddReactor("get", "deployments", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if f.ScaleErr != nil {
 			return true, nil, f.ScaleErr
+		}
+		// Only the fixture's one Deployment exists.
+		if g, ok := a.(clienttesting.GetAction); ok && g.GetName() != f.Scale.Name {
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "deployments"}, g.GetName())
 		}
 		return true, f.Scale.DeepCopy(), nil
 	})

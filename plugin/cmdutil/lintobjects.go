@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/batch"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
 
 // The custom resources lint reads beside the HPAs, each only where discovery says the cluster
@@ -105,6 +106,20 @@ func (r LintReader) Read(ctx context.Context, namespace string, hpas []*autoscal
 		}
 	}
 	return objs, notes
+}
+
+// LintOptions are the lint rules' settings for objects read from a cluster (Manifests false)
+// whose controller runs under cfg and which serves the APIs of served (HPA017; not checked when
+// discovery knew nothing), as list and explain check them.
+func LintOptions(cfg replicas.Config, served map[string]bool) lint.Options {
+	opts := lint.DefaultOptions()
+	if len(served) > 0 {
+		opts.ServedAPIs = served
+	}
+	opts.Tolerance = cfg.Tolerance
+	opts.DownscaleStabilizationWindow = cfg.DownscaleStabilizationWindow
+	opts.PodLevelResources = cfg.PodLevelResources
+	return opts
 }
 
 // listed is one list's objects, or why it failed.

@@ -313,11 +313,16 @@ func TestExplainReadsEachThingOnce(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
+	// Beside the decision's reads, list's three for its overlap check and lint findings: the
+	// namespace's HPAs, the targeted Deployments, the PodDisruptionBudgets.
 	want := []string{
 		"PodResource shop cpu app=web",
 		"get deployments/scale",
 		"get horizontalpodautoscalers",
+		"list deployments",
 		"list events",
+		"list horizontalpodautoscalers",
+		"list poddisruptionbudgets",
 		"list pods",
 	}
 	if diff := cmp.Diff(want, requests(r.c)); diff != "" {
@@ -473,9 +478,10 @@ func hpaGets(c *cmdtest.Fakes) int {
 	return n
 }
 
-// Reading the pods and the metrics at the same time (explain) only changes when reads go
-// out: it must give the same decision as reading them one after the other, as
-// "kubectl hpa run" does (its selector tracker looks at the pods before metrics are read).
+// Reading the pods and the metrics at the same time (the live source without an
+// OverlapFinder, simulate's starting point) only changes when reads go out: it must give the
+// same decision as reading them one after the other, as "kubectl hpa run" and explain do (the
+// overlap check looks at the pods before metrics are read).
 func TestExplainParallelReadsGiveTheSequentialDecision(t *testing.T) {
 	for name, s := range scenarios() {
 		t.Run(name, func(t *testing.T) {

@@ -129,6 +129,11 @@ func fakeAPIServer(t *testing.T, f *fixture, b *roundBarrier) *httptest.Server {
 	for _, p := range f.Pods {
 		pods = append(pods, *p)
 	}
+	hpas := list("HorizontalPodAutoscalerList", []any{hpa})
+	var deployments []any
+	if d := f.Deployment(); d != nil {
+		deployments = append(deployments, d)
+	}
 	var events []corev1.Event
 	for _, e := range f.Events {
 		events = append(events, *e)
@@ -161,6 +166,9 @@ func fakeAPIServer(t *testing.T, f *fixture, b *roundBarrier) *httptest.Server {
 		"GET /api/v1/namespaces/shop/events":                                    list("EventList", events),
 		"GET /apis/apps/v1/namespaces/shop/deployments/web/scale":               scale,
 		"GET /api/v1/namespaces/shop/pods":                                      list("PodList", pods),
+		"GET /apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers":     hpas,
+		"GET /apis/apps/v1/namespaces/shop/deployments":                         list("DeploymentList", deployments),
+		"GET /apis/policy/v1/namespaces/shop/poddisruptionbudgets":              list("PodDisruptionBudgetList", []any{}),
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -182,13 +190,18 @@ func fakeAPIServer(t *testing.T, f *fixture, b *roundBarrier) *httptest.Server {
 	return srv
 }
 
-func TestExplainAgainstAnAPIServerUsesThreeParallelRoundTripsAndFiveRequests(t *testing.T) {
+// Beside the decision's five reads, explain sends list's three for its overlap check and lint
+// findings (the namespace's HPAs with the scale, then its Deployments and PodDisruptionBudgets
+// with the pods); the metrics go out once the pods and those lists say no other HPA selects
+// the pods, as upstream reads them.
+func TestExplainAgainstAnAPIServerUsesFourParallelRoundTripsAndEightRequests(t *testing.T) {
 	f := newFixture()
 	f.RescaleEvent(4, 10*time.Minute)
 	b := newRoundBarrier(t,
 		[]string{"GET /apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/web", "GET /api/v1/namespaces/shop/events"},
-		[]string{"GET /apis/apps/v1/namespaces/shop/deployments/web/scale"},
-		[]string{"GET /api/v1/namespaces/shop/pods", "metrics PodResource cpu"},
+		[]string{"GET /apis/apps/v1/namespaces/shop/deployments/web/scale", "GET /apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers"},
+		[]string{"GET /api/v1/namespaces/shop/pods", "GET /apis/apps/v1/namespaces/shop/deployments", "GET /apis/policy/v1/namespaces/shop/poddisruptionbudgets"},
+		[]string{"metrics PodResource cpu"},
 	)
 	srv := fakeAPIServer(t, f, b)
 
@@ -223,8 +236,8 @@ current-context: other
 	if err := root.ExecuteContext(context.Background()); err != nil {
 		t.Fatalf("explain failed: %v\nstderr: %s", err, errOut.String())
 	}
-	if len(b.log) != 5 {
-		t.Errorf("%d requests after discovery, want 5: %v", len(b.log), b.log)
+	if len(b.log) != 8 {
+		t.Errorf("%d requests after discovery, want 8: %v", len(b.log), b.log)
 	}
 	for _, want := range []string{"Verdict:", "would stay at 4", "Binding constraint:  Tolerance"} {
 		if !strings.Contains(out.String(), want) {

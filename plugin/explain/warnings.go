@@ -9,7 +9,6 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -20,31 +19,34 @@ import (
 
 // Warning reasons (output.Warning.Reason); stable strings tests and scripts may match.
 const (
-	WarnKEDA              = "ManagedByKEDA"
-	WarnKnative           = "ManagedByKnative"
-	WarnVPA               = "VerticalPodAutoscaler"
-	WarnRollout           = "RolloutInProgress"
-	WarnMissingRequests   = "MissingRequests"
-	WarnFeatureGate       = "FeatureGate"
-	WarnAmbiguousSelector = "AmbiguousSelector"
-	WarnIncompleteReads   = "IncompleteReads"
+	WarnKEDA            = "ManagedByKEDA"
+	WarnKnative         = "ManagedByKnative"
+	WarnVPA             = "VerticalPodAutoscaler"
+	WarnRollout         = "RolloutInProgress"
+	WarnMissingRequests = "MissingRequests"
+	WarnFeatureGate     = "FeatureGate"
+	WarnIncompleteReads = "IncompleteReads"
 )
 
 // maxListed bounds how many pods a warning names.
 const maxListed = 3
 
-// warnings lists what makes this decision surprising. It only looks at what was read.
-func warnings(hpa *autoscalingv2.HorizontalPodAutoscaler, in replicas.Input, vpas *unstructured.UnstructuredList, vpaErr, eventsErr error) []output.Warning {
+// warnings lists what makes this decision surprising. It only looks at what was read: vpas are
+// the namespace's VerticalPodAutoscalers, notes say which reads beside the decision failed
+// (the namespace's HPAs, the lint rules' lists).
+func warnings(hpa *autoscalingv2.HorizontalPodAutoscaler, in replicas.Input, vpas []*unstructured.Unstructured, notes []string, eventsErr error) []output.Warning {
 	var out []output.Warning
 	out = append(out, managerWarnings(hpa, in.Pods)...)
-	out = append(out, vpaWarnings(hpa.Spec.ScaleTargetRef, vpas, vpaErr)...)
+	out = append(out, vpaWarnings(hpa.Spec.ScaleTargetRef, vpas)...)
 	if eventsErr != nil {
 		out = append(out, warning(WarnIncompleteReads, "could not list events, so rescale history is missing from the reconstruction: %v", eventsErr))
+	}
+	for _, n := range notes {
+		out = append(out, warning(WarnIncompleteReads, "%s", n))
 	}
 	out = append(out, rolloutWarnings(in)...)
 	out = append(out, missingRequestWarnings(hpa, in)...)
 	out = append(out, featureGateWarnings(hpa, in)...)
-	out = append(out, ambiguousSelectorWarnings(hpa)...)
 	return out
 }
 
@@ -80,17 +82,10 @@ func managerWarnings(hpa *autoscalingv2.HorizontalPodAutoscaler, pods []*corev1.
 	return out
 }
 
-// vpaWarnings name the VerticalPodAutoscalers acting on the HPA's target, or say that they
-// could not be listed.
-func vpaWarnings(ref autoscalingv2.CrossVersionObjectReference, vpas *unstructured.UnstructuredList, vpaErr error) []output.Warning {
-	if vpas == nil {
-		if vpaErr != nil && !apierrors.IsNotFound(vpaErr) {
-			return []output.Warning{warning(WarnIncompleteReads, "could not list VerticalPodAutoscalers, so a VPA on the same target would go unnoticed: %v", vpaErr)}
-		}
-		return nil
-	}
+// vpaWarnings name the VerticalPodAutoscalers acting on the HPA's target.
+func vpaWarnings(ref autoscalingv2.CrossVersionObjectReference, vpas []*unstructured.Unstructured) []output.Warning {
 	var out []output.Warning
-	for _, v := range vpas.Items {
+	for _, v := range vpas {
 		kind, _, _ := unstructured.NestedString(v.Object, "spec", "targetRef", "kind")
 		name, _, _ := unstructured.NestedString(v.Object, "spec", "targetRef", "name")
 		if kind != ref.Kind || name != ref.Name {
@@ -181,18 +176,6 @@ func containersWithoutRequest(in replicas.Input, res corev1.ResourceName, contai
 		}
 	}
 	return missing
-}
-
-// ambiguousSelectorWarnings repeat the cluster controller's report that more than one HPA
-// selects the pods.
-func ambiguousSelectorWarnings(hpa *autoscalingv2.HorizontalPodAutoscaler) []output.Warning {
-	var out []output.Warning
-	for _, c := range hpa.Status.Conditions {
-		if c.Type == autoscalingv2.ScalingActive && c.Reason == "AmbiguousSelector" {
-			out = append(out, warning(WarnAmbiguousSelector, "the cluster controller reports that more than one HPA selects these pods (%s); explain does not look at other HPAs, so its decision ignores that", c.Message))
-		}
-	}
-	return out
 }
 
 func onOff(b bool) string {

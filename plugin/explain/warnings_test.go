@@ -19,8 +19,8 @@ func TestWarningsNameWhatMakesADecisionSurprising(t *testing.T) {
 	type input struct {
 		hpa       *autoscalingv2.HorizontalPodAutoscaler
 		in        replicas.Input
-		vpas      *unstructured.UnstructuredList
-		vpaErr    error
+		vpas      []*unstructured.Unstructured
+		notes     []string
 		eventsErr error
 	}
 	base := func(mods ...func(*input)) input {
@@ -32,13 +32,7 @@ func TestWarningsNameWhatMakesADecisionSurprising(t *testing.T) {
 		}
 		return i
 	}
-	vpaList := func(items ...*unstructured.Unstructured) *unstructured.UnstructuredList {
-		l := &unstructured.UnstructuredList{}
-		for _, it := range items {
-			l.Items = append(l.Items, *it)
-		}
-		return l
-	}
+	vpaList := func(items ...*unstructured.Unstructured) []*unstructured.Unstructured { return items }
 	tests := []struct {
 		name string
 		in   input
@@ -56,7 +50,9 @@ func TestWarningsNameWhatMakesADecisionSurprising(t *testing.T) {
 		{"VPA in Auto mode on the same target", base(func(i *input) { i.vpas = vpaList(vpa("v", "Deployment", "web", "Auto")) }), []string{WarnVPA}},
 		{"VPA in Off mode is harmless", base(func(i *input) { i.vpas = vpaList(vpa("v", "Deployment", "web", "Off")) }), nil},
 		{"VPA on another target is ignored", base(func(i *input) { i.vpas = vpaList(vpa("v", "StatefulSet", "web", "Auto")) }), nil},
-		{"VPA list failed", base(func(i *input) { i.vpaErr = errors.New("forbidden") }), []string{WarnIncompleteReads}},
+		{"a read beside the decision failed (the VPAs, the namespace's HPAs)", base(func(i *input) {
+			i.notes = []string{"the verticalpodautoscalers.autoscaling.k8s.io objects of namespace \"shop\" could not be listed"}
+		}), []string{WarnIncompleteReads}},
 		{"events unreadable", base(func(i *input) { i.eventsErr = errors.New("forbidden") }), []string{WarnIncompleteReads}},
 		{"two pod-template-hashes", base(func(i *input) { i.in.Pods[0].Labels["pod-template-hash"] = "new" }), []string{WarnRollout}},
 		{"terminating old pod does not count as a rollout", base(func(i *input) {
@@ -81,14 +77,11 @@ func TestWarningsNameWhatMakesADecisionSurprising(t *testing.T) {
 			q := resource.MustParse("0.05")
 			i.hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{Tolerance: &q}}
 		}), []string{WarnFeatureGate}},
-		{"cluster reports an ambiguous selector", base(func(i *input) {
-			i.hpa.Status.Conditions = []autoscalingv2.HorizontalPodAutoscalerCondition{{Type: autoscalingv2.ScalingActive, Status: corev1.ConditionFalse, Reason: "AmbiguousSelector", Message: "pods by selector app=web are controlled by more than one HPA"}}
-		}), []string{WarnAmbiguousSelector}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, w := range warnings(tt.in.hpa, tt.in.in, tt.in.vpas, tt.in.vpaErr, tt.in.eventsErr) {
+			for _, w := range warnings(tt.in.hpa, tt.in.in, tt.in.vpas, tt.in.notes, tt.in.eventsErr) {
 				got = append(got, w.Reason)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {

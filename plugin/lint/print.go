@@ -59,15 +59,7 @@ func writeText(w io.Writer, r *Report) error {
 		}
 		b.WriteString("\n")
 		for _, f := range mine {
-			at := f.Path
-			if f.Object != h.ObjectRef {
-				at = f.Object.Kind + " " + f.Object.Name + " " + f.Path
-			}
-			fmt.Fprintf(&b, "  %-7s %s  %s", f.Severity, f.ID, strings.TrimSpace(at))
-			if f.Source != nil {
-				fmt.Fprintf(&b, "  (%s)", f.Source)
-			}
-			fmt.Fprintf(&b, "\n          %s\n          why: %s\n          fix: %s\n", f.Message, f.Why, f.Fix)
+			output.WriteFinding(&b, output.FindingOfLint(f.Finding), f.Source.String())
 		}
 		b.WriteString("\n")
 	}

@@ -29,12 +29,11 @@ import (
 // sent together).
 const parallelNamespaces = 8
 
-// row is one HPA's line: its Explanation, and the findings made from it.
+// row is one HPA's line: its Explanation, with its findings (Explanation.Findings).
 type row struct {
 	Explanation *output.Explanation
 	// Binding is the core's constraint (replicas.ConstraintOf); empty when not evaluated.
-	Binding  string
-	Findings []Finding
+	Binding string
 	// heldUnknown says a window or a policy's period holds the decision but the history it
 	// was decided from is incomplete, so when it lets go is not known.
 	heldUnknown bool
@@ -80,6 +79,9 @@ func timeOf(t *metav1.Time) time.Time {
 	return t.Time
 }
 
+// findings are the row's problems, worst first.
+func (r row) findings() []output.Finding { return r.Explanation.Findings }
+
 // rows lists the HPAs (the only read whose failure fails the command), then decides for each
 // from its namespace's batched reads, in namespace and name order.
 func (o *Options) rows(ctx context.Context) ([]row, error) {
@@ -120,7 +122,7 @@ func (o *Options) rows(ctx context.Context) ([]row, error) {
 		out = append(out, notFoundRow(o.Namespace, name))
 	}
 	if o.ProblemsOnly {
-		out = slices.DeleteFunc(out, func(r row) bool { return len(r.Findings) == 0 })
+		out = slices.DeleteFunc(out, func(r row) bool { return len(r.findings()) == 0 })
 	}
 	slices.SortFunc(out, func(a, b row) int {
 		return cmp.Or(cmp.Compare(a.Explanation.Metadata.Namespace, b.Explanation.Metadata.Namespace), cmp.Compare(a.Explanation.Metadata.Name, b.Explanation.Metadata.Name))
@@ -196,7 +198,7 @@ func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, name
 	for _, n := range notes {
 		fmt.Fprintf(o.ErrOut, "warning: %s\n", n)
 	}
-	linted := lintFindings(lint.Check(objs, o.lintOptions(lr.Served)))
+	linted := lintFindings(lint.Check(objs, cmdutil.LintOptions(o.Config, lr.Served)))
 	opts := evaluation.Options{Now: o.Clock.Now(), Config: o.Config, WithoutHistory: true, OmitPodTreatments: o.printer == nil, Overlaps: src}
 	out := make([]row, 0, len(hpas))
 	for _, h := range hpas {
@@ -207,7 +209,7 @@ func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, name
 			continue
 		}
 		r := o.rowOf(ev)
-		r.Findings = merged(r.Findings, linted[h.Name])
+		r.Explanation.Findings = output.MergeFindings(r.Explanation.Findings, linted[h.Name])
 		out = append(out, r)
 	}
 	return out
@@ -239,18 +241,19 @@ func (o *Options) rowOf(ev *evaluation.Evaluation) row {
 	if e.Cluster != nil {
 		e.Cluster.StatusWriters = statusWriters(hpa)
 	}
-	r := row{Explanation: e, Binding: string(replicas.ConstraintOf(d))}
 	// HELD UNTIL comes from the history decided from: with the rescale events unread, it is not known.
 	if t, ok := replicas.HeldUntil(in, d); ok && past.Err == nil && e.Verdict != nil {
 		e.Verdict.HeldUntil = &metav1.Time{Time: t}
 	}
+	// After the status writers: a disagreement's causes are read from them.
+	e.Findings = output.DecisionFindings(in, d, e)
+	r := row{Explanation: e, Binding: string(replicas.ConstraintOf(d))}
 	r.heldUnknown = past.Err != nil && heldByTime(r.Binding)
-	r.Findings = findingsOf(in, d, e)
 	if in.ScaleErr != nil {
 		code := cmdutil.TargetExitError(hpa, in.ScaleErr, o.clients.Discovery)
 		e.Error = &output.Error{ExitCode: code.Code, Reason: cmdutil.ExitReason(code.Code), Message: code.Error()}
 		// The target's error as explain words it, with what to do.
-		r.Findings[0].Message = code.Error()
+		e.Findings[0].Message = code.Error()
 	}
 	return r
 }
@@ -271,7 +274,8 @@ func errorRow(namespace, name string, err error) row {
 	if errors.As(err, &ee) {
 		msg = ee.Err.Error()
 	}
-	return row{Explanation: e, Findings: []Finding{{ID: FindingNotEvaluated, Severity: SeverityError, Message: msg}}}
+	e.Findings = []output.Finding{{ID: output.FindingNotEvaluated, Severity: lint.SeverityError, Message: msg}}
+	return row{Explanation: e}
 }
 
 func quoted(names []string) string {

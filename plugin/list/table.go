@@ -97,7 +97,7 @@ func (o *Options) shown(all []string) []string {
 func (o *Options) printProblems(out io.Writer, rows []row) {
 	first := true
 	for _, r := range rows {
-		for _, f := range r.Findings {
+		for _, f := range r.findings() {
 			if first {
 				fmt.Fprintln(out)
 				first = false
@@ -113,7 +113,7 @@ func (o *Options) printProblems(out io.Writer, rows []row) {
 // others) without.
 func cells(r row, wide bool) []string {
 	e := r.Explanation
-	out := []string{e.Metadata.Namespace, e.Metadata.Name, unknown, unknown, unknown, unknown, unknown, orNone(r.Binding), heldCell(r), unknown, unknown, problems(r.Findings), unknown}
+	out := []string{e.Metadata.Namespace, e.Metadata.Name, unknown, unknown, unknown, unknown, unknown, orNone(r.Binding), heldCell(r), unknown, unknown, problems(r.findings()), unknown}
 	if t := e.Target; t != nil {
 		out[2] = t.Kind + "/" + t.Name
 	}
@@ -216,7 +216,7 @@ func metricCell(m output.Metric) string {
 }
 
 // problems are the findings' IDs, worst first.
-func problems(fs []Finding) string {
+func problems(fs []output.Finding) string {
 	if len(fs) == 0 {
 		return "<none>"
 	}
@@ -249,7 +249,7 @@ func sortRows(rows []row, column string) {
 	slices.SortStableFunc(rows, func(a, b row) int {
 		switch column {
 		case "PROBLEMS":
-			return cmp.Or(cmp.Compare(worst(a.Findings), worst(b.Findings)), cmp.Compare(len(b.Findings), len(a.Findings)))
+			return cmp.Or(cmp.Compare(worst(a.findings()), worst(b.findings())), cmp.Compare(len(b.findings()), len(a.findings())))
 		case "CURRENT", "WOULD BE":
 			x, errX := strconv.Atoi(cells(a, false)[i])
 			y, errY := strconv.Atoi(cells(b, false)[i])

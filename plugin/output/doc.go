@@ -37,11 +37,15 @@
 //	                   sync and the end of a stabilization hold fall, or why it failed
 //	whatIf[]           inputs changed by --set-target/--assume (the cluster was not touched)
 //	warnings[]         reason + message for conditions that make the decision surprising
+//	findings[]         the HPA's problems, worst first (list's PROBLEMS): those the decision
+//	                   shows (Blind, AmbiguousSelector, CappedAtMax, ...) and kubectl hpa lint's
+//	                   rules' (HPA001, ...): id, severity, message, and for a rule's the field
+//	                   path, the object it is in when not the HPA, why and fix
 //	trace[]            the core's ordered steps
 //
 // Files by job: types.go and simulation.go are the schemas; build.go builds an Explanation
 // from what was read and decided (Facts), verdict.go words its verdict; format.go holds the
 // formatters the commands share (a metric's short name, targets, current values,
-// quantities); text.go and simulation_text.go are the text renderers, yaml.go the YAML
+// quantities); findings.go the findings and their one text form (explain's, lint's); text.go and simulation_text.go are the text renderers, yaml.go the YAML
 // printer of -o yaml.
 package output

@@ -113,6 +113,12 @@ func (r *textRenderer) render(e *Explanation) {
 			r.line(1, "%s: %s", w.Reason, w.Message)
 		}
 	}
+	if len(e.Findings) > 0 {
+		r.line(0, "Findings (this decision's problems and kubectl hpa lint's rules, worst first):")
+		for _, f := range e.Findings {
+			WriteFinding(r.b, f, "")
+		}
+	}
 
 	r.line(0, "")
 	if e.Error == nil {

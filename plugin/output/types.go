@@ -58,7 +58,10 @@ type Explanation struct {
 	History       *History    `json:"history,omitempty"`
 	WhatIf        []WhatIf    `json:"whatIf,omitempty"`
 	Warnings      []Warning   `json:"warnings,omitempty"`
-	Trace         []Step      `json:"trace,omitempty"`
+	// Findings are the HPA's problems, worst first: those its decision shows and those of
+	// kubectl hpa lint's rules (list's PROBLEMS).
+	Findings []Finding `json:"findings,omitempty"`
+	Trace    []Step    `json:"trace,omitempty"`
 }
 
 // Metadata identifies the HPA explained.

@@ -16,8 +16,12 @@ import (
 )
 
 // explainMaxRequests is what one explain may send with a warm discovery cache: the HPA
-// beside its rescale events, the target's scale, the pods beside their metrics.
-const explainMaxRequests = 5
+// beside its rescale events, the target's scale, the pods, their metrics (5), and 3 lists that
+// give explain list's decision and findings: the namespace's HPAs (whether another selects the
+// same pods: upstream's AmbiguousSelector), and for the lint rules the targeted kind's workloads
+// (one Deployment list: the rules read the target's pod template, and it gives the other HPAs'
+// target selectors without a scale GET each) and the PodDisruptionBudgets.
+const explainMaxRequests = 8
 
 // TestExplainCostFromTheAuditLog counts, in the API server's audit log, the requests of one
 // `kubectl hpa explain` with warm caches (the kubectl on PATH is a dispatcher that may send a
@@ -40,10 +44,12 @@ func TestExplainCostFromTheAuditLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Run(ctx, "hpa", "explain", "web", "-n", ns); err != nil {
+	text, err := k.Run(ctx, "hpa", "explain", "web", "-n", ns)
+	if err != nil {
 		t.Fatal(err)
 	}
 	reqs := completedSince(t, mark, user)
+	t.Logf("kubectl hpa explain web -n %s:\n%s", ns, text)
 	var ours, dispatcher []cluster.AuditRequest
 	for _, r := range reqs {
 		if strings.HasPrefix(r.UserAgent, "kubectl-hpa/") {

@@ -137,6 +137,24 @@ func listSituations() []listSituation {
 			waitMetricsAfterReadiness(t, ns)
 		},
 		want: map[string]listWant{"web": {"None", "HPA003"}},
+	}, {
+		// Two HPAs on one Deployment: upstream's controller scales neither while their pods
+		// overlap (ScalingActive=False, AmbiguousSelector), and lint's HPA011 names the other.
+		// Their metrics are not read, so none are waited for.
+		name: "ambiguous",
+		setup: func(t *testing.T, ns string) {
+			loadedWorkload(t, ns, 2, 100)
+			createHPA(t, ns, hpaSpec{})
+			second := hpaSpec{}.build(ns)
+			second.Name = "web-2"
+			if _, err := shared.Client().AutoscalingV2().HorizontalPodAutoscalers(ns).Create(context.Background(), second, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		want: map[string]listWant{
+			"web":   {"Selector", "AmbiguousSelector,HPA011,HPA003"},
+			"web-2": {"Selector", "AmbiguousSelector,HPA011,HPA003"},
+		},
 	}}
 }
 
@@ -168,14 +186,12 @@ func listTable(t *testing.T, out string) map[string]listRow {
 
 // TestListShowsEachSituationAsExplainDecidesItWithBatchedReadsAndNoWrites makes, one namespace
 // each, the situations docs/list.md names (an HPA capped at max, held by a scale-down window,
-// blind, without the requests its target needs, fought over, healthy), then checks that `kubectl hpa list -A`
+// blind, without the requests its target needs, fought over, healthy, two HPAs selecting the
+// same pods), then checks that `kubectl hpa list -A`
 // shows each with its BINDING and PROBLEMS, that every row's decision is what `kubectl hpa
 // explain` decides for that HPA right after, and, from the audit log, that list only read, with
 // a constant number of lists per namespace (not one per HPA). It reports list's wall time beside
 // kubectl get and describe hpa -A on the same cluster (not asserted: the machine is shared).
-// Two HPAs on one Deployment are not here: list decides neither (AmbiguousSelector, as
-// upstream's controller; plugin/list's unit test), but explain does not look at other HPAs yet,
-// so the two would disagree.
 func TestListShowsEachSituationAsExplainDecidesItWithBatchedReadsAndNoWrites(t *testing.T) {
 	t.Parallel()
 	situations := listSituations()
@@ -262,7 +278,8 @@ func TestListShowsEachSituationAsExplainDecidesItWithBatchedReadsAndNoWrites(t *
 				if row.wouldBe != fmt.Sprint(e.Decision.DesiredReplicas) {
 					t.Errorf("list -A WOULD BE %s, list -o json decision %d", row.wouldBe, e.Decision.DesiredReplicas)
 				}
-				// explain exits non-zero for a blind HPA or one without requests, with its JSON.
+				// explain exits non-zero for a blind HPA, one without requests or one whose pods
+				// another HPA selects, with its JSON.
 				stdout, err := k.Run(ctx, "hpa", "explain", name, "-n", ns, "-o", "json")
 				var x output.Explanation
 				if jerr := json.Unmarshal([]byte(stdout), &x); jerr != nil || x.Decision == nil || x.Verdict == nil {
@@ -272,6 +289,14 @@ func TestListShowsEachSituationAsExplainDecidesItWithBatchedReadsAndNoWrites(t *
 				explained := fmt.Sprintf("%d -> %d (%s, %s)", x.Decision.CurrentReplicas, x.Decision.DesiredReplicas, x.Decision.Phase, x.Verdict.Constraint)
 				if got != explained {
 					t.Errorf("list decides %s for %s, explain %s", got, key, explained)
+				}
+				// explain prints the findings of the row's PROBLEMS.
+				var ids []string
+				for _, f := range x.Findings {
+					ids = append(ids, f.ID)
+				}
+				if found := strings.Join(ids, ","); found != row.problems {
+					t.Errorf("explain %s finds %s, list's PROBLEMS are %s", key, found, row.problems)
 				}
 				exit := "exit 0"
 				if err != nil {

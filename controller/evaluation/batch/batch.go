@@ -3,7 +3,6 @@ package batch
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -174,42 +173,19 @@ func (n *Namespace) readScale(ctx context.Context, ref autoscalingv2.CrossVersio
 }
 
 // OtherHPAs implements evaluation.OverlapFinder: the namespace's other HPAs whose target's
-// selector matches any of pods, as run's selector tracker finds them once every HPA has
-// synced (upstream then scales none of them). A target whose scale cannot be read selects
-// nothing, as an HPA that never synced does in the tracker.
+// selector matches any of pods (evaluation.TargetSelectors, the targets read from Read's lists),
+// as run's selector tracker finds them once every HPA has synced (upstream then scales none of
+// them).
 func (n *Namespace) OtherHPAs(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, _ labels.Selector, pods []*corev1.Pod) ([]string, error) {
-	var others []string
-	for name, sel := range n.targetSelectors(ctx) {
-		if name == hpa.Name {
-			continue
-		}
-		for _, p := range pods {
-			if sel.Matches(labels.Set(p.Labels)) {
-				others = append(others, n.name+"/"+name)
-				break
-			}
-		}
-	}
-	slices.Sort(others)
-	return others, nil
-}
-
-// targetSelectors are the selectors of the HPAs' targets by HPA name (those that select
-// something), parsed once for the namespace rather than once per pair of HPAs.
-func (n *Namespace) targetSelectors(ctx context.Context) map[string]labels.Selector {
 	n.selectorsOnce.Do(func() {
-		n.selectors = map[string]labels.Selector{}
-		for name, h := range n.hpas {
-			s, err := n.Scale(ctx, n.name, h.Spec.ScaleTargetRef)
-			if err != nil {
-				continue
-			}
-			if sel, err := labels.Parse(s.Selector); err == nil && !sel.Empty() {
-				n.selectors[name] = sel
-			}
+		hpas := make([]*autoscalingv2.HorizontalPodAutoscaler, 0, len(n.hpas))
+		for _, h := range n.hpas {
+			hpas = append(hpas, h)
 		}
+		// Parsed once for the namespace rather than once per pair of HPAs.
+		n.selectors = evaluation.TargetSelectors(ctx, n, n.name, hpas)
 	})
-	return n.selectors
+	return evaluation.OtherHPAsSelecting(hpa, n.selectors, pods), nil
 }
 
 // Workloads are the objects of kind gk Read listed (it lists the kinds of listedKinds the

@@ -253,3 +253,50 @@ func (l Pods) Pods(ctx context.Context, namespace string, selector labels.Select
 	}
 	return out, nil
 }
+
+// Overlaps is the evaluation.OverlapFinder of a one-shot command: the namespace's HPAs listed
+// once, and the selectors of their targets read through Scales, as batch finds them from its
+// lists (evaluation.TargetSelectors). A list that fails leaves the overlap unchecked rather
+// than failing the decision: OtherHPAs then finds none, and HPAs returns the list's error for
+// the caller to report.
+type Overlaps struct {
+	Kube kubernetes.Interface
+	// Scales reads the other HPAs' targets' scales.
+	Scales evaluation.ScaleReader
+
+	once sync.Once
+	hpas []*autoscalingv2.HorizontalPodAutoscaler
+	err  error
+}
+
+var _ evaluation.OverlapFinder = (*Overlaps)(nil)
+
+// HPAs lists namespace's HPAs, once: every later call returns the same list (or error).
+func (o *Overlaps) HPAs(ctx context.Context, namespace string) ([]*autoscalingv2.HorizontalPodAutoscaler, error) {
+	o.once.Do(func() {
+		list, err := o.Kube.AutoscalingV2().HorizontalPodAutoscalers(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			o.err = fmt.Errorf("listing the horizontalpodautoscalers of namespace %q: %w", namespace, err)
+			return
+		}
+		for i := range list.Items {
+			o.hpas = append(o.hpas, &list.Items[i])
+		}
+	})
+	return o.hpas, o.err
+}
+
+// OtherHPAs implements evaluation.OverlapFinder.
+func (o *Overlaps) OtherHPAs(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, _ labels.Selector, pods []*corev1.Pod) ([]string, error) {
+	all, err := o.HPAs(ctx, hpa.Namespace)
+	if err != nil {
+		return nil, nil //nolint:nilerr // unchecked, not failed: HPAs reports the error
+	}
+	others := make([]*autoscalingv2.HorizontalPodAutoscaler, 0, len(all))
+	for _, h := range all {
+		if h.Name != hpa.Name {
+			others = append(others, h)
+		}
+	}
+	return evaluation.OtherHPAsSelecting(hpa, evaluation.TargetSelectors(ctx, o.Scales, hpa.Namespace, others), pods), nil
+}
