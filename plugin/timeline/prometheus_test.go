@@ -1,0 +1,207 @@
+package timeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+)
+
+// fakeProm is a Prometheus holding an hour of a Deployment's cpu: four pods throughout
+// (web-0..web-3, the fixture's), four more from 40 to 20 minutes ago (gone now), sharing a
+// demand of 400m until 45 minutes ago, 1600m until 20 minutes ago, 200m since; scraped every
+// 15s. With ksm, kube-state-metrics' series of the HPA say 4 replicas, 8 from scaleUp, 2
+// from scaleDown (its scrapes see a rescale 10s after the sync that made it).
+type fakeProm struct {
+	ksm                bool
+	scaleUp, scaleDown time.Time
+
+	mu      sync.Mutex
+	queries []string
+}
+
+var (
+	fakeSurge = cmdtest.Now.Add(-45 * time.Minute)
+	fakeMore  = cmdtest.Now.Add(-40 * time.Minute)
+	fakeCalm  = cmdtest.Now.Add(-20 * time.Minute)
+	fakeStart = cmdtest.Now.Add(-2 * time.Hour)
+)
+
+// usage is each running pod's cpu in cores from t on, and the pods running then.
+func usage(t time.Time) (float64, int) {
+	n := 4
+	if !t.Before(fakeMore) && t.Before(fakeCalm) {
+		n = 8
+	}
+	demand := 0.4
+	switch {
+	case !t.Before(fakeCalm):
+		demand = 0.2
+	case !t.Before(fakeSurge):
+		demand = 1.6
+	}
+	return demand / float64(n), n
+}
+
+// counter is a pod's cpu usage counter at t: the integral of its usage since it started.
+func counter(from, t time.Time) float64 {
+	var total float64
+	bounds := []time.Time{fakeSurge, fakeMore, fakeCalm}
+	for at := from; at.Before(t); {
+		next := t
+		for _, b := range bounds {
+			if b.After(at) && b.Before(next) {
+				next = b
+			}
+		}
+		u, _ := usage(at)
+		total += u * next.Sub(at).Seconds()
+		at = next
+	}
+	return total
+}
+
+func (p *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_ = r.ParseForm()
+	q := r.Form.Get("query")
+	p.mu.Lock()
+	p.queries = append(p.queries, q)
+	p.mu.Unlock()
+	f := func(k string) float64 { v, _ := strconv.ParseFloat(r.Form.Get(k), 64); return v }
+	unix := func(v float64) time.Time { return time.Unix(0, int64(v*1e9)) }
+	var result []any
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/query"): // the raw counters over a range
+		span, err := time.ParseDuration(q[strings.LastIndex(q, "[")+1 : len(q)-1])
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		end := unix(f("time"))
+		for i := range 8 {
+			pod, from, until := fmt.Sprintf("web-%d", i), fakeStart, end
+			if i >= 4 {
+				pod, from, until = fmt.Sprintf("web-abc12-x%d", i), fakeMore, fakeCalm
+			}
+			var values []any
+			for ts := end.Add(-span).Truncate(15 * time.Second).Add(15 * time.Second); !ts.After(end); ts = ts.Add(15 * time.Second) {
+				if ts.Before(from) || !ts.Before(until) {
+					continue
+				}
+				values = append(values, []any{float64(ts.Unix()), strconv.FormatFloat(counter(from, ts), 'f', -1, 64)})
+			}
+			if len(values) > 0 {
+				result = append(result, map[string]any{"metric": map[string]string{"pod": pod, "container": "app"}, "values": values})
+			}
+		}
+	case strings.Contains(q, "kube_horizontalpodautoscaler") && p.ksm: // kube-state-metrics
+		var values []any
+		for ts := f("start"); ts <= f("end"); ts += f("step") {
+			n := 4
+			switch at := unix(ts).Add(-10 * time.Second); {
+			case !at.Before(p.scaleDown):
+				n = 2
+			case !at.Before(p.scaleUp):
+				n = 8
+			}
+			values = append(values, []any{ts, strconv.Itoa(n)})
+		}
+		result = append(result, map[string]any{"metric": map[string]string{}, "values": values})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "matrix", "result": result}})
+}
+
+// promTimeline runs timeline --prometheus-url over the fixture (web's 4 pods at 200m
+// requested, cpu target 50%, max 8) and fake Prometheus p.
+func promTimeline(t *testing.T, p *fakeProm, args ...string) output.Timeline {
+	t.Helper()
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	f := cmdtest.NewFixture()
+	f.SetPods(4, "200m", "50m")
+	f.HPA.Spec.MaxReplicas = 8
+	f.HPA.Spec.Metrics[0].Resource.Target.AverageUtilization = ptr.To[int32](50)
+	ec, _ := f.Build()
+	r := runTimeline(t, ec, append([]string{"web", "-n", "shop", "--since", "1h", "--prometheus-url", srv.URL, "--all-syncs", "-o", "json"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var tl output.Timeline
+	if err := json.Unmarshal([]byte(r.stdout), &tl); err != nil {
+		t.Fatal(err)
+	}
+	return tl
+}
+
+func rescaleLines(tl output.Timeline) string {
+	var out []string
+	for _, r := range tl.Rescales {
+		out = append(out, fmt.Sprintf("-%s %d->%d", cmdtest.Now.Sub(r.Time.Time), *r.From, r.To))
+	}
+	return strings.Join(out, ", ")
+}
+
+// The replay of the hour: every sync every 15s, the scale-up to max at the first sync after
+// the surge whose one-minute average is above the tolerance, held at max while the gone pods
+// ran, and the scale-down to 2 once the 5-minute window passed over the calm.
+func TestTimelineFromPrometheusReplaysEverySyncOfThePeriod(t *testing.T) {
+	p := &fakeProm{}
+	tl := promTimeline(t, p)
+	if tl.Source.Kind != output.TimelinePrometheus || tl.Source.Exact || len(tl.Syncs) != 240 {
+		t.Errorf("source %s (exact %v), %d syncs; want a replay from prometheus, not exact, 240 syncs", tl.Source.Kind, tl.Source.Exact, len(tl.Syncs))
+	}
+	if got, want := rescaleLines(tl), "-44m45s 4->8, -14m45s 8->2"; got != want {
+		t.Errorf("rescales %s, want %s", got, want)
+	}
+	found := map[string]output.TimelineFinding{}
+	for _, f := range tl.Findings {
+		found[f.Type] = f
+	}
+	if f := found[output.FindingCappedAtMax]; !f.Found || f.Seconds < 20*60 {
+		t.Errorf("capped at max: %+v, want at least the 20 minutes the extra pods ran", f)
+	}
+	if f := found[output.FindingBlind]; f.Found {
+		t.Errorf("blind: %+v, want never (every pod has samples)", f)
+	}
+	if f := found[output.FindingFlapping]; f.Found {
+		t.Errorf("flapping: %+v, want none (two rescales 30 minutes apart)", f)
+	}
+	notes := strings.Join(tl.Source.Notes, "\n")
+	if !strings.Contains(notes, "no kube-state-metrics series") || !strings.Contains(tl.Source.Queries[0], "container_cpu_usage_seconds_total") {
+		t.Errorf("notes %q, queries %q: want the missing kube-state-metrics said and the cpu query listed", notes, tl.Source.Queries)
+	}
+	for _, s := range tl.Syncs {
+		if s.Observed != nil {
+			t.Fatalf("sync at %s has observed replicas %d without kube-state-metrics", s.Time, *s.Observed)
+		}
+	}
+}
+
+// With kube-state-metrics' series, the replicas at each sync are those it saw, and the output
+// says how often the replay decided what the controller did.
+func TestTimelineFromPrometheusTakesTheReplicasKubeStateMetricsSaw(t *testing.T) {
+	p := &fakeProm{ksm: true, scaleUp: cmdtest.Now.Add(-44*time.Minute - 45*time.Second), scaleDown: cmdtest.Now.Add(-14*time.Minute - 45*time.Second)}
+	tl := promTimeline(t, p)
+	if got, want := rescaleLines(tl), "-44m45s 4->8, -14m45s 8->2"; got != want {
+		t.Errorf("rescales %s, want %s", got, want)
+	}
+	for _, s := range tl.Syncs {
+		if s.Observed == nil {
+			t.Fatalf("sync at %s has no observed replicas", s.Time)
+		}
+	}
+	if notes := strings.Join(tl.Source.Notes, "\n"); !strings.Contains(notes, "kube-state-metrics saw the controller's decision at 240 of 240 syncs; the replay decided the same at 240") {
+		t.Errorf("notes %q, want the agreement at every sync", notes)
+	}
+}
