@@ -87,7 +87,10 @@ func ReplayPeriod(ctx context.Context, r *prometheus.Reader, in replicas.Input, 
 	}
 	rp.firstSeen = firstSeen(series)
 	current, desired := KubeStateMetricsQueries(in.HPA.Namespace, in.HPA.Name)
-	rp.observed, err = r.Range(ctx, current, grid, "")
+	// A sync's status is scraped after it: a period longer by one sync.
+	statusGrid := grid
+	statusGrid.End = in.Now.Add(syncPeriod)
+	rp.observed, err = r.Range(ctx, current, statusGrid, "")
 	switch {
 	case errors.Is(err, prometheus.ErrNoSeries):
 		rp.Notes = append(rp.Notes, "Prometheus has no kube-state-metrics series of this HPA (kube_horizontalpodautoscaler_status_current_replicas): the replicas at each sync are the replay's own, from the pods with a sample at its start")
@@ -96,7 +99,7 @@ func ReplayPeriod(ctx context.Context, r *prometheus.Reader, in replicas.Input, 
 	default:
 		rp.KubeStateMetrics = true
 		rp.Queries = append(rp.Queries, current)
-		if rp.observedWant, err = r.Range(ctx, desired, grid, ""); err == nil {
+		if rp.observedWant, err = r.Range(ctx, desired, statusGrid, ""); err == nil {
 			rp.Queries = append(rp.Queries, desired)
 		} else if !errors.Is(err, prometheus.ErrNoSeries) {
 			return nil, err
@@ -104,7 +107,8 @@ func ReplayPeriod(ctx context.Context, r *prometheus.Reader, in replicas.Input, 
 	}
 
 	from0, to0, anchor, _ := syncPhaseRange(in.HPA, syncPeriod)
-	rp.Phase, rp.PhaseAnchor = (from0+(to0-from0)/2)%syncPeriod, anchor
+	// Whole seconds: a timeline's times are written to the second.
+	rp.Phase, rp.PhaseAnchor = ((from0 + (to0-from0)/2) % syncPeriod).Truncate(time.Second), anchor
 	if anchor == "" {
 		rp.Notes = append(rp.Notes, fmt.Sprintf("the controller's sync phase is unknown (no status write to anchor it): the syncs are placed %s into each period", rp.Phase))
 	}
@@ -132,7 +136,10 @@ func ReplayPeriod(ctx context.Context, r *prometheus.Reader, in replicas.Input, 
 		}
 		scale := *in.Scale
 		scale.SpecReplicas = cur
-		if n, ok := valueAt(rp.observed, t); ok {
+		// The status this sync writes holds the replicas it read (currentReplicas) and the
+		// count it decides (desiredReplicas) until the next sync: the latest scrape before it.
+		seen := t.Add(syncPeriod - time.Millisecond)
+		if n, ok := valueAt(rp.observed, seen); ok {
 			scale.SpecReplicas = n
 		}
 		scale.StatusReplicas = scale.SpecReplicas
@@ -146,9 +153,7 @@ func ReplayPeriod(ctx context.Context, r *prometheus.Reader, in replicas.Input, 
 			continue
 		}
 		s := PeriodSync{Now: t, Decision: d, Observed: -1}
-		// What this sync wrote is in the status until the next sync: the latest scrape
-		// before it.
-		if n, ok := valueAt(rp.observedWant, t.Add(syncPeriod-time.Millisecond)); ok {
+		if n, ok := valueAt(rp.observedWant, seen); ok {
 			s.Observed = n
 		}
 		rp.Syncs = append(rp.Syncs, s)

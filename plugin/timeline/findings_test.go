@@ -136,7 +136,7 @@ func TestChangesKeepTheSyncsWhereSomethingOtherThanValuesChanged(t *testing.T) {
 	}
 	syncs := []output.TimelineSync{
 		with(0, nil),
-		with(15*time.Second, func(s *output.TimelineSync) { s.Metrics[0].PercentOfTarget = pct(97) }), // a value only
+		with(15*time.Second, func(s *output.TimelineSync) { s.Metrics[0].PercentOfTarget = pct(97) }),  // a value only
 		with(30*time.Second, func(s *output.TimelineSync) { s.Metrics[0].PercentOfTarget = pct(105) }), // crosses the target
 		with(45*time.Second, func(s *output.TimelineSync) { s.Metrics[0].PercentOfTarget = pct(108) }), // a value only
 		with(60*time.Second, func(s *output.TimelineSync) { s.Metrics[0].PercentOfTarget = pct(108); s.Constraint = "None" }),

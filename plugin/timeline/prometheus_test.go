@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
@@ -20,11 +21,16 @@ import (
 // fakeProm is a Prometheus holding an hour of a Deployment's cpu: four pods throughout
 // (web-0..web-3, the fixture's), four more from 40 to 20 minutes ago (gone now), sharing a
 // demand of 400m until 45 minutes ago, 1600m until 20 minutes ago, 200m since; scraped every
-// 15s. With ksm, kube-state-metrics' series of the HPA say 4 replicas, 8 from scaleUp, 2
-// from scaleDown (its scrapes see a rescale 10s after the sync that made it).
+// 15s; with ksm, kube-state-metrics' series of the HPA.
+type ksmPoint struct {
+	// from is when the controller's sync wrote the status, current and desired what it wrote.
+	from             time.Time
+	current, desired int32
+}
+
 type fakeProm struct {
-	ksm                bool
-	scaleUp, scaleDown time.Time
+	// ksm are kube-state-metrics' replicas of the HPA from each time on (none: no series).
+	ksm []ksmPoint
 
 	mu      sync.Mutex
 	queries []string
@@ -79,7 +85,7 @@ func (p *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 	f := func(k string) float64 { v, _ := strconv.ParseFloat(r.Form.Get(k), 64); return v }
 	unix := func(v float64) time.Time { return time.Unix(0, int64(v*1e9)) }
-	var result []any
+	result := []any{}
 	switch {
 	case strings.HasSuffix(r.URL.Path, "/query"): // the raw counters over a range
 		span, err := time.ParseDuration(q[strings.LastIndex(q, "[")+1 : len(q)-1])
@@ -104,17 +110,19 @@ func (p *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				result = append(result, map[string]any{"metric": map[string]string{"pod": pod, "container": "app"}, "values": values})
 			}
 		}
-	case strings.Contains(q, "kube_horizontalpodautoscaler") && p.ksm: // kube-state-metrics
+	case strings.Contains(q, "kube_horizontalpodautoscaler") && len(p.ksm) > 0: // kube-state-metrics
 		var values []any
 		for ts := f("start"); ts <= f("end"); ts += f("step") {
-			n := 4
-			switch at := unix(ts).Add(-10 * time.Second); {
-			case !at.Before(p.scaleDown):
-				n = 2
-			case !at.Before(p.scaleUp):
-				n = 8
+			var n int32
+			for _, k := range p.ksm {
+				if !unix(ts).Before(k.from) {
+					n = k.desired
+					if strings.Contains(q, "current_replicas") {
+						n = k.current
+					}
+				}
 			}
-			values = append(values, []any{ts, strconv.Itoa(n)})
+			values = append(values, []any{ts, strconv.Itoa(int(n))})
 		}
 		result = append(result, map[string]any{"metric": map[string]string{}, "values": values})
 	}
@@ -130,6 +138,13 @@ func promTimeline(t *testing.T, p *fakeProm, args ...string) output.Timeline {
 	defer srv.Close()
 	f := cmdtest.NewFixture()
 	f.SetPods(4, "200m", "50m")
+	for _, pod := range f.Pods { // running since before the period, as their series say
+		started := metav1.NewTime(fakeStart)
+		pod.Status.StartTime, pod.CreationTimestamp = &started, started
+		for i := range pod.Status.Conditions {
+			pod.Status.Conditions[i].LastTransitionTime = started
+		}
+	}
 	f.HPA.Spec.MaxReplicas = 8
 	f.HPA.Spec.Metrics[0].Resource.Target.AverageUtilization = ptr.To[int32](50)
 	ec, _ := f.Build()
@@ -152,17 +167,39 @@ func rescaleLines(tl output.Timeline) string {
 	return strings.Join(out, ", ")
 }
 
-// The replay of the hour: every sync every 15s, the scale-up to max at the first sync after
-// the surge whose one-minute average is above the tolerance, held at max while the gone pods
+// The replay of the hour: every sync every 15s, the scale-up at the first sync after the
+// surge whose one-minute average is above the tolerance, held at max while the gone pods
 // ran, and the scale-down to 2 once the 5-minute window passed over the calm.
 func TestTimelineFromPrometheusReplaysEverySyncOfThePeriod(t *testing.T) {
-	p := &fakeProm{}
-	tl := promTimeline(t, p)
+	tl := promTimeline(t, &fakeProm{})
 	if tl.Source.Kind != output.TimelinePrometheus || tl.Source.Exact || len(tl.Syncs) != 240 {
 		t.Errorf("source %s (exact %v), %d syncs; want a replay from prometheus, not exact, 240 syncs", tl.Source.Kind, tl.Source.Exact, len(tl.Syncs))
 	}
-	if got, want := rescaleLines(tl), "-44m45s 4->8, -14m45s 8->2"; got != want {
-		t.Errorf("rescales %s, want %s", got, want)
+	rs := tl.Rescales
+	if len(rs) < 2 {
+		t.Fatalf("rescales %s, want up after the surge and down after the calm", rescaleLines(tl))
+	}
+	first, last := rs[0], rs[len(rs)-1]
+	within := func(r output.TimelineRescale, from, to time.Duration) bool {
+		ago := cmdtest.Now.Sub(r.Time.Time)
+		return ago < from && ago >= to
+	}
+	if first.Direction != "up" || *first.From != 4 || !within(first, 45*time.Minute, 44*time.Minute) ||
+		last.Direction != "down" || last.To != 2 || !within(last, 15*time.Minute, 13*time.Minute) {
+		t.Errorf("rescales %s, want 4 up within the minute after the surge (-45m), and down to 2 five minutes after the calm (-20m)", rescaleLines(tl))
+	}
+	// Up to max, then down: one reversal, 30 minutes after.
+	peak := 0
+	for i, r := range rs {
+		if r.To == 8 {
+			peak = i
+		}
+	}
+	for i, r := range rs {
+		if (i <= peak) != (r.Direction == "up") {
+			t.Errorf("rescales %s, want scale-ups to 8, then scale-downs only", rescaleLines(tl))
+			break
+		}
 	}
 	found := map[string]output.TimelineFinding{}
 	for _, f := range tl.Findings {
@@ -175,7 +212,7 @@ func TestTimelineFromPrometheusReplaysEverySyncOfThePeriod(t *testing.T) {
 		t.Errorf("blind: %+v, want never (every pod has samples)", f)
 	}
 	if f := found[output.FindingFlapping]; f.Found {
-		t.Errorf("flapping: %+v, want none (two rescales 30 minutes apart)", f)
+		t.Errorf("flapping: %+v, want none (the scale-downs 30 minutes after the scale-ups)", f)
 	}
 	notes := strings.Join(tl.Source.Notes, "\n")
 	if !strings.Contains(notes, "no kube-state-metrics series") || !strings.Contains(tl.Source.Queries[0], "container_cpu_usage_seconds_total") {
@@ -188,13 +225,20 @@ func TestTimelineFromPrometheusReplaysEverySyncOfThePeriod(t *testing.T) {
 	}
 }
 
-// With kube-state-metrics' series, the replicas at each sync are those it saw, and the output
-// says how often the replay decided what the controller did.
+// With kube-state-metrics' series the replicas at each sync are those it saw: here those of
+// the controller the replay is, so the timeline is the same,
+// and the output says the replay decided what the controller set at every sync.
 func TestTimelineFromPrometheusTakesTheReplicasKubeStateMetricsSaw(t *testing.T) {
-	p := &fakeProm{ksm: true, scaleUp: cmdtest.Now.Add(-44*time.Minute - 45*time.Second), scaleDown: cmdtest.Now.Add(-14*time.Minute - 45*time.Second)}
+	alone := promTimeline(t, &fakeProm{})
+	// Each sync writes the replicas it read and those it decided; kube-state-metrics scrapes
+	// them a second later.
+	p := &fakeProm{}
+	for _, s := range alone.Syncs {
+		p.ksm = append(p.ksm, ksmPoint{s.Time.Add(time.Second), s.Replicas, s.Desired})
+	}
 	tl := promTimeline(t, p)
-	if got, want := rescaleLines(tl), "-44m45s 4->8, -14m45s 8->2"; got != want {
-		t.Errorf("rescales %s, want %s", got, want)
+	if got, want := rescaleLines(tl), rescaleLines(alone); got != want {
+		t.Errorf("rescales %s, want the replay's own %s", got, want)
 	}
 	for _, s := range tl.Syncs {
 		if s.Observed == nil {
