@@ -28,6 +28,7 @@ var commands = map[string][]string{
 	"rbac":       {"rbac"},
 	"lint":       {"lint"},
 	"list":       {"list"},
+	"timeline":   {"timeline"},
 }
 
 // optionsLine ends the help of every command: the global flags are listed once, by

@@ -1,6 +1,6 @@
 // Package plugin is the root command, kubectl hpa: its global flags and logging, and one
-// subcommand from each command package (explain, list, lint, run, simulate, tune, rbac, version,
-// completion).
+// subcommand from each command package (explain, list, lint, run, simulate, timeline, tune,
+// rbac, version, completion).
 package plugin
 
 import (
@@ -25,6 +25,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/rbac"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/run"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/simulate"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/timeline"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/tune"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/version"
 )
@@ -67,6 +68,7 @@ and can run the control loop in the foreground.`,
 	cmd.AddCommand(list.NewCmdList(configFlags, streams))
 	cmd.AddCommand(run.NewCmdRun(configFlags, streams))
 	cmd.AddCommand(simulate.NewCmdSimulate(configFlags, streams))
+	cmd.AddCommand(timeline.NewCmdTimeline(configFlags, streams))
 	cmd.AddCommand(tune.NewCmdTune(configFlags, streams))
 	cmd.AddCommand(lint.NewCmdLint(configFlags, streams))
 	cmd.AddCommand(rbac.NewCmdRBAC(streams))

@@ -163,8 +163,21 @@ func readReplaySeries(ctx context.Context, r *prometheus.Reader, in replicas.Inp
 	plan.grid = prometheus.Grid{Start: anchor.Add(-n * step), End: anchor, Step: step}
 	pods := replayPods(in)
 	plan.rateWindow = r.Window(plan.sampleWindow)
-	out := make([]MetricSeries, len(in.HPA.Spec.Metrics))
-	for i, spec := range in.HPA.Spec.Metrics {
+	out, queries, err := readSeries(ctx, r, in.HPA, pods, plan.rateWindow, plan.grid)
+	plan.queries = queries
+	if err != nil {
+		return nil, plan, err
+	}
+	return out, plan, nil
+}
+
+// readSeries reads each of hpa's metrics on grid: cpu as metrics-server computes it from the
+// usage counter over rateWindow, other resources from cAdvisor, the rest through
+// --prometheus-query; per pod for pod metrics.
+func readSeries(ctx context.Context, r *prometheus.Reader, hpa *autoscalingv2.HorizontalPodAutoscaler, pods prometheus.Pods, rateWindow time.Duration, grid prometheus.Grid) ([]MetricSeries, []string, error) {
+	var queries []string
+	out := make([]MetricSeries, len(hpa.Spec.Metrics))
+	for i, spec := range hpa.Spec.Metrics {
 		name := replicas.MetricName(spec)
 		var (
 			s   prometheus.Series
@@ -181,9 +194,9 @@ func readReplaySeries(ctx context.Context, r *prometheus.Reader, in replicas.Inp
 			}
 			if res == corev1.ResourceCPU {
 				// The counter's increase over the window, as metrics-server computes it.
-				s, q, err = r.CPUAverages(ctx, pods, container, plan.rateWindow, plan.grid)
+				s, q, err = r.CPUAverages(ctx, pods, container, rateWindow, grid)
 			} else {
-				s, q, err = r.Resource(ctx, pods, res, container, plan.rateWindow, plan.grid)
+				s, q, err = r.Resource(ctx, pods, res, container, rateWindow, grid)
 			}
 			out[i].Pods = s
 		default:
@@ -197,12 +210,12 @@ func readReplaySeries(ctx context.Context, r *prometheus.Reader, in replicas.Inp
 				metric = spec.External.Metric.Name
 			}
 			var ok bool
-			q, ok, err = r.NamedQuery(metric, pods, object, plan.rateWindow)
+			q, ok, err = r.NamedQuery(metric, pods, object, rateWindow)
 			if err == nil && !ok {
-				return nil, plan, fmt.Errorf("metric %d (%s) has no cAdvisor series: name its series with --prometheus-query %s=PROMQL", i, name, metric)
+				return nil, queries, fmt.Errorf("metric %d (%s) has no cAdvisor series: name its series with --prometheus-query %s=PROMQL", i, name, metric)
 			}
 			if err == nil {
-				s, err = r.Range(ctx, q, plan.grid, key)
+				s, err = r.Range(ctx, q, grid, key)
 			}
 			if key == "pod" {
 				out[i].Pods = s
@@ -211,11 +224,11 @@ func readReplaySeries(ctx context.Context, r *prometheus.Reader, in replicas.Inp
 			}
 		}
 		if err != nil {
-			return nil, plan, fmt.Errorf("metric %d (%s): %w", i, name, err)
+			return nil, queries, fmt.Errorf("metric %d (%s): %w", i, name, err)
 		}
-		plan.queries = append(plan.queries, q)
+		queries = append(queries, q)
 	}
-	return out, plan, nil
+	return out, queries, nil
 }
 
 // replayPods names the pods whose series count: the current ones, and those a controller

@@ -1,0 +1,175 @@
+package timeline
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+)
+
+// readHPA gets the HPA, its failure made actionable.
+func (o *Options) readHPA(ctx context.Context, c *cmdutil.Clients) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+	hpa, err := c.Kube.AutoscalingV2().HorizontalPodAutoscalers(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, cmdutil.HPAGetError(ctx, c.Kube, c.Host, o.Namespace, o.ExplicitNamespace, o.Name, err)
+	}
+	return hpa, nil
+}
+
+// fromEvents is the coarse timeline: the rescales the HPA's SuccessfulRescale events show in
+// [now-since, now] (and the size before the first from the one before the period), the
+// status now, and what kubectl hpa run persisted on the HPA, said in a note.
+func (o *Options) fromEvents(ctx context.Context, c *cmdutil.Clients, now time.Time) (*output.Timeline, error) {
+	hpa, err := o.readHPA(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	known, _ := live.EventReader(c.Kube, o.Config).History(ctx, o.Namespace, o.Name).(history.Events)
+	if known.Err != nil {
+		return nil, cmdutil.APIExitError(fmt.Sprintf("listing the events of horizontalpodautoscaler %q in namespace %q", o.Name, o.Namespace), known.Err)
+	}
+	from := now.Add(-o.Since)
+	src := output.TimelineSource{Kind: output.TimelineEvents, Name: "SuccessfulRescale events and status"}
+	t := newTimeline(hpa, from, now, src)
+	t.Rescales = rescalesFromEvents(known.Events, from, now)
+	if len(t.Rescales) == 0 {
+		if err := nothingKnown(hpa, from, o.Since); err != nil {
+			return nil, err
+		}
+	}
+	t.Source.Notes = append(t.Source.Notes, "the API server keeps events for an hour by default (kube-apiserver --event-ttl): older rescales are not visible")
+	if rec, ok, err := history.ReadRecorded(hpa, o.Config, now, now); ok && err == nil {
+		t.Source.Notes = append(t.Source.Notes, fmt.Sprintf("kubectl hpa run decides this HPA (its history in the annotation %s was written at %s): run --record FILE keeps every sync, for timeline --record",
+			annotation.Key, rec.Record.At.UTC().Format(time.RFC3339)))
+	}
+	// A point at the start with the size then, one per rescale, one now with the status.
+	if start, ok := sizeAt(t.Rescales, hpa, from); ok {
+		t.Syncs = append(t.Syncs, output.TimelineSync{Time: metav1.NewTime(from.UTC()), Replicas: start, Desired: start})
+	}
+	for _, r := range t.Rescales {
+		s := output.TimelineSync{Time: r.Time, Desired: r.To, Rescale: true, Reason: r.Cause}
+		if r.From != nil {
+			s.Replicas = *r.From
+		}
+		t.Syncs = append(t.Syncs, s)
+	}
+	t.Syncs = append(t.Syncs, output.TimelineSync{Time: metav1.NewTime(now.UTC()), Replicas: hpa.Status.CurrentReplicas,
+		Desired: hpa.Status.DesiredReplicas, Constraint: constraintOfStatus(hpa.Status.Conditions)})
+	return t, nil
+}
+
+// nothingKnown is the error for a period of which neither events nor status say anything:
+// without status.lastScaleTime the replicas may have changed at any time.
+func nothingKnown(hpa *autoscalingv2.HorizontalPodAutoscaler, from time.Time, since time.Duration) error {
+	if lst := hpa.Status.LastScaleTime; lst != nil && !lst.After(from) {
+		return nil // no rescale since before the period: the size held throughout
+	}
+	return &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf(
+		"nothing is known of horizontalpodautoscaler %s/%s's last %s: no SuccessfulRescale event (the API server keeps them an hour by default) and no status.lastScaleTime before the period; "+
+			"give --prometheus-url to replay its metrics, or --record FILE from kubectl hpa run --record", hpa.Namespace, hpa.Name, since)}
+}
+
+// rescalesFromEvents are the rescales in [from, to] the events show, oldest first, each
+// from the size the previous event set (unknown for the first without one before it).
+func rescalesFromEvents(events []corev1.Event, from, to time.Time) []output.TimelineRescale {
+	type seen struct {
+		at     time.Time
+		size   int32
+		reason string
+	}
+	var all []seen
+	for _, ev := range events {
+		var n int32
+		if _, err := fmt.Sscanf(ev.Message, "New size: %d;", &n); err != nil {
+			continue
+		}
+		_, reason, _ := strings.Cut(ev.Message, "reason: ")
+		all = append(all, seen{history.EventTime(ev), n, reason})
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].at.Before(all[j].at) })
+	out := []output.TimelineRescale{}
+	for i, s := range all {
+		if s.at.Before(from) || s.at.After(to) {
+			continue
+		}
+		r := output.TimelineRescale{Time: metav1.NewTime(s.at.UTC()), To: s.size, Cause: s.reason, Direction: "down"}
+		if strings.Contains(s.reason, "above") {
+			r.Direction = "up"
+		}
+		if i > 0 {
+			prev := all[i-1].size
+			r.From, r.Direction = &prev, direction(prev, s.size)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// sizeAt is the target's size at from: the size the last rescale before it set, or the
+// first rescale's previous size, or, without a rescale since, the status' current replicas.
+func sizeAt(rescales []output.TimelineRescale, hpa *autoscalingv2.HorizontalPodAutoscaler, from time.Time) (int32, bool) {
+	if len(rescales) > 0 {
+		if rescales[0].From != nil {
+			return *rescales[0].From, true
+		}
+		return 0, false
+	}
+	if lst := hpa.Status.LastScaleTime; lst != nil && !lst.After(from) {
+		return hpa.Status.CurrentReplicas, true
+	}
+	return 0, false
+}
+
+// constraintOfStatus is what the conditions the controller last wrote say held the count,
+// in ConstraintOf's names; empty when they say nothing (the tolerance is not written).
+func constraintOfStatus(conds []autoscalingv2.HorizontalPodAutoscalerCondition) string {
+	byType := map[autoscalingv2.HorizontalPodAutoscalerConditionType]autoscalingv2.HorizontalPodAutoscalerCondition{}
+	for _, c := range conds {
+		byType[c.Type] = c
+	}
+	if c, ok := byType[autoscalingv2.AbleToScale]; ok && c.Status == corev1.ConditionFalse {
+		return string(replicas.ConstraintScaleUnavailable)
+	}
+	if c, ok := byType[autoscalingv2.ScalingActive]; ok && c.Status == corev1.ConditionFalse {
+		switch c.Reason {
+		case "InvalidSelector", "AmbiguousSelector":
+			return string(replicas.ConstraintSelector)
+		case "ScalingDisabled":
+			return string(replicas.ConstraintScalingDisabled)
+		}
+		return string(replicas.ConstraintMetricsUnavailable)
+	}
+	if c, ok := byType[autoscalingv2.ScalingLimited]; ok && c.Status == corev1.ConditionTrue {
+		switch c.Reason {
+		case "TooManyReplicas":
+			return string(replicas.ConstraintMaxReplicas)
+		case "TooFewReplicas":
+			return string(replicas.ConstraintMinReplicas)
+		case "ScaleUpLimit":
+			return string(replicas.ConstraintScaleUpLimit)
+		case "ScaleDownLimit":
+			return string(replicas.ConstraintScaleDownLimit)
+		}
+	}
+	if c, ok := byType[autoscalingv2.AbleToScale]; ok {
+		switch c.Reason {
+		case "ScaleUpStabilized":
+			return string(replicas.ConstraintScaleUpStabilization)
+		case "ScaleDownStabilized":
+			return string(replicas.ConstraintScaleDownStabilization)
+		}
+	}
+	return ""
+}

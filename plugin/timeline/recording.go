@@ -1,0 +1,94 @@
+package timeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/rerun"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+)
+
+// fromRecording is the timeline a kubectl hpa run --record file holds for the HPA: every
+// sync as run made it (its replicas, decision, rescale and cause), each re-decided through
+// the core (controller/rerun) for the constraint that held it, which the file does not keep.
+// The period is the last since of the recording, ending at its last sync of the HPA.
+func fromRecording(ctx context.Context, path, namespace string, explicitNS bool, name string, since time.Duration) (*output.Timeline, error) {
+	rec, err := recording.Open(path)
+	if err != nil {
+		return nil, cmdutil.UsageErrorf("--record: %v", err)
+	}
+	key, err := recordedKey(rec, namespace, explicitNS, name)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := rerun.Run(ctx, rec, rerun.Options{Keys: []string{key}})
+	if err != nil {
+		return nil, &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("--record: %w", err)}
+	}
+	last := rep.Syncs[len(rep.Syncs)-1]
+	to := last.Now
+	from := to.Add(-since)
+	if first := rep.Syncs[0].Now; first.After(from) {
+		from = first
+	}
+	src := output.TimelineSource{Kind: output.TimelineRecording, Name: path, Exact: rep.Equal()}
+	if covered := to.Sub(rep.Syncs[0].Now); covered < since {
+		src.Notes = append(src.Notes, fmt.Sprintf("the recording covers %s of the %s asked (--since)", covered.Round(time.Second), since))
+	}
+	if !rep.Equal() {
+		d := rep.Divergences[0]
+		src.Notes = append(src.Notes, fmt.Sprintf("re-deciding the recording differs from it at %d field(s), first %s: the replicas and rescales are run's, the constraints the re-decision's", len(rep.Divergences), d))
+	}
+	t := newTimeline(last.Input.HPA, from, to, src)
+	t.SyncPeriodSeconds = rec.Header.Controller.SyncPeriod.Std().Seconds()
+	for _, s := range rep.Syncs {
+		if s.Now.Before(from) {
+			continue
+		}
+		row := syncOf(s.Input.HPA, s.Now, s.Decision)
+		// What run did, where it may differ from the re-decision.
+		row.Replicas, row.Desired, row.Rescale = s.Recorded.CurrentReplicas, s.Recorded.DesiredReplicas, s.Recorded.Rescale
+		row.Reason = ""
+		if row.Rescale {
+			row.Reason = s.Recorded.Reason
+		}
+		t.Syncs = append(t.Syncs, row)
+	}
+	return t, nil
+}
+
+// recordedKey is the "namespace/name" of the HPA in rec: name in namespace, or, when -n was
+// not given, the only HPA of that name the recording holds.
+func recordedKey(rec *recording.Recording, namespace string, explicitNS bool, name string) (string, error) {
+	var keys []string
+	for _, s := range rec.Syncs {
+		if !slices.Contains(keys, s.Key) {
+			keys = append(keys, s.Key)
+		}
+	}
+	want := namespace + "/" + name
+	if slices.Contains(keys, want) {
+		return want, nil
+	}
+	if !explicitNS {
+		var named []string
+		for _, k := range keys {
+			if strings.HasSuffix(k, "/"+name) {
+				named = append(named, k)
+			}
+		}
+		if len(named) == 1 {
+			return named[0], nil
+		}
+	}
+	if len(keys) == 0 {
+		return "", cmdutil.UsageErrorf("--record: %s holds no sync", rec.Name)
+	}
+	slices.Sort(keys)
+	return "", cmdutil.UsageErrorf("--record: %s holds no sync of %s: it holds %s", rec.Name, want, strings.Join(keys, ", "))
+}
