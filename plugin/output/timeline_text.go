@@ -23,29 +23,7 @@ func RenderTimelineText(w io.Writer, t *Timeline, o SimulationTextOptions) error
 	var b bytes.Buffer
 	from, to := t.From.UTC(), t.To.UTC()
 	clock := timelineClock(from, to)
-	fmt.Fprintf(&b, "Timeline of %s/%s from %s to %s UTC (%s)\n", t.Metadata.Namespace, t.Metadata.Name,
-		from.Format("2006-01-02 15:04:05"), to.Format(clock), to.Sub(from).Round(time.Second))
-	fmt.Fprintf(&b, "Source:    %s\n", sourceSentence(t.Source))
-	for _, n := range t.Source.Notes {
-		fmt.Fprintf(&b, "           note: %s\n", n)
-	}
-	var targets []string
-	for _, tg := range t.Targets {
-		targets = append(targets, tg.Metric+" "+tg.Target)
-	}
-	fmt.Fprintf(&b, "Spec:      min %d, max %d, %s", t.MinReplicas, t.MaxReplicas, strings.Join(targets, ", "))
-	if t.SyncPeriodSeconds > 0 {
-		fmt.Fprintf(&b, "; a sync every %s", simSeconds(t.SyncPeriodSeconds))
-	}
-	b.WriteString("\n")
-	switch {
-	case t.Source.Kind == TimelineEvents:
-		fmt.Fprintf(&b, "Syncs:     not known between rescales: %d point(s) from events and status\n", t.SyncsKnown)
-	case t.ChangesOnly:
-		fmt.Fprintf(&b, "Syncs:     %d, shown where something changed (%d; --all-syncs shows every one)\n", t.SyncsKnown, len(t.Syncs))
-	default:
-		fmt.Fprintf(&b, "Syncs:     %d\n", t.SyncsKnown)
-	}
+	writeTimelineHeader(&b, t, clock)
 
 	b.WriteString("\nFindings:\n")
 	rows := make([][]string, 0, len(t.Findings))
@@ -68,24 +46,7 @@ func RenderTimelineText(w io.Writer, t *Timeline, o SimulationTextOptions) error
 	}
 	table(&b, "  ", "TIME\tREPLICAS\tMETRICS\tPROPOSED\tDESIRED\tHELD BY\tRESCALE", rows)
 
-	b.WriteString("\nRescales:\n")
-	if len(t.Rescales) == 0 {
-		b.WriteString("  none in the period\n")
-	} else {
-		rows = rows[:0]
-		for _, r := range t.Rescales {
-			cause := r.Cause
-			if r.Constraint != "" && r.Constraint != "None" {
-				cause += " (size held by " + r.Constraint + ")"
-			}
-			from := "?"
-			if r.From != nil {
-				from = fmt.Sprint(*r.From)
-			}
-			rows = append(rows, []string{r.Time.UTC().Format(clock), r.Direction, from, fmt.Sprint(r.To), cause})
-		}
-		table(&b, "  ", "TIME\tDIRECTION\tFROM\tTO\tCAUSE", rows)
-	}
+	writeTimelineRescales(&b, t.Rescales, clock)
 
 	if len(t.Syncs) > 0 && to.After(from) {
 		b.WriteString("\n")
@@ -191,4 +152,54 @@ func TimelineSimulation(t *Timeline) *Simulation {
 	s.DurationSeconds = t.To.Sub(t.From.Time).Seconds()
 	s.Variants = []SimVariant{timelineVariant(t)}
 	return s
+}
+
+// writeTimelineHeader writes the period, its source and the spec, and how many syncs are known.
+func writeTimelineHeader(b *bytes.Buffer, t *Timeline, clock string) {
+	from, to := t.From.UTC(), t.To.UTC()
+	fmt.Fprintf(b, "Timeline of %s/%s from %s to %s UTC (%s)\n", t.Metadata.Namespace, t.Metadata.Name,
+		from.Format("2006-01-02 15:04:05"), to.Format(clock), to.Sub(from).Round(time.Second))
+	fmt.Fprintf(b, "Source:    %s\n", sourceSentence(t.Source))
+	for _, n := range t.Source.Notes {
+		fmt.Fprintf(b, "           note: %s\n", n)
+	}
+	var targets []string
+	for _, tg := range t.Targets {
+		targets = append(targets, tg.Metric+" "+tg.Target)
+	}
+	fmt.Fprintf(b, "Spec:      min %d, max %d, %s", t.MinReplicas, t.MaxReplicas, strings.Join(targets, ", "))
+	if t.SyncPeriodSeconds > 0 {
+		fmt.Fprintf(b, "; a sync every %s", simSeconds(t.SyncPeriodSeconds))
+	}
+	b.WriteString("\n")
+	switch {
+	case t.Source.Kind == TimelineEvents:
+		fmt.Fprintf(b, "Syncs:     not known between rescales: %d point(s) from events and status\n", t.SyncsKnown)
+	case t.ChangesOnly:
+		fmt.Fprintf(b, "Syncs:     %d, shown where something changed (%d; --all-syncs shows every one)\n", t.SyncsKnown, len(t.Syncs))
+	default:
+		fmt.Fprintf(b, "Syncs:     %d\n", t.SyncsKnown)
+	}
+}
+
+// writeTimelineRescales writes the table of rescales, or that there were none.
+func writeTimelineRescales(b *bytes.Buffer, rescales []TimelineRescale, clock string) {
+	b.WriteString("\nRescales:\n")
+	if len(rescales) == 0 {
+		b.WriteString("  none in the period\n")
+	} else {
+		rows := make([][]string, 0, len(rescales))
+		for _, r := range rescales {
+			cause := r.Cause
+			if r.Constraint != "" && r.Constraint != "None" {
+				cause += " (size held by " + r.Constraint + ")"
+			}
+			from := "?"
+			if r.From != nil {
+				from = fmt.Sprint(*r.From)
+			}
+			rows = append(rows, []string{r.Time.UTC().Format(clock), r.Direction, from, fmt.Sprint(r.To), cause})
+		}
+		table(b, "  ", "TIME\tDIRECTION\tFROM\tTO\tCAUSE", rows)
+	}
 }

@@ -212,7 +212,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	rec := res.Best
 	if errs := validation.Validate(rec.HPA, vopts); len(errs) > 0 {
-		return &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("the recommendation would be refused by the API server: %v", errs.ToAggregate())}
+		return &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("the recommendation would be refused by the API server: %w", errs.ToAggregate())}
 	}
 	sens, err := tune.Sensitivity(ctx, spec, o.workers, in.HPA, []*autoscalingv2.HorizontalPodAutoscaler{res.Current().HPA, rec.HPA})
 	if err != nil {
