@@ -125,7 +125,8 @@ func hrCheckAgainstModel(t *testing.T, ns string, got map[string]hrPod) {
 
 // hrExplainReads are the only requests explain --metrics-source=heapster makes
 // (docs/heapster.md, "What explain reads from it"): discovery, the HPA, its target's scale, the
-// pods, the rescale events, the Service kube-system/heapster (it exists?) and Heapster's
+// pods, the rescale events, the namespace's HPAs (overlaps), Deployments and
+// PodDisruptionBudgets (its findings), the Service kube-system/heapster (it exists?) and Heapster's
 // PodMetricsList through the service proxy, all GET or LIST; discovery (GET /api, /apis) too
 // when client-go's disk cache of it is cold.
 var hrExplainReads = []string{
@@ -133,6 +134,9 @@ var hrExplainReads = []string{
 	"get deployments/scale",
 	"list pods",
 	"list events",
+	"list horizontalpodautoscalers",
+	"list deployments",
+	"list poddisruptionbudgets",
 	"get services kube-system/heapster",
 	"get services/proxy kube-system/http:heapster:",
 }

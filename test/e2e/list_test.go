@@ -160,7 +160,7 @@ func listSituations() []listSituation {
 
 // listRow is a line of the `kubectl hpa list -A` table.
 type listRow struct {
-	namespace, name, wouldBe, binding, problems string
+	namespace, name, wouldBe, binding, heldUntil, controller, problems string
 }
 
 // listTable parses the table: its cells are separated by two spaces or more (METRIC holds one).
@@ -169,7 +169,7 @@ func listTable(t *testing.T, out string) map[string]listRow {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	sep := regexp.MustCompile(`\s{2,}`)
 	header := sep.Split(lines[0], -1)
-	want := []string{"NAMESPACE", "NAME", "TARGET", "MIN/MAX", "CURRENT", "WOULD BE", "METRIC", "BINDING", "HISTORY", "PROBLEMS"}
+	want := []string{"NAMESPACE", "NAME", "TARGET", "MIN/MAX", "CURRENT", "WOULD BE", "METRIC", "BINDING", "HELD UNTIL", "HISTORY", "CONTROLLER", "PROBLEMS"}
 	if diff := cmp.Diff(want, header); diff != "" {
 		t.Fatalf("list -A header (-want +got):\n%s\n%s", diff, out)
 	}
@@ -179,7 +179,7 @@ func listTable(t *testing.T, out string) map[string]listRow {
 		if len(c) != len(want) {
 			t.Fatalf("list -A line %q has %d cells, want %d", l, len(c), len(want))
 		}
-		rows[c[0]+"/"+c[1]] = listRow{namespace: c[0], name: c[1], wouldBe: c[5], binding: c[7], problems: c[9]}
+		rows[c[0]+"/"+c[1]] = listRow{namespace: c[0], name: c[1], wouldBe: c[5], binding: c[7], heldUntil: c[8], controller: c[10], problems: c[11]}
 	}
 	return rows
 }
@@ -267,6 +267,10 @@ func TestListShowsEachSituationAsExplainDecidesItWithBatchedReadsAndNoWrites(t *
 				}
 				if row.binding != want.binding || row.problems != want.problems {
 					t.Errorf("list -A row %s: BINDING %s, PROBLEMS %s; want %s, %s", key, row.binding, row.problems, want.binding, want.problems)
+				}
+				// HELD UNTIL says when a window lets go, and only where one holds.
+				if held := row.binding == "ScaleDownStabilization"; held != strings.HasPrefix(row.heldUntil, "in ") {
+					t.Errorf("list -A row %s: BINDING %s, HELD UNTIL %q", key, row.binding, row.heldUntil)
 				}
 				e, ok := items[key]
 				if !ok || e.Decision == nil || e.Verdict == nil {
