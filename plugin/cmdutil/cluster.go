@@ -102,3 +102,13 @@ func advice(explicit bool) string {
 	}
 	return ": pass the HPA's namespace with -n NAMESPACE"
 }
+
+// Namespace is the namespace the command works in (-n, else the kubeconfig's context's) and
+// whether it was given, as each command's Complete reads it.
+func Namespace(configFlags *genericclioptions.ConfigFlags) (ns string, explicit bool, err error) {
+	ns, explicit, err = configFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", false, UsageErrorf("reading the namespace from the kubeconfig: %w", err)
+	}
+	return ns, explicit, nil
+}

@@ -176,9 +176,9 @@ func newCmd(o *Options) *cobra.Command {
 func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = cmdutil.HPANameOf(args[0])
 	o.syncPeriodSet = cmd != nil && cmd.Flags().Changed("sync-period")
-	ns, explicit, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	ns, explicit, err := cmdutil.Namespace(o.ConfigFlags)
 	if err != nil {
-		return cmdutil.UsageErrorf("reading the namespace from the kubeconfig: %w", err)
+		return err
 	}
 	o.Namespace, o.ExplicitNamespace = ns, explicit
 	if o.PrintFlags.OutputFormat != nil && *o.PrintFlags.OutputFormat != "" {

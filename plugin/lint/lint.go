@@ -133,9 +133,9 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 		o.ExplicitNamespace = cmd.Flags().Changed("namespace")
 		return nil
 	}
-	ns, explicit, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	ns, explicit, err := cmdutil.Namespace(o.ConfigFlags)
 	if err != nil {
-		return cmdutil.UsageErrorf("reading the namespace from the kubeconfig: %w", err)
+		return err
 	}
 	o.Namespace, o.ExplicitNamespace = ns, explicit
 	return nil

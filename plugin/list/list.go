@@ -162,9 +162,9 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	for _, a := range args {
 		o.Names = append(o.Names, cmdutil.HPANameOf(a))
 	}
-	ns, explicit, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	ns, explicit, err := cmdutil.Namespace(o.ConfigFlags)
 	if err != nil {
-		return cmdutil.UsageErrorf("reading the namespace from the kubeconfig: %w", err)
+		return err
 	}
 	o.Namespace, o.ExplicitNamespace = ns, explicit
 	o.syncPeriodSet = cmd != nil && cmd.Flags().Changed("sync-period")
