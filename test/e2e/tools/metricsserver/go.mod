@@ -2,9 +2,10 @@
 // metrics-server v0.8.0 keeps its k8s.io libraries (v0.33: it does not start on the control
 // plane's v0.37, whose OpenAPI model names its generated definitions lack), but the modules
 // below that the control plane (../go.mod) requires at a later version are raised to it (gRPC,
-// protobuf, OpenTelemetry's API, golang.org/x, Prometheus' client, zap, ...): their packages
-// are then compiled once, for the control plane, and found in Go's build cache (about a quarter
-// of metrics-server's 1,024 packages). Not raised: otelgrpc and the OpenTelemetry SDK and
+// protobuf, OpenTelemetry's API, golang.org/x, Prometheus' client, zap, ...), so that those of
+// their packages whose dependencies are the same too are compiled once, for the control plane,
+// and found in Go's build cache (256 of metrics-server's 1,024 packages are now at the control
+// plane's module versions, 27 before; the CPU saved is not measured yet). Not raised: otelgrpc and the OpenTelemetry SDK and
 // exporters, whose later versions k8s.io/apiserver v0.33 does not compile with.
 module github.com/kubectl-hpa/kubectl-hpa/test/e2e/tools/metricsserver
 
