@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the real components the end-to-end tests and the demo run: kube-apiserver and
 # kube-controller-manager v1.37.2, etcd (the version k8s.io/kubernetes requires) and
-# metrics-server v0.8.0 and Prometheus v0.316.0 (cmd/prometheus, the server), all from Go
-# modules, and Heapster v1.6.0-beta.1 from its source archive (hack/build-heapster.sh;
-# KUBECTL_HPA_HEAPSTER_SRC points it at another archive or a clone of kubernetes-retired/heapster).
+# metrics-server v0.8.0 from Go modules, Heapster v1.6.0-beta.1 from its source archive
+# (hack/build-heapster.sh; KUBECTL_HPA_HEAPSTER_SRC points it at another archive or a clone of
+# kubernetes-retired/heapster), and Prometheus from Debian's package (or its module: below).
 #
 # Every component is cached on its own, under a key made of its inputs (its module's go.mod and
 # go.sum, or Heapster's source hash and build script, and the text of its build function below), so changing one component's recipe, or
@@ -17,7 +17,8 @@
 # failed build leaves COMPONENT_DIR.failed beside the component's directory for them to see.
 #
 # Environment: KUBECTL_HPA_TESTBIN names a directory to build the set into instead (no cache);
-# XDG_CACHE_HOME moves the cache (default ~/.cache/kubectl-hpa).
+# XDG_CACHE_HOME moves the cache (default ~/.cache/kubectl-hpa); KUBECTL_HPA_PROMETHEUS=module
+# builds Prometheus 3.x from its module instead of fetching Debian's 2.42.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tools=$root/test/e2e/tools
@@ -52,12 +53,33 @@ build_metricsserver() {
 build_heapster() {
   "$root/hack/build-heapster.sh" "$1"
 }
-# remove_all_sd drops Prometheus' service-discovery plugins but the one the tests find nodes
-# with, Kubernetes' (1,275 packages to compile instead of 1,518; without Kubernetes' too, 1,044).
-# The web UI's assets are not embedded (no builtinassets tag); the HTTP API is all the tests use.
+# Prometheus is Debian's package by default: bookworm's 2.42.0, fetched with apt-get download and
+# unpacked with dpkg-deb (nothing is installed), in seconds, where building v0.316.0 (3.x) from
+# its module costs about 450 s of CPU on a fresh machine, a tenth of make test's (docs/timings.md).
+# KUBECTL_HPA_PROMETHEUS=module builds the module instead; so does a machine whose apt cannot
+# fetch the package (it says so). The tests list the nodes as static targets, so neither needs a
+# service-discovery plugin: remove_all_sd leaves them all out (1,044 packages to compile instead
+# of 1,518), and without the builtinassets tag the web UI's assets are not embedded (the HTTP API
+# is all the tests use).
+prometheus_source=${KUBECTL_HPA_PROMETHEUS:-debian}
+prometheus_deb=2.42.0+ds-5+b6
 build_prometheus() {
-  (cd "$tools/prometheus" && env GOFLAGS= CGO_ENABLED=0 go build -trimpath -buildvcs=false -tags remove_all_sd,enable_kubernetes_sd -ldflags "-s -w" \
+  if [ "$prometheus_source" = debian ]; then
+    fetch_prometheus_deb "$1" && return 0
+    echo "build-testbin: Debian's prometheus $prometheus_deb could not be fetched (apt-get download); building Prometheus from its module" >&2
+  fi
+  (cd "$tools/prometheus" && env GOFLAGS= CGO_ENABLED=0 go build -trimpath -buildvcs=false -tags remove_all_sd -ldflags "-s -w" \
     -o "$1/prometheus" github.com/prometheus/prometheus/cmd/prometheus)
+}
+fetch_prometheus_deb() { # OUT_DIR
+  local tmp ok=1
+  tmp=$(mktemp -d)
+  chmod 0777 "$tmp" # apt downloads as its unprivileged user when it can write there
+  if (cd "$tmp" && apt-get download -q "prometheus=$prometheus_deb" >&2) && dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/x"; then
+    mv "$tmp/x/usr/bin/prometheus" "$1/prometheus" && ok=0
+  fi
+  rm -rf "$tmp"
+  return $ok
 }
 
 # component NAME: binaries it provides, and the files that together with its build function
@@ -76,7 +98,8 @@ key_of() { # component
   local c=$1 inputs
   inputs="inputs_$c[@]"
   { cat "${!inputs}"; declare -f "build_$c"; if [ "$c" = controlplane ]; then echo "$k8s_ldflags"; fi
-    if [ "$c" = heapster ]; then "$root/hack/build-heapster.sh" --source-hash; fi; } |
+    if [ "$c" = heapster ]; then "$root/hack/build-heapster.sh" --source-hash; fi
+    if [ "$c" = prometheus ]; then echo "$prometheus_source $prometheus_deb"; declare -f fetch_prometheus_deb; fi; } |
     sha256sum | cut -c1-12
 }
 

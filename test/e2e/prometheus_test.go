@@ -17,8 +17,8 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 
-// Tests on the real Prometheus server (v0.316.0, see hack/build-testbin.sh), which discovers the
-// node through the API server and scrapes the node stand-in's /metrics/cadvisor every 5s: what
+// Tests on the real Prometheus server (Debian's 2.42 or, built from its module, 3.x: see
+// hack/build-testbin.sh), which scrapes the node stand-in's /metrics/cadvisor every 5s: what
 // the history source of explain and simulate will read.
 
 // promQuery runs an instant query and returns its vector.

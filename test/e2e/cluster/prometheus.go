@@ -5,9 +5,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,11 +21,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Prometheus is a real Prometheus server (v0.316.0, built by hack/build-testbin.sh) that
-// scrapes every node's /metrics/cadvisor the way a cluster's Prometheus does: it discovers the
-// nodes through the API server (kubernetes_sd_configs, role node: each Node's InternalIP and
-// kubelet port) and scrapes them over https with a client certificate the node stand-in
-// authorizes with a SubjectAccessReview for nodes/metrics. Its data lives in the run directory,
+// Prometheus is a real Prometheus server (Debian's 2.42 package, or v3 built from its module:
+// hack/build-testbin.sh) that scrapes every node's /metrics/cadvisor as a cluster's Prometheus
+// does: over https with a client certificate the node stand-in authorizes with a
+// SubjectAccessReview for nodes/metrics, each node's series labelled as Kubernetes' discovery
+// (role node) labels them (instance the node's name, the node's labels). The targets are listed
+// in its configuration rather than discovered: the cluster's nodes are fixed at its start, and
+// Debian builds Prometheus without Kubernetes' discovery. Its data lives in the run directory,
 // so a restart keeps the history. The cluster starts it on the first call to Prometheus.
 type Prometheus struct {
 	c    *Cluster
@@ -33,7 +37,7 @@ type Prometheus struct {
 }
 
 const (
-	// prometheusUser is Prometheus' identity: it lists and watches nodes and reads nodes/metrics.
+	// prometheusUser is Prometheus' identity: it reads nodes/metrics.
 	prometheusUser = "e2e:prometheus"
 	// PrometheusJob is the scrape job of the nodes' /metrics/cadvisor, the job label of its series.
 	PrometheusJob = "kubernetes-cadvisor"
@@ -84,9 +88,6 @@ func (c *Cluster) startPrometheus(ctx context.Context) (*Prometheus, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.writeKubeconfig("prometheus", kp); err != nil {
-		return nil, err
-	}
 	config := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(config, []byte(c.prometheusConfig(kp)), 0o644); err != nil {
 		return nil, fmt.Errorf("prometheus: writing its configuration: %w", err)
@@ -104,11 +105,12 @@ func (c *Cluster) startPrometheus(ctx context.Context) (*Prometheus, error) {
 }
 
 // prometheusConfig is the scrape configuration of a cluster's Prometheus for cAdvisor's
-// metrics, minus the in-cluster parts: a kubeconfig instead of the pod's ServiceAccount, and
-// the client certificate instead of its token.
+// metrics, with the nodes as static targets carrying the labels Kubernetes' discovery (role
+// node, and a labelmap of the node's labels) gives them, and the client certificate instead of
+// the pod's ServiceAccount token.
 func (c *Cluster) prometheusConfig(kp *keyPair) string {
 	interval := c.cfg.PrometheusScrapeInterval.String()
-	return strings.Join([]string{
+	lines := []string{
 		"global:",
 		"  scrape_interval: " + interval,
 		"  scrape_timeout: " + interval,
@@ -121,14 +123,17 @@ func (c *Cluster) prometheusConfig(kp *keyPair) string {
 		"    ca_file: " + c.pki.ca.certFile,
 		"    cert_file: " + kp.certFile,
 		"    key_file: " + kp.keyFile,
-		"  kubernetes_sd_configs:",
-		"  - role: node",
-		"    kubeconfig_file: " + c.kubeconfig("prometheus"),
-		"  relabel_configs:",
-		"  - action: labelmap",
-		"    regex: __meta_kubernetes_node_label_(.+)",
-		"",
-	}, "\n")
+		"  static_configs:",
+	}
+	for i, name := range c.node.nodes {
+		lines = append(lines,
+			"  - targets: ['"+net.JoinHostPort(c.node.ip.String(), strconv.Itoa(c.node.ports[i]))+"']",
+			"    labels:",
+			"      instance: "+name,
+			"      kubernetes_io_hostname: "+name,
+		)
+	}
+	return strings.Join(append(lines, ""), "\n")
 }
 
 // bindPrometheus gives prometheusUser what a cluster's Prometheus is granted for node metrics.
@@ -136,7 +141,6 @@ func (c *Cluster) bindPrometheus(ctx context.Context) error {
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e:prometheus"},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"nodes/metrics"}, Verbs: []string{"get"}},
 		},
 	}
