@@ -98,7 +98,7 @@ test:
 	@MAKE="$(MAKE)" hack/test.sh
 
 # Test binaries are linked without DWARF (-ldflags=-w): about 30 % less CPU per link (a race
-# build of plugin/list: 11.4 s against 16.0 s), and make test links a hundred of them; stack
+# build of plugin/list: 11.4 s against 16.0 s), and make test links about 55 of them; stack
 # traces and the race detector's reports do not use it. A debugger does: make TESTLD= keeps it.
 TESTLD ?= -ldflags=-w
 
