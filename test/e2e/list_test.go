@@ -38,6 +38,9 @@ type listSituation struct {
 	// perHPAReads is how many requests of the namespace docs/list.md allows besides its
 	// lists: its HPAs' Pods, Object and External metrics, read per HPA.
 	perHPAReads int
+	// writesStatus says setup writes web's status (listWriteStatus); nothing else writes an
+	// HPA status here.
+	writesStatus bool
 }
 
 // listWant's PROBLEMS hold the lint rules' findings too: HPA003 (minReplicas below 2) on every
@@ -89,7 +92,8 @@ func listSituations() []listSituation {
 			waitMetricsAfterReadiness(t, ns)
 			listWriteStatus(t, ns, 4, 4, ptr.To(metav1.Now()))
 		},
-		want: map[string]listWant{"web": {"ScaleDownStabilization", "HPA003"}},
+		want:         map[string]listWant{"web": {"ScaleDownStabilization", "HPA003"}},
+		writesStatus: true,
 	}, {
 		// A Pods metric with no custom metrics adapter on the cluster: nothing to read.
 		name: "blind",
@@ -127,7 +131,8 @@ func listSituations() []listSituation {
 			waitMetricsAfterReadiness(t, ns)
 			listWriteStatus(t, ns, 2, 5, nil)
 		},
-		want: map[string]listWant{"web": {"Tolerance", "DisagreesWithCluster,HPA003"}},
+		want:         map[string]listWant{"web": {"Tolerance", "DisagreesWithCluster,HPA003"}},
+		writesStatus: true,
 	}, {
 		// 2 pods at 60% against 50%: 3, set by the metric, nothing wrong.
 		name: "healthy",
@@ -184,14 +189,48 @@ func listTable(t *testing.T, out string) map[string]listRow {
 	return rows
 }
 
+// listCheckController checks the CONTROLLER cell and -o json's cluster.statusWriters of the
+// HPA key. Where writer wrote its status (listWriteStatus, after since) both name writer alone,
+// the cell with an age no older than since (HumanDuration truncates, managed fields' times are
+// whole seconds); where nobody did (writer empty: the shared cluster runs no HPA controller),
+// the cell is <none> and there is no writer.
+func listCheckController(t *testing.T, key, cell string, e *output.Explanation, writer string, since time.Time) {
+	t.Helper()
+	if e.Cluster == nil {
+		t.Errorf("list -o json item %s has no cluster", key)
+		return
+	}
+	ws := e.Cluster.StatusWriters
+	if writer == "" {
+		if cell != "<none>" || len(ws) != 0 {
+			t.Errorf("list -A row %s: CONTROLLER %q, -o json status writers %+v; want <none> and none (nobody wrote its status)", key, cell, ws)
+		}
+		return
+	}
+	oldest := since.Truncate(time.Second)
+	if len(ws) != 1 || ws[0].Manager != writer || ws[0].Time == nil || ws[0].Time.Time.Before(oldest) || ws[0].Time.Time.After(time.Now()) {
+		t.Errorf("list -o json item %s: status writers %+v, want %s alone, written since %s", key, ws, writer, oldest.UTC().Format(time.RFC3339))
+	}
+	want := regexp.MustCompile(`^` + regexp.QuoteMeta(writer) + ` ((?:\d+[hms])+) ago$`)
+	m := want.FindStringSubmatch(cell)
+	if m == nil {
+		t.Errorf("list -A row %s: CONTROLLER %q, want %q", key, cell, want)
+		return
+	}
+	if age, err := time.ParseDuration(m[1]); err != nil || age > time.Since(oldest) {
+		t.Errorf("list -A row %s: CONTROLLER %q says the status is %s old (%v), but it was written at most %s ago", key, cell, m[1], err, time.Since(oldest).Round(time.Second))
+	}
+}
+
 // TestListShowsEachSituationAsExplainDecidesItWithBatchedReadsAndNoWrites makes, one namespace
 // each, the situations docs/list.md names (an HPA capped at max, held by a scale-down window,
 // blind, without the requests its target needs, fought over, healthy, two HPAs selecting the
-// same pods), then checks that `kubectl hpa list -A`
-// shows each with its BINDING and PROBLEMS, that every row's decision is what `kubectl hpa
-// explain` decides for that HPA right after, and, from the audit log, that list only read, with
-// a constant number of lists per namespace (not one per HPA). It reports list's wall time beside
-// kubectl get and describe hpa -A on the same cluster (not asserted: the machine is shared).
+// same pods), then checks that `kubectl hpa list -A` shows each with its BINDING and PROBLEMS,
+// and with CONTROLLER the test's client where the test wrote the status (<none> elsewhere),
+// that every row's decision is what `kubectl hpa explain` decides for that HPA right after,
+// and, from the audit log, that list only read, with a constant number of lists per namespace
+// (not one per HPA). It reports list's wall time beside kubectl get and describe hpa -A on the
+// same cluster (not asserted: the machine is shared).
 func TestListShowsEachSituationAsExplainDecidesItWithBatchedReadsAndNoWrites(t *testing.T) {
 	t.Parallel()
 	situations := listSituations()
@@ -199,6 +238,7 @@ func TestListShowsEachSituationAsExplainDecidesItWithBatchedReadsAndNoWrites(t *
 	for _, s := range situations {
 		nsOf[s.name] = namespace(t, "list-"+s.name)
 	}
+	setupStart := time.Now()
 	t.Run("setup", func(t *testing.T) {
 		for _, s := range situations {
 			t.Run(s.name, func(t *testing.T) {
@@ -246,6 +286,9 @@ func TestListShowsEachSituationAsExplainDecidesItWithBatchedReadsAndNoWrites(t *
 		t.Errorf("list -o json is %s %s, want List hpa.kubectl-hpa.io/v1alpha1", list.APIVersion, list.Kind)
 	}
 	rows := listTable(t, table)
+	// The status listWriteStatus writes is recorded under the field manager the API server
+	// derives from the harness client's user agent (up to its first "/").
+	manager, _, _ := strings.Cut(shared.RESTConfig().UserAgent, "/")
 
 	// Every HPA of ours, in both outputs, as expected for its situation, and as explain decides.
 	// The loads are steady (set once, far from a count's edge, every sample after readiness),
@@ -282,6 +325,11 @@ func TestListShowsEachSituationAsExplainDecidesItWithBatchedReadsAndNoWrites(t *
 				if row.wouldBe != fmt.Sprint(e.Decision.DesiredReplicas) {
 					t.Errorf("list -A WOULD BE %s, list -o json decision %d", row.wouldBe, e.Decision.DesiredReplicas)
 				}
+				writer := ""
+				if s.writesStatus && name == "web" {
+					writer = manager
+				}
+				listCheckController(t, key, row.controller, e, writer, setupStart)
 				// explain exits non-zero for a blind HPA, one without requests or one whose pods
 				// another HPA selects, with its JSON.
 				stdout, err := k.Run(ctx, "hpa", "explain", name, "-n", ns, "-o", "json")
