@@ -367,6 +367,26 @@ func (r *Reader) CPUAverages(ctx context.Context, pods Pods, container string, w
 	return out, q, nil
 }
 
+// CPUResets counts the resets of the pods' CPU usage counters (a restarted container
+// starts its counter from zero) from g.Start to g.End. rate() and CPUAverages count across
+// a reset; what they cannot give is the demand a container did not serve while it was down.
+// No series is no reset.
+func (r *Reader) CPUResets(ctx context.Context, pods Pods, container string, g Grid) (int, error) {
+	q := fmt.Sprintf("sum(resets(%s{%s}[%s]))", CPUSeries, r.matchers(pods, container), model.Duration(g.End.Sub(g.Start).Round(time.Second)))
+	v, _, err := r.api.Query(ctx, q, g.End)
+	if err != nil {
+		return 0, r.fail(q, err)
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return 0, fmt.Errorf("prometheus at %s: query %s answered a %s, not a vector", r.address, q, v.Type())
+	}
+	if len(vec) == 0 {
+		return 0, nil
+	}
+	return int(vec[0].Value), nil
+}
+
 // counter is one series of a counter's raw samples, corrected for resets.
 type counter struct {
 	ts []time.Time

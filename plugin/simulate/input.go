@@ -7,6 +7,7 @@ import (
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/sim"
@@ -29,6 +30,9 @@ type Input struct {
 	FromPrometheus bool
 	PromStep       time.Duration
 	Model          sim.Model
+	// Kube is the client the HPA was read through, nil when it came from a file or a
+	// recording: tune --apply patches through it.
+	Kube kubernetes.Interface
 }
 
 // ReadInput reads the HPA, its workload and the load, from files, the cluster, Prometheus
@@ -52,13 +56,13 @@ func (o *Options) ReadInput(ctx context.Context) (*Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, workload, source, err := o.readHPAAndWorkload(ctx, validation.Options{ScaleToZero: o.Model.Controller.ScaleToZero})
+	in, err := o.readHPAAndWorkload(ctx, validation.Options{ScaleToZero: o.Model.Controller.ScaleToZero})
 	if err != nil {
 		return nil, err
 	}
-	in := &Input{HPA: base, Workload: workload, Load: curve, LoadName: o.LoadFile, Source: source, Model: o.Model}
+	in.Load, in.LoadName, in.Model = curve, o.LoadFile, o.Model
 	if o.prom != nil {
-		if in.Load, in.LoadName, err = o.prometheusLoad(ctx, base); err != nil {
+		if in.Load, in.LoadName, err = o.prometheusLoad(ctx, in.HPA); err != nil {
 			return nil, err
 		}
 		in.FromPrometheus, in.PromStep = true, promStep(o.Since)

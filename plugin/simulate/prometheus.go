@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -43,10 +44,42 @@ func promStep(since time.Duration) time.Duration {
 // hpa, and its name.
 func (o *Options) prometheusLoad(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) (load.Curve, string, error) {
 	curve, err := loadFromPrometheus(ctx, o.prom, hpa, o.Since, o.now())
+	if errors.Is(err, prometheus.ErrNoSeries) {
+		// Prometheus answered, with nothing over the period: the period or the selector is wrong.
+		return load.Curve{}, "", cmdutil.UsageErrorf("--from-prometheus: no data for %s/%s's pods over the last %s (check --since, --prometheus-selector and that Prometheus scrapes them): %v", hpa.Namespace, hpa.Name, o.Since, err)
+	}
 	if err != nil {
 		return load.Curve{}, "", &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("--from-prometheus: %w", err)}
 	}
 	return curve, fmt.Sprintf("prometheus %s, the last %s", o.prom.Address(), o.Since), nil
+}
+
+// CPUCounterResets counts the resets of the CPU usage counters of hpa's pods over the last
+// --since (restarted containers), for the first cpu metric hpa reads; false when the load is
+// not read from Prometheus or hpa reads no cpu.
+func (o *Options) CPUCounterResets(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) (int, bool, error) {
+	if o.prom == nil {
+		return 0, false, nil
+	}
+	for _, spec := range hpa.Spec.Metrics {
+		container := ""
+		switch {
+		case spec.Type == autoscalingv2.ResourceMetricSourceType && spec.Resource != nil && spec.Resource.Name == corev1.ResourceCPU:
+		case spec.Type == autoscalingv2.ContainerResourceMetricSourceType && spec.ContainerResource != nil && spec.ContainerResource.Name == corev1.ResourceCPU:
+			container = spec.ContainerResource.Container
+		default:
+			continue
+		}
+		ref := hpa.Spec.ScaleTargetRef
+		now := o.now()
+		grid := prometheus.Grid{Start: now.Add(-o.Since), End: now, Step: promStep(o.Since)}
+		resets, err := o.prom.CPUResets(ctx, prometheus.TargetPods(hpa.Namespace, ref.Kind, ref.Name, nil), container, grid)
+		if err != nil {
+			return 0, false, &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("--from-prometheus: %w", err)}
+		}
+		return resets, true, nil
+	}
+	return 0, false, nil
 }
 
 // loadFromPrometheus is simulate's load read from the HPA's metric history in Prometheus

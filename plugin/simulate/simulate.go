@@ -106,8 +106,8 @@ type Options struct {
 	// now is the end of the load read from Prometheus; tests replace it.
 	now func() time.Time
 
-	// newClients builds the cluster clients; tests replace it with fakes.
-	newClients func() (*cmdutil.Clients, error)
+	// NewClients builds the cluster clients; tests (tune's too) replace it with fakes.
+	NewClients func() (*cmdutil.Clients, error)
 	// newKube builds the client shell completion lists HPAs with.
 	newKube func() (kubernetes.Interface, string, error)
 	// termWidth sizes the chart; tests replace it.
@@ -133,7 +133,7 @@ func NewOptions(configFlags *genericclioptions.ConfigFlags, streams genericioopt
 		Prometheus:  prometheus.Config{Timeout: prometheus.DefaultTimeout, RateWindow: promRateWindow},
 		now:         time.Now,
 		// simulate reads no metrics: the model makes them.
-		newClients: func() (*cmdutil.Clients, error) { return cmdutil.NewClients(configFlags) },
+		NewClients: func() (*cmdutil.Clients, error) { return cmdutil.NewClients(configFlags) },
 	}
 	return o
 }

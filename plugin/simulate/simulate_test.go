@@ -30,7 +30,7 @@ func runSimulate(t *testing.T, ec *cmdutil.Clients, args ...string) result {
 	o := NewOptions(configFlags, streams)
 	o.termWidth = func(io.Writer) int { return 80 }
 	if ec != nil {
-		o.newClients = func() (*cmdutil.Clients, error) {
+		o.NewClients = func() (*cmdutil.Clients, error) {
 			c := *ec
 			c.Host = "https://127.0.0.1:1"
 			return &c, nil

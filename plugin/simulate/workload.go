@@ -20,52 +20,55 @@ import (
 )
 
 // readHPAAndWorkload reads the HPA and its workload from files (-f) or from the cluster;
-// source says which.
-func (o *Options) readHPAAndWorkload(ctx context.Context, vopts validation.Options) (*autoscalingv2.HorizontalPodAutoscaler, sim.Workload, string, error) {
+// in.Source says which, in.Kube is the client the HPA was read through (nil from files).
+func (o *Options) readHPAAndWorkload(ctx context.Context, vopts validation.Options) (*Input, error) {
 	if o.File == "" {
-		hpa, w, err := o.readFromCluster(ctx)
-		return hpa, w, "cluster", err
+		return o.readFromCluster(ctx)
 	}
 	hpa, err := readHPAFile(o.File, o.Namespace, vopts)
 	if err != nil {
-		return nil, sim.Workload{}, "", err
+		return nil, err
 	}
 	// As kubectl apply -f: a namespace given with -n must not contradict the file's.
 	if ns := o.ConfigFlags.Namespace; ns != nil && *ns != "" && *ns != hpa.Namespace {
-		return nil, sim.Workload{}, "", cmdutil.UsageErrorf("%s: the HPA's namespace %q does not match -n %s", o.File, hpa.Namespace, *ns)
+		return nil, cmdutil.UsageErrorf("%s: the HPA's namespace %q does not match -n %s", o.File, hpa.Namespace, *ns)
 	}
 	w, err := o.workloadFromFlags(hpa)
-	return hpa, w, "file " + o.File, err
+	if err != nil {
+		return nil, err
+	}
+	return &Input{HPA: hpa, Workload: w, Source: "file " + o.File}, nil
 }
 
 // readFromCluster reads the HPA NAME, its target's replicas and its newest pod's spec.
-func (o *Options) readFromCluster(ctx context.Context) (*autoscalingv2.HorizontalPodAutoscaler, sim.Workload, error) {
-	c, err := o.newClients()
+func (o *Options) readFromCluster(ctx context.Context) (*Input, error) {
+	c, err := o.NewClients()
 	if err != nil {
-		return nil, sim.Workload{}, err
+		return nil, err
 	}
 	hpa, err := c.Kube.AutoscalingV2().HorizontalPodAutoscalers(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
 	if err != nil {
-		return nil, sim.Workload{}, cmdutil.HPAGetError(ctx, c.Kube, c.Host, o.Namespace, o.ExplicitNamespace, o.Name, err)
+		return nil, cmdutil.HPAGetError(ctx, c.Kube, c.Host, o.Namespace, o.ExplicitNamespace, o.Name, err)
 	}
 	ref := hpa.Spec.ScaleTargetRef
 	sc, err := c.Scales.Scale(ctx, o.Namespace, ref)
 	if err != nil {
-		return nil, sim.Workload{}, cmdutil.TargetExitError(hpa, err, c.Discovery)
+		return nil, cmdutil.TargetExitError(hpa, err, c.Discovery)
 	}
 	sel, err := labels.Parse(sc.Selector)
 	if err != nil {
-		return nil, sim.Workload{}, &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("the scale of %s/%s has selector %q: %w", ref.Kind, ref.Name, sc.Selector, err)}
+		return nil, &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("the scale of %s/%s has selector %q: %w", ref.Kind, ref.Name, sc.Selector, err)}
 	}
 	pods, err := c.Pods.Pods(ctx, o.Namespace, sel)
 	if err != nil {
-		return nil, sim.Workload{}, cmdutil.APIExitError(fmt.Sprintf("listing the pods of %s/%s", ref.Kind, ref.Name), err)
+		return nil, cmdutil.APIExitError(fmt.Sprintf("listing the pods of %s/%s", ref.Kind, ref.Name), err)
 	}
 	newest := newestPod(pods)
 	if newest == nil {
-		return nil, sim.Workload{}, cmdutil.UsageErrorf("%s/%s has no pods to read the requests from: simulate with -f and --requests instead", ref.Kind, ref.Name)
+		return nil, cmdutil.UsageErrorf("%s/%s has no pods to read the requests from: %s with -f and --requests instead", ref.Kind, ref.Name, o.Command)
 	}
-	return hpa, sim.Workload{Name: ref.Name, Replicas: sc.SpecReplicas, Pod: *newest.Spec.DeepCopy()}, nil
+	w := sim.Workload{Name: ref.Name, Replicas: sc.SpecReplicas, Pod: *newest.Spec.DeepCopy()}
+	return &Input{HPA: hpa, Workload: w, Source: "cluster", Kube: c.Kube}, nil
 }
 
 // newestPod is the newest pod not being deleted (nil when none is): its spec is the

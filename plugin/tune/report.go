@@ -36,6 +36,13 @@ type report struct {
 	patch       map[string]any
 	evidence    *output.Simulation
 	width       int
+	// problems are why the load cannot support the recommendation (dataProblems).
+	problems []string
+	// apply says --apply writes the patch once the report is printed.
+	apply bool
+	// resets counts the resets of the pods' CPU usage counters in Prometheus over the period
+	// (nil: not read: the load is not from Prometheus, or the HPA reads no cpu).
+	resets *int
 }
 
 func (r *report) render(w io.Writer) error {
@@ -50,13 +57,12 @@ func (r *report) render(w io.Writer) error {
 	b.WriteString("\n\n")
 
 	r.pareto(&b)
-	problems := r.dataProblems()
-	r.recommendation(&b, problems)
+	r.recommendation(&b)
 	r.sensitivity(&b)
 	if err := r.patchSection(&b); err != nil {
 		return err
 	}
-	r.caveats(&b, problems)
+	r.caveats(&b)
 
 	b.WriteString("\nEvidence: the current and tuned specs on the same load, as kubectl hpa simulate plays them\n\n")
 	if err := output.RenderSimulationText(&b, r.evidence, output.SimulationTextOptions{Width: r.width}); err != nil {
@@ -133,14 +139,14 @@ func (r *report) pareto(b *bytes.Buffer) {
 		fmt.Sprintf("%.2f", cur.Scores.PodHours), dur(cur.Scores.AboveTarget), cur.Scores.RescalesPerHour, r.res.DominatedBy(cur))
 }
 
-func (r *report) recommendation(b *bytes.Buffer, problems []string) {
+func (r *report) recommendation(b *bytes.Buffer) {
 	best, cur := r.res.Best, r.res.Current()
 	fmt.Fprintf(b, "Recommendation (objective %s): %s\n", r.objective, changes(best))
 	switch {
 	case !r.res.Met:
 		fmt.Fprintf(b, "  NO spec played meets the constraints (%s): this is the closest, not a safe spec.\n", r.constraintWords())
-	case len(problems) > 0:
-		fmt.Fprintf(b, "  It meets the constraints on this load, but the load cannot support it: %s.\n", strings.Join(problems, "; "))
+	case len(r.problems) > 0:
+		fmt.Fprintf(b, "  It meets the constraints on this load, but the load cannot support it: %s.\n", strings.Join(r.problems, "; "))
 	default:
 		fmt.Fprintf(b, "  It meets the constraints (%s) on this load.\n", r.constraintWords())
 	}
@@ -178,7 +184,11 @@ func (r *report) patchSection(b *bytes.Buffer) error {
 	if err != nil {
 		return err
 	}
-	b.WriteString("Patch (a JSON merge patch; nothing was written):\n")
+	if r.apply {
+		b.WriteString("Patch (a JSON merge patch; --apply writes it below, or says why not):\n")
+	} else {
+		b.WriteString("Patch (a JSON merge patch; nothing was written):\n")
+	}
 	for _, line := range strings.Split(strings.TrimRight(string(y), "\n"), "\n") {
 		b.WriteString("  " + line + "\n")
 	}
@@ -201,7 +211,7 @@ func (r *report) dataProblems() []string {
 	return out
 }
 
-func (r *report) caveats(b *bytes.Buffer, problems []string) {
+func (r *report) caveats(b *bytes.Buffer) {
 	b.WriteString("\nWhat the recommendation rests on:\n")
 	fmt.Fprintf(b, "  - The load: a recommendation is as good as the load it was tuned on: %s of %s, %s. A day or a peak not in it is not in the recommendation (see Sensitivity).\n",
 		r.period, r.in.LoadName, peaks(r.in.Load))
@@ -215,7 +225,14 @@ func (r *report) caveats(b *bytes.Buffer, problems []string) {
 	} else {
 		b.WriteString("  - Gaps: the load is given as it is (a file or a recording): between its points it holds or moves in a straight line.\n")
 	}
-	for _, p := range problems {
+	switch {
+	case r.resets == nil:
+	case *r.resets == 0:
+		b.WriteString("  - Counter resets: none in the pods' CPU usage counters (no container restarted in the period).\n")
+	default:
+		fmt.Fprintf(b, "  - Counter resets: %d in the pods' CPU usage counters (containers restarted): the load counts across them, but the demand a container did not serve while it was down is not in it.\n", *r.resets)
+	}
+	for _, p := range r.problems {
 		fmt.Fprintf(b, "  - Not supported: %s.\n", p)
 	}
 	b.WriteString("  - The model: every figure is the simulator's, under the Model below (its parameters, each with where its value comes from).\n")
@@ -229,6 +246,15 @@ func describeLoad(c load.Curve, period time.Duration) string {
 // peaks is each metric's highest demand and when.
 func peaks(c load.Curve) string {
 	var parts []string
+	for _, p := range peakList(c) {
+		parts = append(parts, fmt.Sprintf("%s %s at %s", p.Metric, p.Value, time.Duration(p.AtSeconds*float64(time.Second))))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// peakList is each metric's highest demand and when.
+func peakList(c load.Curve) []output.Peak {
+	var out []output.Peak
 	for _, m := range c.Metrics {
 		var top float64
 		var at time.Duration
@@ -237,9 +263,9 @@ func peaks(c load.Curve) string {
 				top, at = v, p.At
 			}
 		}
-		parts = append(parts, fmt.Sprintf("%s %s at %s", m, quantity(m, top), at))
+		out = append(out, output.Peak{Metric: m, Value: quantity(m, top), AtSeconds: at.Seconds()})
 	}
-	return strings.Join(parts, ", ")
+	return out
 }
 
 func quantity(metric string, v float64) string {

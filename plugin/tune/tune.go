@@ -15,6 +15,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/sim"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/tune"
@@ -29,10 +30,10 @@ const long = `Search the HPA's spec space on a load, through the simulator, and 
 
 The load is simulate's: a load file (--load), a run --record recording (--from-recording) or
 the HPA's metric history in Prometheus (--from-prometheus --since 7d); the HPA and its
-workload from the cluster (read only) or from files (-f). Every candidate is played on the
-same load, workload and cluster model, through the exact controller, and scored on cost
-(pod-hours), risk (time the demand per Ready pod was above target, and the longest such
-stretch) and churn (rescales per hour).
+workload from the cluster (written only with --apply) or from files (-f). Every candidate is
+played on the same load, workload and cluster model, through the exact controller, and scored
+on cost (pod-hours), risk (time the demand per Ready pod was above target, and the longest
+such stretch) and churn (rescales per hour).
 
 The space: each metric's target (half to one and a half times its value), min and max, and
 for scale-up and scale-down the tolerance, the stabilization window, the policies and
@@ -42,13 +43,24 @@ then moves the best candidates one field one step at a time until --candidates a
 
 Printed: the Pareto front (no spec beats one on cost, risk and churn at once) with the
 current spec placed in it; the recommendation for --objective within the constraints,
-validated as kube-apiserver v1.37 would, as a YAML merge patch and the kubectl patch command
-(nothing is written); its figures on the load scaled by 1.5 and 2 and with pods twice as slow
-to become Ready; what the load cannot say (its period, peak and gaps); and simulate's
-comparison of the current and recommended specs, the model's assumptions first.
+validated as kube-apiserver v1.37 would, as a YAML merge patch and the kubectl patch command;
+its figures on the load scaled by 1.5 and 2 and with pods twice as slow to become Ready; what
+the load cannot say (its period, peak, gaps and, from Prometheus, restarted containers); and
+simulate's comparison of the current and recommended specs, the model's assumptions first.
+-o json|yaml prints the same figures as a Tuning (hpa.kubectl-hpa.io/v1alpha1).
+
+Nothing is written unless --apply: then, once printed, the HPA read from the cluster is
+patched (field manager kubectl-hpa): a server dry run, then the patch, both at the
+resourceVersion read, so that the API server refuses them if anyone changed the HPA since; a
+change of its status only (the HPA controller's) is patched over at the new resourceVersion.
+Nothing is written when no spec meets the constraints, when the load cannot support the
+recommendation, or when it is the HPA as it is.
 
 Exit codes as for simulate: 0 done (also when no candidate meets the constraints: the closest
-is shown, and said to be), 2 bad flags, arguments or input files, 3 to 9 as for explain.`
+is shown, and said to be), 2 bad flags, arguments or input files, and --apply refused because
+no spec meets the constraints or the load cannot support the recommendation, 1 --apply
+refused because the HPA's spec changed since it was read, 7 --apply forbidden (it needs patch
+on horizontalpodautoscalers), 3 to 9 as for explain.`
 
 const example = `  # The cheapest spec for the HPA web that keeps the demand above target at most 1% of the time
   kubectl hpa tune web -n shop --load load.csv --objective cost --max-above-target 1%
@@ -58,11 +70,15 @@ const example = `  # The cheapest spec for the HPA web that keeps the demand abo
     --keep min,max --max-rescales-per-hour 6
 
   # No cluster: the HPA and its pods' requests from files
-  kubectl hpa tune -f hpa.yaml --requests cpu=200m --load load.csv`
+  kubectl hpa tune -f hpa.yaml --requests cpu=200m --load load.csv
+
+  # Write the recommendation to the HPA (a server dry run first), refused if it changed since read
+  kubectl hpa tune web -n shop --load load.csv --max-above-target 1% --apply`
 
 // Options are the inputs of "kubectl hpa tune".
 type Options struct {
 	genericiooptions.IOStreams
+	PrintFlags *genericclioptions.PrintFlags
 	// Input reads what is played, as simulate does (its flags, files, cluster and Prometheus).
 	Input *simulate.Options
 
@@ -73,6 +89,8 @@ type Options struct {
 	Candidates         int
 	Plot               string
 	Width              int
+	// Apply patches the HPA read from the cluster with the recommendation once it is printed.
+	Apply bool
 
 	objective   tune.Objective
 	constraints tune.Constraints
@@ -80,14 +98,18 @@ type Options struct {
 	workers int
 	// termWidth sizes the chart; tests replace it.
 	termWidth func(io.Writer) int
+	// printer prints the Tuning with -o; nil prints the text report.
+	printer printers.ResourcePrinter
 }
 
 // NewOptions returns tune's options with simulate's inputs and model defaults.
 func NewOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Options {
 	in := simulate.NewOptions(configFlags, streams)
 	in.Command = "tune"
+	printFlags := genericclioptions.NewPrintFlags("")
+	printFlags.NamePrintFlags = nil
 	return &Options{
-		IOStreams: streams, Input: in,
+		IOStreams: streams, Input: in, PrintFlags: printFlags,
 		Objective: string(tune.Balanced), MaxAboveTarget: "1%", MaxRescalesPerHour: -1,
 		Candidates: tune.DefaultBudget, termWidth: terminalWidth,
 	}
@@ -116,6 +138,9 @@ func newCmd(o *Options) *cobra.Command {
 			return o.Run(cmd.Context())
 		},
 	}
+	o.PrintFlags.AddFlags(cmd)
+	// A Tuning has no managedFields: the flag PrintFlags adds changes nothing here.
+	_ = cmd.Flags().MarkHidden("show-managed-fields")
 	o.Input.AddInputFlags(cmd)
 	fs := cmd.Flags()
 	fs.Lookup("filename").Usage = "Tune the HorizontalPodAutoscaler in this file (YAML or JSON) instead of one read from the cluster"
@@ -127,6 +152,7 @@ func newCmd(o *Options) *cobra.Command {
 	fs.IntVar(&o.Candidates, "candidates", o.Candidates, "How many specs to play at most, the current one among them")
 	fs.StringVar(&o.Plot, "plot", "", "Also draw the current and recommended specs into FILE.svg or FILE.png")
 	fs.IntVar(&o.Width, "width", 0, "Width of the text chart in columns (default: the terminal's, else 80)")
+	fs.BoolVar(&o.Apply, "apply", false, "Once printed, patch the HPA read from the cluster with the recommendation: a server dry run, then the patch, both refused by the API server if the HPA's spec changed since it was read; nothing is written when no spec meets the constraints or the load cannot support the recommendation")
 	_ = cmd.MarkFlagFilename("plot", "svg", "png")
 	cmdutil.WithUsageExitCodes(cmd)
 	return cmd
@@ -136,6 +162,12 @@ func newCmd(o *Options) *cobra.Command {
 func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	if err := o.Input.CompleteInput(cmd, args); err != nil {
 		return err
+	}
+	switch {
+	case o.Apply && o.Input.File != "":
+		return cmdutil.UsageErrorf("--apply patches the HPA read from the cluster: give an HPA NAME, not -f (or apply the printed patch yourself)")
+	case o.Apply && o.Input.Recording != "":
+		return cmdutil.UsageErrorf("--apply patches the HPA read from the cluster: --from-recording tunes the HPA as recorded, which may have changed since (give an HPA NAME and --load or --from-prometheus)")
 	}
 	obj, err := tune.ParseObjective(o.Objective)
 	if err != nil {
@@ -149,6 +181,13 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 			return cmdutil.UsageErrorf("--max-above-target %v", err)
 		}
 		o.constraints.MaxAboveFraction = f
+	}
+	if f := o.PrintFlags.OutputFormat; f != nil && *f != "" {
+		p, err := cmdutil.Printer(o.PrintFlags)
+		if err != nil {
+			return cmdutil.UsageErrorf("%v", err)
+		}
+		o.printer = p
 	}
 	return nil
 }
@@ -188,6 +227,12 @@ func parseShare(s string) (float64, error) {
 // Run reads the inputs, searches, checks the recommendation, and only then prints.
 func (o *Options) Run(ctx context.Context) error {
 	in, err := o.Input.ReadInput(ctx)
+	if err != nil {
+		return err
+	}
+	// The HPA as read: --apply's patch must not land on a spec other than the one tuned.
+	read := in.HPA.DeepCopy()
+	resets, resetsRead, err := o.Input.CPUCounterResets(ctx, in.HPA)
 	if err != nil {
 		return err
 	}
@@ -239,8 +284,29 @@ func (o *Options) Run(ctx context.Context) error {
 		width = o.termWidth(o.Out)
 	}
 	r := report{in: in, period: spec.Duration, res: res, objective: o.objective, constraints: o.constraints,
-		sens: sens, patch: patch, evidence: evidence, width: width, keep: o.Keep}
-	return r.render(o.Out)
+		sens: sens, patch: patch, evidence: evidence, width: width, keep: o.Keep, apply: o.Apply}
+	if resetsRead {
+		r.resets = &resets
+	}
+	r.problems = r.dataProblems()
+	// With -o the output is the Tuning alone: --apply's line goes to stderr.
+	applyOut := o.Out
+	if o.printer != nil {
+		obj, err := r.object()
+		if err != nil {
+			return &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: err}
+		}
+		if err := o.printer.PrintObj(obj, o.Out); err != nil {
+			return err
+		}
+		applyOut = o.ErrOut
+	} else if err := r.render(o.Out); err != nil {
+		return err
+	}
+	if !o.Apply {
+		return nil
+	}
+	return apply(ctx, in.Kube, read, &r, applyOut)
 }
 
 // simError words a simulation's failure: a load the model cannot play is bad input.

@@ -29,6 +29,13 @@ type result struct {
 // runTune runs "kubectl hpa tune ARGS" with no cluster and an 80-column chart.
 func runTune(t *testing.T, args ...string) result {
 	t.Helper()
+	return runTuneOn(t, nil, args...)
+}
+
+// runTuneOn runs "kubectl hpa tune ARGS" with ec as the cluster (nil: none reachable) and an
+// 80-column chart.
+func runTuneOn(t *testing.T, ec *cmdutil.Clients, args ...string) result {
+	t.Helper()
 	var out, errOut cmdtest.SyncBuffer
 	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
 	configFlags := genericclioptions.NewConfigFlags(true)
@@ -36,6 +43,13 @@ func runTune(t *testing.T, args ...string) result {
 	configFlags.AddFlags(root.PersistentFlags())
 	o := NewOptions(configFlags, streams)
 	o.termWidth = func(io.Writer) int { return 80 }
+	if ec != nil {
+		o.Input.NewClients = func() (*cmdutil.Clients, error) {
+			c := *ec
+			c.Host = "https://127.0.0.1:1"
+			return &c, nil
+		}
+	}
 	root.AddCommand(newCmd(o))
 	root.SetArgs(append([]string{"tune", "--kubeconfig", cmdtest.Kubeconfig(t)}, args...))
 	root.SetOut(&out)
@@ -56,6 +70,7 @@ func TestTuneMatchesGolden(t *testing.T) {
 	}{
 		{"tune-cost.txt", []string{"--objective", "cost", "--max-above-target", "5%"}},
 		{"tune-unmet.txt", []string{"--objective", "cost", "--max-above-target", "0", "--keep", "scaleUp,targets,max"}},
+		{"tune.json", []string{"--objective", "cost", "--max-above-target", "5%", "-o", "json"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			r := runTune(t, append(goldenArgs, tc.args...)...)
@@ -82,6 +97,8 @@ func TestTuneRefusesBadInputWithOneLine(t *testing.T) {
 		{"a field --keep does not know", append(file, "--keep", "minimum"), "--keep minimum: no such field"},
 		{"--keep holding every field", append(file, "--keep", "targets,min,max,scaleUp,scaleDown"), "nothing is left to tune"},
 		{"one candidate", append(file, "--candidates", "1"), "--candidates must be at least 2"},
+		{"--apply with -f", append(file, "--apply"), "--apply patches the HPA read from the cluster: give an HPA NAME, not -f"},
+		{"--apply with --from-recording", []string{"--from-recording", filepath.Join("..", "simulate", "testdata", "simulate", "run.jsonl"), "--apply"}, "--apply patches the HPA read from the cluster: --from-recording tunes the HPA as recorded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runTune(t, tc.args...)
