@@ -300,9 +300,10 @@ func tlTimeline(t *testing.T, k cluster.Kubectl, ns string, args ...string) outp
 // own HPA controller decides web through the scripted load (tlSteps, about three minutes),
 // Prometheus scraping the pods' usage meanwhile. Then:
 //   - kubectl hpa timeline --prometheus-url lists every rescale the controller made (its
-//     scale writes in the audit log, their sizes in the status it wrote), each within a sync
-//     period of the write and with the constraint its status named then; and its syncs show
-//     the constraints the controller's statuses showed, each change within a sync period;
+//     scale writes in the audit log, their sizes in the status it wrote), each at the sync of
+//     the write give or take one, with the constraint its status named then; and its syncs
+//     show the constraints the controller's statuses showed, each change at its sync give or
+//     take one;
 //   - kubectl hpa tune --from-prometheus recommends a spec, and kubectl hpa simulate with the
 //     same inputs and the --variant tune printed reproduces tune's figures for it.
 //
@@ -399,10 +400,11 @@ func TestTimelineAndTuneFromPrometheusFollowTheUpstreamController(t *testing.T) 
 // kube-controller-manager did: its scale writes (audit log) and its statuses (watched).
 func tlCheckUpstreamTimeline(t *testing.T, ns string, prom *cluster.Prometheus, mark cluster.AuditMark, from time.Time, seen []tlStatus) {
 	ctx := context.Background()
-	// A sync period either way, and a second: the replay places the syncs at the phase the
-	// status' whole-second times give, the controller's status lands a moment after its sync
-	// started.
-	const tol = tlSync + time.Second
+	// The timeline's sync nearest to the controller's, or the one before or after: the replay
+	// places its syncs at the phase the last status' whole-second times give (4s into each
+	// period where the controller's drifted from 3.1s to 3.9s over a run), so the nearest is
+	// up to half a period off.
+	const tol = tlSync + tlSync/2
 	since := time.Since(from).Truncate(time.Second) + time.Second
 	args := []string{"--prometheus-url", prom.URL(), "--prometheus-insecure-http", "--sync-period", tlSync.String(),
 		"--prometheus-rate-window", tlResolution.String(), "--since", since.String()}
@@ -469,7 +471,7 @@ func tlCheckUpstreamTimeline(t *testing.T, ns string, prom *cluster.Prometheus, 
 			t.Errorf("rescale %d: timeline %d -> %d, kube-controller-manager %d -> %d", i, ptr.Deref(got.From, -1), got.To, want.from, want.to)
 		}
 		if off < -tol || off > tol {
-			t.Errorf("rescale %d->%d: the timeline puts it %+.1fs from kube-controller-manager's write, more than a sync period (%s)", want.from, want.to, off.Seconds(), tlSync)
+			t.Errorf("rescale %d->%d: the timeline puts it %+.1fs from kube-controller-manager's write: not at its sync or the one before or after (%s apart)", want.from, want.to, off.Seconds(), tlSync)
 		}
 		if tlClass(got.Constraint) != want.class {
 			t.Errorf("rescale %d->%d: the timeline's constraint %q, kube-controller-manager's status %q", want.from, want.to, got.Constraint, want.class)
@@ -501,7 +503,7 @@ func tlCheckUpstreamTimeline(t *testing.T, ns string, prom *cluster.Prometheus, 
 
 // tlCheckTuneReproduces runs kubectl hpa tune --from-prometheus over the scenario, then
 // kubectl hpa simulate with the same inputs and the --variant tune printed, and compares the
-// figures. Both read the load at the same instants: --since is a whole number of the load's
+// figures: pod-hours, peak and, the targets kept (--keep targets), the time above target. Both read the load at the same instants: --since is a whole number of the load's
 // 15 s steps, so the two read the same grid when they run within one step (retried when a
 // step boundary falls between them).
 func tlCheckTuneReproduces(t *testing.T, ns string, prom *cluster.Prometheus, from time.Time) {
@@ -514,7 +516,7 @@ func tlCheckTuneReproduces(t *testing.T, ns string, prom *cluster.Prometheus, fr
 		since := time.Duration(math.Ceil(time.Since(from).Seconds()/step.Seconds())) * step
 		in := []string{"web", "-n", ns, "--from-prometheus", "--prometheus-url", prom.URL(), "--prometheus-insecure-http", "--since", since.String()}
 		began := time.Now()
-		tuned, err := k.Run(ctx, append(append([]string{"hpa", "tune"}, in...), "--objective", "cost", "--max-above-target", "5%", "--candidates", "60")...)
+		tuned, err := k.Run(ctx, append(append([]string{"hpa", "tune"}, in...), "--objective", "cost", "--max-above-target", "5%", "--candidates", "60", "--keep", "targets")...)
 		if err != nil {
 			t.Fatal(err)
 		}
