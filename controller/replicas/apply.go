@@ -33,7 +33,7 @@ func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
 	if d.Metrics != nil {
 		statuses = make([]autoscalingv2.MetricStatus, len(d.Metrics))
 		for i := range d.Metrics {
-			statuses[i] = *d.Metrics[i].Status.DeepCopy()
+			d.Metrics[i].Status.DeepCopyInto(&statuses[i])
 		}
 	}
 	newStatus := func(desired int32, rescaled bool) autoscalingv2.HorizontalPodAutoscalerStatus {
