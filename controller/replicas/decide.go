@@ -144,7 +144,7 @@ func Decide(in Input) Decision {
 
 func decide(d *decision, in Input) {
 	d.MetricReplicas = -1
-	d.History = cloneHistory(in.History)
+	d.History = ownRecommendations(in.History)
 	hpa := in.HPA
 	if hpa == nil {
 		d.Phase = PhaseScaleFailed
@@ -405,12 +405,12 @@ func (t Tolerances) Within(ratio float64) bool {
 	return (1.0-t.Down) <= ratio && ratio <= (1.0+t.Up)
 }
 
-func cloneHistory(h History) History {
-	return History{
-		Recommendations: cloneSlice(h.Recommendations),
-		ScaleUpEvents:   cloneSlice(h.ScaleUpEvents),
-		ScaleDownEvents: cloneSlice(h.ScaleDownEvents),
-	}
+// ownRecommendations is h with a copy of its recommendations, the one part of a history a
+// decision changes in place (record). The scale events are only read, and storeScaleEvent
+// stores into a copy: sharing them saves two copies per sync.
+func ownRecommendations(h History) History {
+	h.Recommendations = cloneSlice(h.Recommendations)
+	return h
 }
 
 // cloneSlice copies s keeping nil as nil and empty as empty (the difference matters for the

@@ -139,7 +139,7 @@ func TestLegacyStabilizationMatchesUpstream(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := input(hpa(testbuild.Max(1000)), 100)
-			d := decision{Decision: Decision{MinReplicas: 1, MaxReplicas: 1000, History: cloneHistory(History{Recommendations: tc.recs})}}
+			d := decision{Decision: Decision{MinReplicas: 1, MaxReplicas: 1000, History: ownRecommendations(History{Recommendations: tc.recs})}}
 			normalizeLegacy(&d, in, 100, tc.desired)
 			if d.Stabilization.Result != tc.want {
 				t.Errorf("stabilized = %d, want %d", d.Stabilization.Result, tc.want)
@@ -305,7 +305,7 @@ func TestBehaviorStabilizationMatchesUpstream(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: rules(0, 0, 0, 0, tc.upWindow), ScaleDown: rules(0, 0, 0, 0, tc.downWindow)}
 			in := input(hpa(testbuild.Max(1000), testbuild.Behavior(b)), tc.current)
-			d := decision{Decision: Decision{MinReplicas: 1, MaxReplicas: 1000, History: cloneHistory(History{Recommendations: tc.recs})}}
+			d := decision{Decision: Decision{MinReplicas: 1, MaxReplicas: 1000, History: ownRecommendations(History{Recommendations: tc.recs})}}
 			normalizeWithBehavior(&d, in, tc.current, tc.desired)
 			if d.Stabilization.Result != tc.want {
 				t.Errorf("stabilized = %d, want %d", d.Stabilization.Result, tc.want)

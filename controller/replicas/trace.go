@@ -9,16 +9,15 @@ import (
 
 // decision is a Decision being built. Every step's text is written into one buffer and becomes
 // a substring of one string at the end, and the hot steps format their numbers with strconv
-// instead of fmt: a decision then costs two allocations for its whole trace text rather than
-// one per step plus one per formatted argument. With omit (Input.OmitTrace) no step is
-// written and formatting costs nothing.
+// instead of fmt: a decision then costs three allocations for its whole trace text (the
+// buffer, the step ends, the string) rather than one per step plus one per formatted argument. With omit (Input.OmitTrace) no step is
+// written and formatting costs nothing. A decision holds no pointer into itself, so that
+// Decide's stays on the stack.
 type decision struct {
 	Decision
 	buf  []byte
 	ends []int
-	// endsArr backs ends for the usual number of steps.
-	endsArr [24]int
-	omit    bool
+	omit bool
 }
 
 func (d *decision) init(traceCap int, omit bool) {
@@ -27,7 +26,7 @@ func (d *decision) init(traceCap int, omit bool) {
 		return
 	}
 	d.buf = make([]byte, 0, 1024)
-	d.ends = d.endsArr[:0]
+	d.ends = make([]int, 0, traceCap)
 	d.Trace = make([]Step, 0, traceCap)
 }
 

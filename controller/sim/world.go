@@ -77,6 +77,8 @@ type world struct {
 	// drops its input before the next); usedSets counts those handed out this sync.
 	sets     []*sampleset.Set
 	usedSets int
+	// points is scrape's room for one pod's new points.
+	points []msPoint
 
 	// demand at now, per curve metric index; readyCount the Ready pods.
 	cpuDemand, memDemand int64
@@ -212,11 +214,7 @@ func (w *world) scrape(t time.Time) {
 		// A zero counter or working set reads as no data: the pod is left out of the batch.
 		inBatch := true
 		n := len(p.last)
-		var fresh [8]msPoint
-		pts := fresh[:0]
-		if n > len(fresh) {
-			pts = make([]msPoint, 0, n)
-		}
+		pts := w.points[:0]
 		for c := range n {
 			cpu, mem := p.cpuSeconds, p.memBytes
 			if c > 0 {
@@ -229,6 +227,7 @@ func (w *world) scrape(t time.Time) {
 			}
 			pts = append(pts, pt)
 		}
+		w.points = pts
 		if !inBatch {
 			p.hasLast, p.hasPrev = false, false
 			continue
