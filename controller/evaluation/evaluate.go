@@ -94,13 +94,21 @@ type Options struct {
 	Config replicas.Config
 	// Overlaps, when set, finds other HPAs selecting the same pods (run's selector
 	// tracker). Upstream then decides without reading metrics, so the pods are read first
-	// and the metrics after; without it the two are read at the same time.
+	// and the metrics after; without it (and without Sequential) the two are read at the
+	// same time.
 	Overlaps OverlapFinder
 	// WithoutHistory also decides from an empty history (Evaluation.Fresh).
 	WithoutHistory bool
 	// OmitPodTreatments decides without the per-pod account (replicas.Input.OmitPodTreatments),
 	// for callers that never show it.
 	OmitPodTreatments bool
+	// OmitTrace decides without the trace's text (replicas.Input.OmitTrace), for callers that
+	// never show it.
+	OmitTrace bool
+	// Sequential makes the reads one after another, as upstream does, instead of concurrently:
+	// for a Source in memory (the simulator's), whose reads cost less than starting goroutines
+	// for them.
+	Sequential bool
 }
 
 // Evaluation is one HPA's decision with everything it was decided from.
@@ -129,7 +137,7 @@ type Evaluation struct {
 // MetricData.Err). A command that changes the HPA or the input between the steps (explain's
 // what-ifs) calls them itself.
 func Evaluate(ctx context.Context, src Source, namespace, name string, opts Options) (*Evaluation, error) {
-	read, known, err := Read(ctx, src, namespace, name)
+	read, known, err := readHPA(ctx, src, namespace, name, opts.Sequential)
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +148,30 @@ func Evaluate(ctx context.Context, src Source, namespace, name string, opts Opti
 
 // Read reads the HPA beside what src knows of its past; the error is the HPA read's.
 func Read(ctx context.Context, src Source, namespace, name string) (*autoscalingv2.HorizontalPodAutoscaler, history.Known, error) {
+	return readHPA(ctx, src, namespace, name, false)
+}
+
+func readHPA(ctx context.Context, src Source, namespace, name string, sequential bool) (*autoscalingv2.HorizontalPodAutoscaler, history.Known, error) {
+	var (
+		known history.Known
+		read  *autoscalingv2.HorizontalPodAutoscaler
+		err   error
+	)
+	if sequential {
+		known = src.History(ctx, namespace, name)
+		read, err = src.HPA(ctx, namespace, name)
+	} else {
+		read, known, err = readConcurrently(ctx, src, namespace, name)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return read, known, nil
+}
+
+// readConcurrently reads the HPA beside its history. Its own function, so that the
+// sequential path does not pay for the variables the goroutine shares.
+func readConcurrently(ctx context.Context, src Source, namespace, name string) (*autoscalingv2.HorizontalPodAutoscaler, history.Known, error) {
 	var (
 		known history.Known
 		wg    sync.WaitGroup
@@ -147,10 +179,7 @@ func Read(ctx context.Context, src Source, namespace, name string) (*autoscaling
 	wg.Go(func() { known = src.History(ctx, namespace, name) })
 	read, err := src.HPA(ctx, namespace, name)
 	wg.Wait()
-	if err != nil {
-		return nil, nil, err
-	}
-	return read, known, nil
+	return read, known, err
 }
 
 // Gather reads the inputs of a decision for hpa: its history from known (as of read, the HPA
@@ -193,7 +222,7 @@ type gatherResult struct {
 
 // gather builds the core's Input for hpa.
 func gather(ctx context.Context, src Source, hpa *autoscalingv2.HorizontalPodAutoscaler, history replicas.History, opts Options) (replicas.Input, gatherResult) {
-	in := replicas.Input{HPA: hpa, History: history, Now: opts.Now, Config: opts.Config, OmitPodTreatments: opts.OmitPodTreatments}
+	in := replicas.Input{HPA: hpa, History: history, Now: opts.Now, Config: opts.Config, OmitPodTreatments: opts.OmitPodTreatments, OmitTrace: opts.OmitTrace}
 	scale, err := src.Scale(ctx, hpa.Namespace, hpa.Spec.ScaleTargetRef)
 	if err != nil {
 		in.ScaleErr = err
@@ -225,11 +254,11 @@ func gather(ctx context.Context, src Source, hpa *autoscalingv2.HorizontalPodAut
 		data    []replicas.MetricData
 		took    []time.Duration
 	)
-	if opts.Overlaps == nil {
-		var wg sync.WaitGroup
-		wg.Go(func() { data, took = fetchAll(ctx, src, hpa, selector) })
-		pods, podsErr = src.Pods(ctx, hpa.Namespace, selector)
-		wg.Wait()
+	// The pods and the metrics are read at the same time unless the overlap check must come
+	// between them or the reads are sequential.
+	concurrent := opts.Overlaps == nil && !opts.Sequential
+	if concurrent {
+		data, took, pods, podsErr = podsBesideMetrics(ctx, src, hpa, selector)
 	} else {
 		pods, podsErr = src.Pods(ctx, hpa.Namespace, selector)
 	}
@@ -257,10 +286,26 @@ func gather(ctx context.Context, src Source, hpa *autoscalingv2.HorizontalPodAut
 			in.Metrics = failAll(hpa, fmt.Errorf("pods are controlled by more than one HPA (e.g. %v)", others))
 			return in, gatherResult{}
 		}
-		data, took = fetchAll(ctx, src, hpa, selector)
+	}
+	if !concurrent {
+		data, took = fetchAll(ctx, src, hpa, selector, opts.Sequential)
 	}
 	in.Metrics = data
 	return in, gatherResult{took: took}
+}
+
+// podsBesideMetrics lists the pods while the metrics are read. Its own function, so that
+// the other paths do not pay for the variables the goroutine shares.
+func podsBesideMetrics(ctx context.Context, src Source, hpa *autoscalingv2.HorizontalPodAutoscaler, selector labels.Selector) ([]replicas.MetricData, []time.Duration, []*corev1.Pod, error) {
+	var (
+		data []replicas.MetricData
+		took []time.Duration
+		wg   sync.WaitGroup
+	)
+	wg.Go(func() { data, took = fetchAll(ctx, src, hpa, selector, false) })
+	pods, err := src.Pods(ctx, hpa.Namespace, selector)
+	wg.Wait()
+	return data, took, pods, err
 }
 
 // failAll gives every metric the same error so Input.Metrics keeps its length contract.
@@ -272,21 +317,30 @@ func failAll(hpa *autoscalingv2.HorizontalPodAutoscaler, err error) []replicas.M
 	return out
 }
 
-// fetchAll reads every metric spec in parallel; upstream reads them one after another,
-// which only changes latency, not the values.
-func fetchAll(ctx context.Context, m MetricsReader, hpa *autoscalingv2.HorizontalPodAutoscaler, selector labels.Selector) ([]replicas.MetricData, []time.Duration) {
+// fetchAll reads every metric spec, in parallel unless sequential; upstream reads them one
+// after another, which only changes latency, not the values.
+func fetchAll(ctx context.Context, m MetricsReader, hpa *autoscalingv2.HorizontalPodAutoscaler, selector labels.Selector, sequential bool) ([]replicas.MetricData, []time.Duration) {
 	out := make([]replicas.MetricData, len(hpa.Spec.Metrics))
 	took := make([]time.Duration, len(hpa.Spec.Metrics))
+	if sequential {
+		for i := range hpa.Spec.Metrics {
+			out[i], took[i] = timedFetch(ctx, m, hpa.Namespace, hpa.Spec.Metrics[i], selector)
+		}
+		return out, took
+	}
 	var wg sync.WaitGroup
 	for i := range hpa.Spec.Metrics {
-		wg.Go(func() {
-			start := time.Now()
-			out[i] = fetch(ctx, m, hpa.Namespace, hpa.Spec.Metrics[i], selector)
-			took[i] = time.Since(start)
-		})
+		wg.Go(func() { out[i], took[i] = timedFetch(ctx, m, hpa.Namespace, hpa.Spec.Metrics[i], selector) })
 	}
 	wg.Wait()
 	return out, took
+}
+
+// timedFetch is fetch and how long it took.
+func timedFetch(ctx context.Context, m MetricsReader, namespace string, spec autoscalingv2.MetricSpec, selector labels.Selector) (replicas.MetricData, time.Duration) {
+	start := time.Now()
+	d := fetch(ctx, m, namespace, spec, selector)
+	return d, time.Since(start)
 }
 
 // fetch reads one metric spec. Unknown metric types fetch nothing: the core reports

@@ -36,6 +36,18 @@ func (p podsAfterMetrics) Pods(context.Context, string, labels.Selector) ([]*cor
 	}
 }
 
+// podsBeforeMetrics lists pods and counts the metric reads made before.
+type podsBeforeMetrics struct {
+	m           *signalMetrics
+	pods        []*corev1.Pod
+	readsBefore int32
+}
+
+func (p *podsBeforeMetrics) Pods(context.Context, string, labels.Selector) ([]*corev1.Pod, error) {
+	p.readsBefore = p.m.reads.Load()
+	return p.pods, nil
+}
+
 // signalMetrics closes started on the first read and counts the reads.
 type signalMetrics struct {
 	*fakemetrics.Client
@@ -135,6 +147,23 @@ func TestEvaluate(t *testing.T) {
 		if brief.DesiredReplicas != full.DesiredReplicas || brief.Metrics[0].Replicas != full.Metrics[0].Replicas || brief.Metrics[0].Ratio != full.Metrics[0].Ratio {
 			t.Errorf("without pod treatments desired %d (metric %d, ratio %v), with them %d (metric %d, ratio %v)",
 				brief.DesiredReplicas, brief.Metrics[0].Replicas, brief.Metrics[0].Ratio, full.DesiredReplicas, full.Metrics[0].Replicas, full.Metrics[0].Ratio)
+		}
+	})
+
+	t.Run("Sequential lists the pods before reading any metric and decides the same; OmitTrace leaves the text out", func(t *testing.T) {
+		m := newMetrics()
+		pods := &podsBeforeMetrics{m: m, pods: webPods()}
+		ev, err := evaluation.Evaluate(t.Context(), source(m, pods), ns, "web",
+			evaluation.Options{Now: t0, Config: replicas.DefaultConfig(), Sequential: true, OmitTrace: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pods.readsBefore != 0 || m.reads.Load() != 1 {
+			t.Errorf("%d metric reads before the pod list, %d in all; want 0 and 1", pods.readsBefore, m.reads.Load())
+		}
+		d := ev.Decision
+		if d.DesiredReplicas != 4 || len(d.Metrics) != 1 || d.Metrics[0].Ratio != 2 || d.Trace != nil {
+			t.Errorf("desired %d, metrics %v, trace %v; want 4 from a ratio of 2, and no trace", d.DesiredReplicas, d.Metrics, d.Trace)
 		}
 	})
 

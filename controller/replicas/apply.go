@@ -13,9 +13,12 @@ import (
 // Apply is what upstream's reconcileAutoscaler does after the scale write: scaleWriteErr is
 // the write's result (ignored when d.Rescale is false). It builds the new status exactly as
 // upstream's setStatus and condition merging do, the post-write events, the history with the
-// new scale event, and the reconcile error. It never mutates in or d.
+// new scale event, and the reconcile error. It never mutates in or d. The outcome's history
+// shares d.History's slices except the one a scale event is stored in (a copy): the core changes
+// no history in place, and Decide copies the one it is given, so the controller, which keeps the
+// outcome's history for the next sync, needs no copy of its own (it would cost one per sync).
 func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
-	out := Outcome{History: cloneHistory(d.History), Err: d.Err}
+	out := Outcome{History: d.History, Err: d.Err}
 	if in.HPA == nil {
 		return out
 	}
@@ -33,7 +36,7 @@ func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
 	if d.Metrics != nil {
 		statuses = make([]autoscalingv2.MetricStatus, len(d.Metrics))
 		for i := range d.Metrics {
-			statuses[i] = *d.Metrics[i].Status.DeepCopy()
+			d.Metrics[i].Status.DeepCopyInto(&statuses[i])
 		}
 	}
 	newStatus := func(desired int32, rescaled bool) autoscalingv2.HorizontalPodAutoscalerStatus {

@@ -131,7 +131,7 @@ func deepCopyInput(in Input) Input {
 		}
 		out.Metrics[i].Values = cloneSlice(m.Values)
 	}
-	out.History = cloneHistory(in.History)
+	out.History = History{Recommendations: cloneSlice(in.History.Recommendations), ScaleUpEvents: cloneSlice(in.History.ScaleUpEvents), ScaleDownEvents: cloneSlice(in.History.ScaleDownEvents)}
 	return out
 }
 

@@ -136,7 +136,7 @@ func Decide(in Input) Decision {
 		traceCap += 6 * len(in.HPA.Spec.Metrics)
 	}
 	var d decision
-	d.init(traceCap)
+	d.init(traceCap, in.OmitTrace)
 	decide(&d, in)
 	d.finish()
 	return d.Decision
@@ -144,7 +144,7 @@ func Decide(in Input) Decision {
 
 func decide(d *decision, in Input) {
 	d.MetricReplicas = -1
-	d.History = cloneHistory(in.History)
+	d.History = ownRecommendations(in.History)
 	hpa := in.HPA
 	if hpa == nil {
 		d.Phase = PhaseScaleFailed
@@ -325,13 +325,13 @@ func computeMetrics(d *decision, in Input) (int32, string, error) {
 			status = ""
 		}
 		d.setCondition(conditionTypeFor(firstErr), status, firstReason, firstMessage)
-		if invalidCount > 0 && invalidCount < len(specs) {
+		if invalidCount > 0 && invalidCount < len(specs) && d.tracing() {
 			d.trace("proposal", -1, fmt.Sprintf("%d of %d metrics failed and the others propose %d < current %d: a failed metric blocks scaling down", invalidCount, len(specs), replicas, in.Scale.SpecReplicas))
 		}
 		return -1, "", err
 	}
 	d.setCondition(autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound", "the HPA was able to successfully calculate a replica count from "+metric)
-	if invalidCount > 0 {
+	if invalidCount > 0 && d.tracing() {
 		d.trace("proposal", -1, fmt.Sprintf("%d of %d metrics failed; the others propose %d >= current %d, so scaling goes ahead (the reconcile still reports the error)", invalidCount, len(specs), replicas, in.Scale.SpecReplicas))
 	}
 	d.line().s("highest proposal: ").i(int64(replicas)).s(" replicas from ").s(metric).end("proposal", -1)
@@ -405,12 +405,12 @@ func (t Tolerances) Within(ratio float64) bool {
 	return (1.0-t.Down) <= ratio && ratio <= (1.0+t.Up)
 }
 
-func cloneHistory(h History) History {
-	return History{
-		Recommendations: cloneSlice(h.Recommendations),
-		ScaleUpEvents:   cloneSlice(h.ScaleUpEvents),
-		ScaleDownEvents: cloneSlice(h.ScaleDownEvents),
-	}
+// ownRecommendations is h with a copy of its recommendations, the one part of a history a
+// decision changes in place (record). The scale events are only read, and storeScaleEvent
+// stores into a copy: sharing them saves two copies per sync.
+func ownRecommendations(h History) History {
+	h.Recommendations = cloneSlice(h.Recommendations)
+	return h
 }
 
 // cloneSlice copies s keeping nil as nil and empty as empty (the difference matters for the

@@ -244,19 +244,29 @@ func FuzzDecideInvariants(f *testing.F) {
 	})
 }
 
-// FuzzDecideWithoutPodTreatments: omitting the per-pod account changes nothing else.
-func FuzzDecideWithoutPodTreatments(f *testing.F) {
+// FuzzDecideBrief: omitting the per-pod account (Input.OmitPodTreatments), the trace
+// (Input.OmitTrace) or both changes nothing else.
+func FuzzDecideBrief(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, seed uint64) {
-		in := scenario(seed)
-		d := Decide(in)
-		for i := range d.Metrics {
-			d.Metrics[i].Pods = nil
-		}
-		in.OmitPodTreatments = true
+		full := Decide(scenario(seed))
 		opts := cmp.Options{decisionCmp, cmpopts.EquateNaNs()}
-		if brief := Decide(in); !cmp.Equal(d, brief, opts) {
-			t.Fatalf("the decision without pod treatments differs:\n%s", cmp.Diff(d, brief, opts))
+		for _, omit := range []struct{ pods, trace bool }{{true, false}, {false, true}, {true, true}} {
+			want := full
+			want.Metrics = slices.Clone(full.Metrics)
+			if omit.pods {
+				for i := range want.Metrics {
+					want.Metrics[i].Pods = nil
+				}
+			}
+			if omit.trace {
+				want.Trace = nil
+			}
+			in := scenario(seed)
+			in.OmitPodTreatments, in.OmitTrace = omit.pods, omit.trace
+			if brief := Decide(in); !cmp.Equal(want, brief, opts) {
+				t.Fatalf("the decision omitting pod treatments %v, trace %v differs:\n%s", omit.pods, omit.trace, cmp.Diff(want, brief, opts))
+			}
 		}
 	})
 }

@@ -35,7 +35,7 @@ func HeldUntil(in Input, d Decision) (time.Time, bool) {
 	// From now on the target runs d's count; the metrics keep proposing st.Recommendation.
 	current, raw := d.DesiredReplicas, st.Recommendation
 	at := func(now time.Time) int32 {
-		scratch := decision{Decision: Decision{MinReplicas: d.MinReplicas, MaxReplicas: d.MaxReplicas, History: cloneHistory(h)}}
+		scratch := decision{Decision: Decision{MinReplicas: d.MinReplicas, MaxReplicas: d.MaxReplicas, History: ownRecommendations(h)}}
 		next := in
 		next.Now = now
 		if st.Legacy {

@@ -81,7 +81,9 @@ func (c *calc) compute(d *decision, i int, spec *autoscalingv2.MetricSpec, md Me
 	r.Reason = f.reason
 	r.Message = "the HPA was unable to compute the replica count: " + f.inner.Error()
 	d.event(corev1.EventTypeWarning, f.reason, f.inner.Error())
-	d.trace("metric", i, fmt.Sprintf("metric %d (%s) failed: %s: %v", i, metricLabel(r), f.reason, f.outer))
+	if d.tracing() {
+		d.trace("metric", i, fmt.Sprintf("metric %d (%s) failed: %s: %v", i, metricLabel(r), f.reason, f.outer))
+	}
 }
 
 func metricLabel(r *MetricResult) string {
@@ -257,8 +259,10 @@ func (c *calc) object(d *decision, spec *autoscalingv2.MetricSpec, md MetricData
 		}
 		r.Replicas = replicas
 		status.Object.Current.Value = resource.NewMilliQuantity(usage, resource.DecimalSI)
-		d.trace("metric", r.Index, fmt.Sprintf("%s: value %s vs target %s -> ratio %.3f -> %d replicas",
-			r.Name, milli(usage), milli(target), ratio, replicas))
+		if d.tracing() {
+			d.trace("metric", r.Index, fmt.Sprintf("%s: value %s vs target %s -> ratio %.3f -> %d replicas",
+				r.Name, milli(usage), milli(target), ratio, replicas))
+		}
 	case t.Type == autoscalingv2.AverageValueMetricType && t.AverageValue != nil:
 		if err := positiveTarget("object", "average value", t.AverageValue.MilliValue()); err != nil {
 			return wrap(err, err)
@@ -272,8 +276,10 @@ func (c *calc) object(d *decision, spec *autoscalingv2.MetricSpec, md MetricData
 		r.Ratio, r.RebalancedRatio, r.WithinTolerance = ratio, ratio, within
 		r.Timestamp = md.Timestamp
 		status.Object.Current.AverageValue = resource.NewMilliQuantity(avg, resource.DecimalSI)
-		d.trace("metric", r.Index, fmt.Sprintf("%s: value %s over status.replicas %d vs target %s per pod -> ratio %.3f%s -> %d replicas",
-			r.Name, milli(md.Value), c.scale.StatusReplicas, milli(t.AverageValue.MilliValue()), ratio, withinText(within), replicas))
+		if d.tracing() {
+			d.trace("metric", r.Index, fmt.Sprintf("%s: value %s over status.replicas %d vs target %s per pod -> ratio %.3f%s -> %d replicas",
+				r.Name, milli(md.Value), c.scale.StatusReplicas, milli(t.AverageValue.MilliValue()), ratio, withinText(within), replicas))
+		}
 	default:
 		err := errors.New("invalid object metric source: neither a value target nor an average value target was set")
 		return wrap(err, err)
@@ -331,8 +337,10 @@ func (c *calc) external(d *decision, spec *autoscalingv2.MetricSpec, md MetricDa
 		r.Ratio, r.RebalancedRatio, r.WithinTolerance = ratio, ratio, within
 		r.Timestamp = md.Timestamp
 		status.External.Current.AverageValue = resource.NewMilliQuantity(avg, resource.DecimalSI)
-		d.trace("metric", r.Index, fmt.Sprintf("%s: %d samples summing to %s over status.replicas %d vs target %s per pod -> ratio %.3f%s -> %d replicas",
-			r.Name, len(md.Values), milli(usage), c.scale.StatusReplicas, milli(t.AverageValue.MilliValue()), ratio, withinText(within), replicas))
+		if d.tracing() {
+			d.trace("metric", r.Index, fmt.Sprintf("%s: %d samples summing to %s over status.replicas %d vs target %s per pod -> ratio %.3f%s -> %d replicas",
+				r.Name, len(md.Values), milli(usage), c.scale.StatusReplicas, milli(t.AverageValue.MilliValue()), ratio, withinText(within), replicas))
+		}
 	case t.Value != nil:
 		if err := positiveTarget("external", "value", t.Value.MilliValue()); err != nil {
 			return &failure{reason, err, outer(err)}
@@ -356,8 +364,10 @@ func (c *calc) external(d *decision, spec *autoscalingv2.MetricSpec, md MetricDa
 		}
 		r.Replicas = replicas
 		status.External.Current.Value = resource.NewMilliQuantity(usage, resource.DecimalSI)
-		d.trace("metric", r.Index, fmt.Sprintf("%s: %d samples summing to %s vs target %s -> ratio %.3f -> %d replicas",
-			r.Name, len(md.Values), milli(usage), milli(target), ratio, replicas))
+		if d.tracing() {
+			d.trace("metric", r.Index, fmt.Sprintf("%s: %d samples summing to %s vs target %s -> ratio %.3f -> %d replicas",
+				r.Name, len(md.Values), milli(usage), milli(target), ratio, replicas))
+		}
 	default:
 		err := errors.New("invalid external metric source: neither a value target nor an average value target was set")
 		return &failure{reason, err, outer(err)}

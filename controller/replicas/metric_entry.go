@@ -37,7 +37,7 @@ func ComputeMetric(in MetricInput) (MetricResult, []Step) {
 	}
 	c := calcFor(in.Pods, in.Scale, in.Namespace, tol, in.Now, in.Config)
 	var d decision
-	d.init(6)
+	d.init(6, false)
 	var r MetricResult
 	c.compute(&d, in.Index, &in.Spec, in.Data, &r)
 	d.finish()

@@ -2,6 +2,7 @@ package replicas
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -36,19 +37,16 @@ func EffectiveBehaviorDefaults(hpa *autoscalingv2.HorizontalPodAutoscaler, cfg C
 	}
 	b := hpa.Spec.Behavior
 	maxPolicy := autoscalingv2.MaxChangePolicySelect
+	upPolicies, n := defaultPolicies(true)
 	upDefault := autoscalingv2.HPAScalingRules{
 		StabilizationWindowSeconds: ptr.To(int32(0)),
 		SelectPolicy:               &maxPolicy,
-		Policies: []autoscalingv2.HPAScalingPolicy{
-			{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 15},
-			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
-		},
+		Policies:                   slices.Clone(upPolicies[:n]),
 	}
+	downPolicies, n := defaultPolicies(false)
 	downDefault := autoscalingv2.HPAScalingRules{
 		SelectPolicy: &maxPolicy,
-		Policies: []autoscalingv2.HPAScalingPolicy{
-			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
-		},
+		Policies:     slices.Clone(downPolicies[:n]),
 	}
 	var defaulted []string
 	out := &autoscalingv2.HorizontalPodAutoscalerBehavior{
@@ -59,6 +57,51 @@ func EffectiveBehaviorDefaults(hpa *autoscalingv2.HorizontalPodAutoscaler, cfg C
 		out.ScaleDown.StabilizationWindowSeconds = ptr.To(int32(cfg.DownscaleStabilizationWindow.Seconds()))
 	}
 	return out, defaulted
+}
+
+// defaultPolicies are the API's default policies of a direction, the first n of the array:
+// scaleUp 4 Pods / 15 s and 100 Percent / 15 s, scaleDown 100 Percent / 15 s. An array, so
+// that the decision reads them without allocating.
+func defaultPolicies(up bool) (p [2]autoscalingv2.HPAScalingPolicy, n int) {
+	if up {
+		return [2]autoscalingv2.HPAScalingPolicy{
+			{Type: autoscalingv2.PodsScalingPolicy, Value: 4, PeriodSeconds: 15},
+			{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
+		}, 2
+	}
+	return [2]autoscalingv2.HPAScalingPolicy{
+		{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15},
+	}, 1
+}
+
+// scalingRules is one direction of EffectiveBehavior as the decision reads it, without the copy
+// EffectiveBehavior makes (normalizeWithBehavior runs at every sync): policies are the HPA's
+// own, shared and only read, or nil for defaultPolicies.
+type scalingRules struct {
+	window       int32
+	selectPolicy autoscalingv2.ScalingPolicySelect
+	policies     []autoscalingv2.HPAScalingPolicy
+}
+
+// effectiveRules are the directions of EffectiveBehavior for a non-nil behavior: an unset
+// window is 0 going up and the controller's downscale window going down, an unset
+// selectPolicy Max, unset policies the defaults.
+func effectiveRules(b *autoscalingv2.HorizontalPodAutoscalerBehavior, cfg Config) (up, down scalingRules) {
+	of := func(from *autoscalingv2.HPAScalingRules, window int32) scalingRules {
+		r := scalingRules{window: window, selectPolicy: autoscalingv2.MaxChangePolicySelect}
+		if from == nil {
+			return r
+		}
+		if from.StabilizationWindowSeconds != nil {
+			r.window = *from.StabilizationWindowSeconds
+		}
+		if from.SelectPolicy != nil {
+			r.selectPolicy = *from.SelectPolicy
+		}
+		r.policies = from.Policies
+		return r
+	}
+	return of(b.ScaleUp, 0), of(b.ScaleDown, int32(cfg.DownscaleStabilizationWindow.Seconds()))
 }
 
 // fillRules copies the set fields of from over def, as the API's defaulting does, and appends
@@ -104,7 +147,7 @@ func normalizeLegacy(d *decision, in Input, current, desired int32) int32 {
 			old = i
 			continue
 		}
-		st.Considered = append(st.Considered, rec)
+		st.Considered = consider(st.Considered, rec, len(recs)-i)
 		if rec.Replicas > maxRec {
 			maxRec = rec.Replicas
 		}
@@ -155,6 +198,16 @@ func limitedStatus(limited bool) corev1.ConditionStatus {
 	return corev1.ConditionFalse
 }
 
+// consider appends rec to the recommendations a window considered, allocating at the first
+// for the left entries at most: one allocation per decision rather than one per doubling, and
+// still nil when none is considered.
+func consider(considered []Recommendation, rec Recommendation, left int) []Recommendation {
+	if considered == nil {
+		considered = make([]Recommendation, 0, left)
+	}
+	return append(considered, rec)
+}
+
 // record stores rec over the slot at index old (an expired entry) or appends it, without
 // touching the caller's backing array (recs is already Decide's own copy).
 func record(recs []Recommendation, old int, rec Recommendation) []Recommendation {
@@ -167,9 +220,8 @@ func record(recs []Recommendation, old int, rec Recommendation) []Recommendation
 
 // normalizeWithBehavior is upstream's normalizeDesiredReplicasWithBehaviors.
 func normalizeWithBehavior(d *decision, in Input, current, desired int32) int32 {
-	b := EffectiveBehavior(in.HPA, in.Config)
-	up, down := b.ScaleUp, b.ScaleDown
-	upWindow, downWindow := seconds(*up.StabilizationWindowSeconds), seconds(*down.StabilizationWindowSeconds)
+	up, down := effectiveRules(in.HPA.Spec.Behavior, in.Config)
+	upWindow, downWindow := seconds(up.window), seconds(down.window)
 	upCutoff, downCutoff := in.Now.Add(-upWindow), in.Now.Add(-downWindow)
 	st := &Stabilization{UpWindow: upWindow, DownWindow: downWindow, Recommendation: desired, UpRecommendation: desired, DownRecommendation: desired}
 	old := -1
@@ -183,7 +235,7 @@ func normalizeWithBehavior(d *decision, in Input, current, desired int32) int32 
 			st.DownRecommendation = max(rec.Replicas, st.DownRecommendation)
 		}
 		if inUp || inDown {
-			st.Considered = append(st.Considered, rec)
+			st.Considered = consider(st.Considered, rec, len(recs)-i)
 		}
 		if rec.Timestamp.Before(upCutoff) && rec.Timestamp.Before(downCutoff) {
 			old = i
@@ -213,7 +265,7 @@ func normalizeWithBehavior(d *decision, in Input, current, desired int32) int32 
 	d.line().s("behavior: lowest recommendation over the last ").dur(upWindow).s(" is ").i(int64(st.UpRecommendation)).s(", highest over the last ").dur(downWindow).
 		s(" is ").i(int64(st.DownRecommendation)).s("; current ").i(int64(current)).s(" kept between them -> ").i(int64(stabilized)).s(" (").s(st.Reason).s(")").end("stabilization", -1)
 
-	lim, message := behaviorRateLimit(up, down, current, stabilized, d.MinReplicas, d.MaxReplicas, d.History, in.Now)
+	lim, message := behaviorRateLimit(&up, &down, current, stabilized, d.MinReplicas, d.MaxReplicas, d.History, in.Now)
 	reason, result := lim.Reason, lim.Result
 	d.Limit = lim
 	d.setCondition(autoscalingv2.ScalingLimited, limitedStatus(lim.Limited), reason, message)
@@ -224,7 +276,7 @@ func normalizeWithBehavior(d *decision, in Input, current, desired int32) int32 
 
 // behaviorRateLimit is upstream's convertDesiredReplicasWithBehaviorRate: the policy limit in the
 // direction of travel (never past current) combined with min/max.
-func behaviorRateLimit(up, down *autoscalingv2.HPAScalingRules, current, stabilized, minR, maxR int32, h History, now time.Time) (*Limit, string) {
+func behaviorRateLimit(up, down *scalingRules, current, stabilized, minR, maxR int32, h History, now time.Time) (*Limit, string) {
 	lim := &Limit{Input: stabilized, UpLimit: -1, DownLimit: -1}
 	result, reason, message := stabilized, "DesiredWithinRange", msgWithinRange
 	switch {
@@ -268,18 +320,26 @@ func (l line) limit(v int32) line {
 
 // policyLimit is upstream's calculateScaleUpLimitWithScalingRules (up) or
 // calculateScaleDownLimitWithBehaviors (down); every policy's proposal is recorded in lim.
-func policyLimit(lim *Limit, direction string, rules *autoscalingv2.HPAScalingRules, current int32, h History, now time.Time, up bool) int32 {
-	if rules.SelectPolicy != nil && *rules.SelectPolicy == autoscalingv2.DisabledPolicySelect {
+func policyLimit(lim *Limit, direction string, r *scalingRules, current int32, h History, now time.Time, up bool) int32 {
+	if r.selectPolicy == autoscalingv2.DisabledPolicySelect {
 		return current
 	}
-	useMin := rules.SelectPolicy != nil && *rules.SelectPolicy == autoscalingv2.MinChangePolicySelect
+	useMin := r.selectPolicy == autoscalingv2.MinChangePolicySelect
 	// "Max" means the largest change: the highest count going up, the lowest going down.
 	pickMax := up != useMin
 	result := int32(math.MinInt32)
 	if !pickMax {
 		result = math.MaxInt32
 	}
-	for _, p := range rules.Policies {
+	policies := r.policies
+	if policies == nil {
+		defaults, n := defaultPolicies(up)
+		policies = defaults[:n]
+	}
+	if len(policies) > 0 {
+		lim.Policies = make([]PolicyLimit, 0, len(policies))
+	}
+	for _, p := range policies {
 		added := changeInPeriod(p.PeriodSeconds, h.ScaleUpEvents, now)
 		removed := changeInPeriod(p.PeriodSeconds, h.ScaleDownEvents, now)
 		start := current - added + removed

@@ -37,8 +37,47 @@ func uniformEvents(changes []int32, periodSeconds int) []ScaleEvent {
 	return out
 }
 
-func effective(up, down *autoscalingv2.HPAScalingRules) *autoscalingv2.HorizontalPodAutoscalerBehavior {
-	return EffectiveBehavior(hpa(testbuild.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: up, ScaleDown: down})), testConfig())
+// effective is the two directions of behavior as the decision reads them.
+func effective(up, down *autoscalingv2.HPAScalingRules) (scalingRules, scalingRules) {
+	return effectiveRules(&autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: up, ScaleDown: down}, testConfig())
+}
+
+// TestEffectiveRulesReadWhatEffectiveBehaviorFillsIn: the decision's reading of a behavior
+// (without copying it) and EffectiveBehavior's (which explain and lint show) agree on every
+// field of both directions.
+func TestEffectiveRulesReadWhatEffectiveBehaviorFillsIn(t *testing.T) {
+	minPolicy, disabled := autoscalingv2.MinChangePolicySelect, autoscalingv2.DisabledPolicySelect
+	for _, tc := range []struct {
+		name     string
+		up, down *autoscalingv2.HPAScalingRules
+	}{
+		{name: "both directions unset"},
+		{name: "windows and policies set", up: rules(4, 60, 50, 30, 120), down: rules(1, 15, 10, 60, 600)},
+		{name: "select policies set, the rest unset", up: &autoscalingv2.HPAScalingRules{SelectPolicy: &minPolicy}, down: &autoscalingv2.HPAScalingRules{SelectPolicy: &disabled}},
+		{name: "empty policy lists stay empty", up: &autoscalingv2.HPAScalingRules{Policies: []autoscalingv2.HPAScalingPolicy{}}, down: &autoscalingv2.HPAScalingRules{Policies: []autoscalingv2.HPAScalingPolicy{}}},
+		{name: "a zero window is kept, not defaulted", down: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(int32(0))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := EffectiveBehavior(hpa(testbuild.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: tc.up, ScaleDown: tc.down})), testConfig())
+			up, down := effective(tc.up, tc.down)
+			for _, dir := range []struct {
+				name string
+				r    scalingRules
+				want *autoscalingv2.HPAScalingRules
+				up   bool
+			}{{"scaleUp", up, b.ScaleUp, true}, {"scaleDown", down, b.ScaleDown, false}} {
+				policies := dir.r.policies
+				if policies == nil {
+					defaults, n := defaultPolicies(dir.up)
+					policies = defaults[:n]
+				}
+				if dir.r.window != *dir.want.StabilizationWindowSeconds || dir.r.selectPolicy != *dir.want.SelectPolicy || !cmp.Equal(policies, dir.want.Policies) {
+					t.Errorf("%s: window %d, select %s, policies %v; EffectiveBehavior has %d, %s, %v", dir.name, dir.r.window, dir.r.selectPolicy, policies,
+						*dir.want.StabilizationWindowSeconds, *dir.want.SelectPolicy, dir.want.Policies)
+				}
+			}
+		})
+	}
 }
 
 func TestLegacyRulesLimitMatchesUpstream(t *testing.T) {
@@ -68,8 +107,7 @@ func TestLegacyRulesLimitMatchesUpstream(t *testing.T) {
 }
 
 func TestPolicyLimitSelectMinMatchesUpstream(t *testing.T) {
-	minPolicy := autoscalingv2.MinChangePolicySelect
-	r := &autoscalingv2.HPAScalingRules{SelectPolicy: &minPolicy, Policies: []autoscalingv2.HPAScalingPolicy{
+	r := &scalingRules{selectPolicy: autoscalingv2.MinChangePolicySelect, policies: []autoscalingv2.HPAScalingPolicy{
 		{Type: autoscalingv2.PodsScalingPolicy, Value: 2, PeriodSeconds: 60},
 		{Type: autoscalingv2.PercentScalingPolicy, Value: 50, PeriodSeconds: 60},
 	}}
@@ -101,7 +139,7 @@ func TestLegacyStabilizationMatchesUpstream(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := input(hpa(testbuild.Max(1000)), 100)
-			d := decision{Decision: Decision{MinReplicas: 1, MaxReplicas: 1000, History: cloneHistory(History{Recommendations: tc.recs})}}
+			d := decision{Decision: Decision{MinReplicas: 1, MaxReplicas: 1000, History: ownRecommendations(History{Recommendations: tc.recs})}}
 			normalizeLegacy(&d, in, 100, tc.desired)
 			if d.Stabilization.Result != tc.want {
 				t.Errorf("stabilized = %d, want %d", d.Stabilization.Result, tc.want)
@@ -168,9 +206,9 @@ func TestBehaviorRateLimitMatchesUpstream(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := effective(tc.up, tc.down)
+			up, down := effective(tc.up, tc.down)
 			h := History{ScaleUpEvents: tc.upEvents, ScaleDownEvents: tc.downEvents}
-			lim, _ := behaviorRateLimit(b.ScaleUp, b.ScaleDown, tc.current, tc.desired, tc.minR, tc.maxR, h, testNow)
+			lim, _ := behaviorRateLimit(&up, &down, tc.current, tc.desired, tc.minR, tc.maxR, h, testNow)
 			if lim.Result != tc.want || lim.Reason != tc.wantReason {
 				t.Errorf("got %d %s, want %d %s (policies %+v)", lim.Result, lim.Reason, tc.want, tc.wantReason, lim.Policies)
 			}
@@ -267,7 +305,7 @@ func TestBehaviorStabilizationMatchesUpstream(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: rules(0, 0, 0, 0, tc.upWindow), ScaleDown: rules(0, 0, 0, 0, tc.downWindow)}
 			in := input(hpa(testbuild.Max(1000), testbuild.Behavior(b)), tc.current)
-			d := decision{Decision: Decision{MinReplicas: 1, MaxReplicas: 1000, History: cloneHistory(History{Recommendations: tc.recs})}}
+			d := decision{Decision: Decision{MinReplicas: 1, MaxReplicas: 1000, History: ownRecommendations(History{Recommendations: tc.recs})}}
 			normalizeWithBehavior(&d, in, tc.current, tc.desired)
 			if d.Stabilization.Result != tc.want {
 				t.Errorf("stabilized = %d, want %d", d.Stabilization.Result, tc.want)

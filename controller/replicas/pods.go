@@ -230,7 +230,9 @@ func (c *calc) utilization(d *decision, r *MetricResult, md MetricData, res core
 		assumed = "0% of request"
 		if ratio < 1.0 {
 			fallback = int64(max(100, target))
-			assumed = fmt.Sprintf("%d%% of request", fallback)
+			if d.tracing() {
+				assumed = fmt.Sprintf("%d%% of request", fallback)
+			}
 			usage2 += g.missingFill
 		}
 		req2 += g.missingRequest
@@ -313,7 +315,9 @@ func (c *calc) plainPods(d *decision, r *MetricResult, md MetricData, fetchErr e
 		assumed = "0"
 		if ratio < 1.0 {
 			fallback = target
-			assumed = "the target " + milli(target)
+			if d.tracing() {
+				assumed = "the target " + milli(target)
+			}
 		}
 		total2 += fallback * int64(g.missing)
 		entries2 += g.missing

@@ -91,6 +91,9 @@ type Input struct {
 	// account, for callers that never show it (run's line and table output). It saves a
 	// record per pod and metric, the largest part of a decision's memory at thousands of pods.
 	OmitPodTreatments bool
+	// OmitTrace leaves Decision.Trace nil: the same decision without its text, for callers
+	// that never show it (the simulator, which decides thousands of times per spec played).
+	OmitTrace bool
 }
 
 // Scale is the part of the target's scale subresource that matters.
@@ -209,7 +212,7 @@ type Decision struct {
 	// History is the new history after recording this decision's recommendation (scale events
 	// are added by Apply after a successful write).
 	History History
-	// Trace is the ordered, human-readable account of every step.
+	// Trace is the ordered, human-readable account of every step (nil with Input.OmitTrace).
 	Trace []Step
 }
 

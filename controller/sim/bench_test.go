@@ -16,7 +16,7 @@ import (
 
 // dayLoad is a day of demand in 10-minute steps between 200m and 6 cores: a daily wave
 // with a spike every few hours, the shape that keeps an HPA busy.
-func dayLoad(b *testing.B) load.Curve {
+func dayLoad(b testing.TB) load.Curve {
 	var sb strings.Builder
 	sb.WriteString("time,cpu\n")
 	for m := 0; m < 24*60; m += 10 {

@@ -377,7 +377,13 @@ type syncStep struct {
 
 // sync is one reconcile: Evaluate, the scale write, Settle.
 func (w *world) sync(ctx context.Context, t time.Time) (syncStep, error) {
-	ev, err := evaluation.Evaluate(ctx, w, w.hpa.Namespace, w.hpa.Name, evaluation.Options{Now: t, Config: w.m.Controller})
+	w.usedSets = 0 // this sync's metric reads refill the last one's sample sets
+	// The steps keep neither the per-pod account nor the trace: the decision is the same
+	// without them (the core's FuzzDecideBrief) at a fraction of the cost. The reads are
+	// sequential: the world is in memory, and its reads hand out its sample sets.
+	ev, err := evaluation.Evaluate(ctx, w, w.hpa.Namespace, w.hpa.Name, evaluation.Options{
+		Now: t, Config: w.m.Controller, OmitPodTreatments: true, OmitTrace: true, Sequential: true,
+	})
 	if err != nil {
 		return syncStep{}, err
 	}
@@ -621,20 +627,59 @@ func currentOf(s autoscalingv2.MetricStatus) float64 {
 	return math.NaN()
 }
 
+// riskTarget is one metric the time above target is measured against, read from its spec
+// once (aboveTarget runs at every step of the loop): the load's metric and the threshold.
+type riskTarget struct {
+	curve string
+	// perPod compares the demand per Ready pod (times 100 for a utilization), total the
+	// demand itself, with threshold.
+	perPod    bool
+	percent   bool
+	threshold float64
+}
+
+// riskTargets are the targets of metrics that aboveTarget measures against; a utilization
+// target's threshold is the percentage times a pod's request (a metric without a request
+// is left out: nothing to be above).
+func (w *world) riskTargets(metrics []autoscalingv2.MetricSpec) []riskTarget {
+	var out []riskTarget
+	for _, m := range metrics {
+		name, _ := CurveMetric(m)
+		t := metricTarget(m)
+		switch {
+		case t.AverageUtilization != nil:
+			req := w.requestPerPod(m)
+			if req <= 0 {
+				continue
+			}
+			out = append(out, riskTarget{curve: name, perPod: true, percent: true, threshold: float64(*t.AverageUtilization) * req})
+		case t.AverageValue != nil:
+			out = append(out, riskTarget{curve: name, perPod: true, threshold: t.AverageValue.AsApproximateFloat64()})
+		case t.Value != nil:
+			out = append(out, riskTarget{curve: name, threshold: t.Value.AsApproximateFloat64()})
+		}
+	}
+	return out
+}
+
 // aboveTarget says whether the true demand per Ready pod exceeds any metric's target (or
 // the RiskAgainst spec's) now.
 func (w *world) aboveTarget() bool {
-	for _, m := range w.risk {
-		name, _ := CurveMetric(m)
-		t := metricTarget(m)
+	for _, r := range w.risk {
 		var total float64
-		switch name {
+		switch r.curve {
 		case load.CPU:
 			total = float64(w.cpuDemand) / 1000
 		case load.Memory:
 			total = float64(w.memDemand)
 		default:
-			total = w.spec.Load.Value(name, max(w.now.Sub(w.start), 0))
+			total = w.spec.Load.Value(r.curve, max(w.now.Sub(w.start), 0))
+		}
+		if !r.perPod {
+			if total > r.threshold {
+				return true
+			}
+			continue
 		}
 		perPod := math.Inf(1)
 		if w.readyCount > 0 {
@@ -642,23 +687,11 @@ func (w *world) aboveTarget() bool {
 		} else if total == 0 {
 			perPod = 0
 		}
-		switch {
-		case t.AverageUtilization != nil:
-			req := w.requestPerPod(m)
-			if req <= 0 {
-				continue
-			}
-			if perPod*100 > float64(*t.AverageUtilization)*req {
-				return true
-			}
-		case t.AverageValue != nil:
-			if perPod > t.AverageValue.AsApproximateFloat64() {
-				return true
-			}
-		case t.Value != nil:
-			if total > t.Value.AsApproximateFloat64() {
-				return true
-			}
+		if r.percent {
+			perPod *= 100
+		}
+		if perPod > r.threshold {
+			return true
 		}
 	}
 	return false

@@ -56,7 +56,8 @@ type msPoint struct {
 
 // world is one variant's cluster: a Deployment's pods, the kubelet's counters, metrics-server's
 // storage and the HPA. It is the evaluation.Source the variant's syncs read; one goroutine owns
-// it, so it needs no lock (Evaluate's concurrent reads only read it).
+// it, so it needs no lock (Evaluate reads it sequentially: its metric reads reuse its sample
+// sets).
 type world struct {
 	m     Model
 	spec  *Spec
@@ -71,6 +72,13 @@ type world struct {
 	// pending are pod creations the ReplicaSet will make (their creation instants).
 	pending []time.Time
 	history replicas.History
+	scale   replicas.Scale
+	// sets are the sample sets the metric reads fill, reused from sync to sync (the sync
+	// drops its input before the next); usedSets counts those handed out this sync.
+	sets     []*sampleset.Set
+	usedSets int
+	// points is scrape's room for one pod's new points.
+	points []msPoint
 
 	// demand at now, per curve metric index; readyCount the Ready pods.
 	cpuDemand, memDemand int64
@@ -80,8 +88,8 @@ type world struct {
 
 	selector string
 	parsed   labels.Selector
-	// risk are the metrics whose targets the time above target is measured against.
-	risk []autoscalingv2.MetricSpec
+	// risk are the targets the time above target is measured against.
+	risk []riskTarget
 }
 
 func newWorld(s *Spec, v Variant) *world {
@@ -93,10 +101,11 @@ func newWorld(s *Spec, v Variant) *world {
 		specReplicas: s.Workload.Replicas,
 		selector:     labels.SelectorFromSet(s.Workload.Labels).String(),
 	}
-	w.risk = w.hpa.Spec.Metrics
+	risk := w.hpa.Spec.Metrics
 	if v.RiskAgainst != nil {
-		w.risk = v.RiskAgainst.Spec.Metrics
+		risk = v.RiskAgainst.Spec.Metrics
 	}
+	w.risk = w.riskTargets(risk)
 	return w
 }
 
@@ -205,11 +214,7 @@ func (w *world) scrape(t time.Time) {
 		// A zero counter or working set reads as no data: the pod is left out of the batch.
 		inBatch := true
 		n := len(p.last)
-		var fresh [8]msPoint
-		pts := fresh[:0]
-		if n > len(fresh) {
-			pts = make([]msPoint, 0, n)
-		}
+		pts := w.points[:0]
 		for c := range n {
 			cpu, mem := p.cpuSeconds, p.memBytes
 			if c > 0 {
@@ -222,6 +227,7 @@ func (w *world) scrape(t time.Time) {
 			}
 			pts = append(pts, pt)
 		}
+		w.points = pts
 		if !inBatch {
 			p.hasLast, p.hasPrev = false, false
 			continue
@@ -256,7 +262,7 @@ func (w *world) scrape(t time.Time) {
 // nanocores (a Quantity read with MilliValue, which rounds up), memory in bytes; the pod's
 // timestamp as served (RFC 3339, whole seconds) and its window.
 func (w *world) podResource(res corev1.ResourceName, container string) (*sampleset.Set, time.Time, error) {
-	out := sampleset.New(len(w.pods))
+	out := w.sampleSet()
 	var first time.Time
 	ci := -1
 	if container != "" {
@@ -314,23 +320,40 @@ func (w *world) podResource(res corev1.ResourceName, container string) (*samples
 	return out, first, nil
 }
 
+// sampleSet is an empty set for a metric read of this sync.
+func (w *world) sampleSet() *sampleset.Set {
+	if w.usedSets == len(w.sets) {
+		w.sets = append(w.sets, sampleset.New(len(w.pods)))
+	} else {
+		w.sets[w.usedSets].Reset()
+	}
+	w.usedSets++
+	return w.sets[w.usedSets-1]
+}
+
 // Source: the world as the controller reads it.
 
 func (w *world) HPA(context.Context, string, string) (*autoscalingv2.HorizontalPodAutoscaler, error) {
 	return w.hpa, nil
 }
 
+// History is the history the world keeps, by pointer: boxing the struct would allocate at
+// every sync, and the sync reads it before Settle replaces it.
 func (w *world) History(context.Context, string, string) history.Known {
-	return history.Kept(w.history)
+	return (*history.Kept)(&w.history)
 }
 
+// Scale is the target's scale now, in the world's one Scale (the sync reads it before the
+// next).
 func (w *world) Scale(context.Context, string, autoscalingv2.CrossVersionObjectReference) (*replicas.Scale, error) {
-	return &replicas.Scale{SpecReplicas: w.specReplicas, StatusReplicas: int32(len(w.pods)), Selector: w.selector}, nil
+	w.scale = replicas.Scale{SpecReplicas: w.specReplicas, StatusReplicas: int32(len(w.pods)), Selector: w.selector}
+	return &w.scale, nil
 }
 
 func (w *world) Pods(context.Context, string, labels.Selector) ([]*corev1.Pod, error) {
-	// Evaluate sorts the slice by name in place; removePod finds a pod's object by pointer,
-	// so the order of w.objs does not matter.
+	// The decision does not depend on the pods' order (the core's FuzzDecideOrderIndependence)
+	// and Evaluate sorts them only for the per-pod account, which the sync omits; removePod
+	// finds a pod's object by pointer, whatever the order.
 	return w.objs, nil
 }
 
@@ -389,7 +412,7 @@ func (w *world) podsMetric(name string) (*sampleset.Set, time.Time, error) {
 		return nil, time.Time{}, err
 	}
 	ts := w.now.Truncate(time.Second)
-	out := sampleset.New(len(w.pods))
+	out := w.sampleSet()
 	for _, p := range w.pods {
 		if !p.isStarted {
 			continue

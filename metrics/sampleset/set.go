@@ -116,6 +116,13 @@ func (p *Set) grow() {
 	}
 }
 
+// Reset empties p and keeps its memory and seed, for a caller that fills a set per round
+// and reads none of the last round's once the next begins (the simulator, at every sync).
+func (p *Set) Reset() {
+	p.recs = p.recs[:0]
+	clear(p.slots)
+}
+
 // Len is the number of pods with a sample.
 func (p *Set) Len() int {
 	if p == nil {

@@ -225,3 +225,21 @@ func BenchmarkSetAddAndGet(b *testing.B) {
 		}
 	}
 }
+
+func TestResetEmptiesTheSetWhichThenWorksAsNew(t *testing.T) {
+	p := New(2)
+	p.Add("a", Sample{MilliValue: 1})
+	p.Add("b", Sample{MilliValue: 2})
+	p.Reset()
+	if _, ok := p.Get("a"); ok || p.Len() != 0 {
+		t.Fatalf("after Reset: a found %v, %d samples; want none", ok, p.Len())
+	}
+	for i, name := range []string{"b", "c", "d", "e", "f"} {
+		if !p.Add(name, Sample{MilliValue: int64(10 + i)}) {
+			t.Fatalf("Add(%s) after Reset reports a sample already there", name)
+		}
+	}
+	if s, ok := p.Get("b"); !ok || s.MilliValue != 10 || p.Len() != 5 {
+		t.Errorf("b = %v, %v with %d samples; want 10 of 5 (the sample before Reset is gone)", s, ok, p.Len())
+	}
+}
