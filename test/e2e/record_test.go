@@ -42,7 +42,9 @@ func printedDecisions(t *testing.T, out string) ([]output.Explanation, []string)
 // checkRecordingReplays requires the recording run wrote (and closed when Ctrl-C stopped it)
 // to hold every decision run printed, and a replay of it to reproduce every one exactly:
 // kubectl hpa simulate --from-recording -o json prints what run -o json printed, line for
-// line, and every field of every sync's decision, outcome and kept history is equal.
+// line, and every field of every sync's decision, outcome and kept history is equal. Each
+// HPA's decisions are compared in their order: with several workers, run may print two HPAs'
+// decisions in one order and record them in the other.
 func checkRecordingReplays(t *testing.T, k cluster.Kubectl, path, out string) {
 	t.Helper()
 	printed, lines := printedDecisions(t, out)
@@ -56,9 +58,12 @@ func checkRecordingReplays(t *testing.T, k cluster.Kubectl, path, out string) {
 	if len(again) != len(lines) {
 		t.Errorf("run printed %d decisions, simulate --from-recording %d", len(lines), len(again))
 	}
-	for i := range min(len(lines), len(again)) {
-		if lines[i] != again[i] {
-			t.Errorf("decision %d: run printed\n%s\nsimulate --from-recording printed\n%s", i, lines[i], again[i])
+	ranLines, againLines := linesByHPA(t, lines), linesByHPA(t, again)
+	for key, ran := range ranLines {
+		for i := range min(len(ran), len(againLines[key])) {
+			if ran[i] != againLines[key][i] {
+				t.Errorf("decision %d of %s: run printed\n%s\nsimulate --from-recording printed\n%s", i, key, ran[i], againLines[key][i])
+			}
 		}
 	}
 	rec, err := recording.Open(path)
@@ -77,14 +82,26 @@ func checkRecordingReplays(t *testing.T, k cluster.Kubectl, path, out string) {
 	for _, d := range rep.Divergences {
 		t.Errorf("replay: %s", d)
 	}
+	printedBy := map[string][]output.Explanation{}
+	for _, e := range printed {
+		key := e.Metadata.Namespace + "/" + e.Metadata.Name
+		printedBy[key] = append(printedBy[key], e)
+	}
+	seen := map[string]int{}
 	ups, downs := 0, 0
-	for i, s := range rep.Syncs {
-		e, r := printed[i], s.Replayed
+	for _, s := range rep.Syncs {
+		i := seen[s.Key]
+		seen[s.Key]++
+		if i >= len(printedBy[s.Key]) {
+			t.Errorf("the recording holds more syncs of %s than run printed decisions of it (%d)", s.Key, len(printedBy[s.Key]))
+			continue
+		}
+		e, r := printedBy[s.Key][i], s.Replayed
 		got := []any{e.Metadata.Namespace + "/" + e.Metadata.Name, e.Time.UTC().Format(time.RFC3339), e.Decision.Phase, e.Decision.CurrentReplicas, e.Decision.DesiredReplicas, e.Decision.Rescale, e.Decision.Reason}
 		want := []any{s.Key, s.Now.UTC().Format(time.RFC3339), r.Phase, r.CurrentReplicas, r.DesiredReplicas, r.Rescale, r.Reason}
 		for j := range got {
 			if got[j] != want[j] {
-				t.Errorf("decision %d: run printed %v, the replay decided %v", i, got, want)
+				t.Errorf("decision %d of %s: run printed %v, the replay decided %v", i, s.Key, got, want)
 				break
 			}
 		}
@@ -99,4 +116,22 @@ func checkRecordingReplays(t *testing.T, k cluster.Kubectl, path, out string) {
 	if ups == 0 || downs == 0 {
 		t.Errorf("the recording holds %d scale-ups and %d scale-downs, want both", ups, downs)
 	}
+}
+
+// linesByHPA groups lines of run -o json (or simulate --from-recording -o json) by the HPA
+// ("namespace/name") each explains, in their order.
+func linesByHPA(t *testing.T, lines []string) map[string][]string {
+	t.Helper()
+	by := map[string][]string{}
+	for _, line := range lines {
+		var e struct {
+			Metadata output.Metadata `json:"metadata"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("a line of -o json is not an Explanation: %v\n%s", err, line)
+		}
+		key := e.Metadata.Namespace + "/" + e.Metadata.Name
+		by[key] = append(by[key], line)
+	}
+	return by
 }
