@@ -47,32 +47,7 @@ func printedDecisions(t *testing.T, out string) ([]output.Explanation, []string)
 // decisions in one order and record them in the other.
 func checkRecordingReplays(t *testing.T, k cluster.Kubectl, path, out string) {
 	t.Helper()
-	printed, lines := printedDecisions(t, out)
-	simStart := time.Now()
-	replayed, err := k.Run(t.Context(), "hpa", "simulate", "--from-recording", path, "-o", "json")
-	simTook := time.Since(simStart)
-	if err != nil {
-		t.Fatalf("kubectl hpa simulate --from-recording: %v", err)
-	}
-	again := slices.Collect(strings.Lines(replayed))
-	if len(again) != len(lines) {
-		t.Errorf("run printed %d decisions, simulate --from-recording %d", len(lines), len(again))
-	}
-	ranLines, againLines := linesByHPA(t, lines), linesByHPA(t, again)
-	for key, ran := range ranLines {
-		for i := range min(len(ran), len(againLines[key])) {
-			if ran[i] != againLines[key][i] {
-				t.Errorf("decision %d of %s: run printed\n%s\nsimulate --from-recording printed\n%s", i, key, ran[i], againLines[key][i])
-			}
-		}
-	}
-	rec, err := recording.Open(path)
-	if err != nil {
-		t.Fatalf("reading the recording: %v", err)
-	}
-	if len(rec.Syncs) != len(printed) {
-		t.Fatalf("run printed %d decisions and recorded %d syncs: a stop must lose none", len(printed), len(rec.Syncs))
-	}
+	rec, printed, simTook := checkSimulateReplays(t, k, path, out)
 	start := time.Now()
 	rep, err := rerun.Run(t.Context(), rec, rerun.Options{})
 	if err != nil {
@@ -116,6 +91,42 @@ func checkRecordingReplays(t *testing.T, k cluster.Kubectl, path, out string) {
 	if ups == 0 || downs == 0 {
 		t.Errorf("the recording holds %d scale-ups and %d scale-downs, want both", ups, downs)
 	}
+}
+
+// checkSimulateReplays is the part of checkRecordingReplays kubectl hpa simulate
+// --from-recording does on its own: it replays every sync (exiting 1 on any field of a
+// decision, outcome or kept history that differs from the recording's), and prints each
+// decision as run printed it. It returns the recording, run's printed decisions and how long
+// simulate took.
+func checkSimulateReplays(t *testing.T, k cluster.Kubectl, path, out string) (*recording.Recording, []output.Explanation, time.Duration) {
+	t.Helper()
+	printed, lines := printedDecisions(t, out)
+	simStart := time.Now()
+	replayed, err := k.Run(t.Context(), "hpa", "simulate", "--from-recording", path, "-o", "json")
+	simTook := time.Since(simStart)
+	if err != nil {
+		t.Fatalf("kubectl hpa simulate --from-recording: %v", err)
+	}
+	again := slices.Collect(strings.Lines(replayed))
+	if len(again) != len(lines) {
+		t.Errorf("run printed %d decisions, simulate --from-recording %d", len(lines), len(again))
+	}
+	ranLines, againLines := linesByHPA(t, lines), linesByHPA(t, again)
+	for key, ran := range ranLines {
+		for i := range min(len(ran), len(againLines[key])) {
+			if ran[i] != againLines[key][i] {
+				t.Errorf("decision %d of %s: run printed\n%s\nsimulate --from-recording printed\n%s", i, key, ran[i], againLines[key][i])
+			}
+		}
+	}
+	rec, err := recording.Open(path)
+	if err != nil {
+		t.Fatalf("reading the recording: %v", err)
+	}
+	if len(rec.Syncs) != len(printed) {
+		t.Fatalf("run printed %d decisions and recorded %d syncs: a stop must lose none", len(printed), len(rec.Syncs))
+	}
+	return rec, printed, simTook
 }
 
 // linesByHPA groups lines of run -o json (or simulate --from-recording -o json) by the HPA
