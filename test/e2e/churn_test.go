@@ -62,9 +62,6 @@ const (
 	// churnDeleteGrace covers a reconcile that took the HPA from run's cache just before the
 	// deletion and writes just after it: the one write a deleted HPA may still get.
 	churnDeleteGrace = time.Second
-	// churnDecisionToWrite bounds the time from a decision to its scale write's arrival at
-	// the API server: a write matched to an older decision would hide that decision's own.
-	churnDecisionToWrite = 5 * time.Second
 )
 
 // churnHPA is one HPA that lived during the steady state.
@@ -474,7 +471,7 @@ func churnRun(t *testing.T, cfg churnConfig) {
 	f.applied, f.failed, f.lastErr = s.applied, s.failed, s.lastErr
 	hpas := s.hpas
 	s.mu.Unlock()
-	f.decidedEachPeriod(t, rec, hpas, steadyStart, stopAt)
+	f.decidedEachPeriod(t, rec, hpas, steadyStart, stopAt, reqs, user)
 	served.mu.Lock()
 	f.polls = served.polls
 	served.mu.Unlock()
@@ -678,7 +675,7 @@ type churnFigures struct {
 // life in the steady state (from its creation or the steady state's start to its deletion or
 // the stop), except across a fault window, after whose end it must be decided within 1.5
 // periods.
-func (f *churnFigures) decidedEachPeriod(t *testing.T, rec *recording.Recording, hpas map[string]*churnHPA, from, to time.Time) {
+func (f *churnFigures) decidedEachPeriod(t *testing.T, rec *recording.Recording, hpas map[string]*churnHPA, from, to time.Time, reqs []cluster.AuditRequest, user string) {
 	bound := f.cfg.sync * 3 / 2
 	times := map[string][]time.Time{}
 	for _, s := range rec.Syncs {
@@ -726,7 +723,8 @@ func (f *churnFigures) decidedEachPeriod(t *testing.T, rec *recording.Recording,
 				continue
 			}
 			f.gaps = append(f.gaps, gap)
-			late = append(late, fmt.Sprintf("%s: no decision for %s, from %s to %s", key, gap.Round(time.Millisecond), a.Format(time.StampMilli), b.Format(time.StampMilli)))
+			late = append(late, fmt.Sprintf("%s: no decision for %s, from %s to %s (%s)", key, gap.Round(time.Millisecond), a.Format(time.StampMilli), b.Format(time.StampMilli),
+				churnMeanwhile(rec, reqs, user, h.ns, a, b)))
 		}
 	}
 	slices.Sort(late)
@@ -734,6 +732,28 @@ func (f *churnFigures) decidedEachPeriod(t *testing.T, rec *recording.Recording,
 		t.Errorf("%d times an HPA went undecided for more than 1.5 sync periods (%s) outside the fault windows or past their end + 1.5 periods; the first 20:\n%s",
 			len(late), bound, strings.Join(late[:min(20, len(late))], "\n"))
 	}
+}
+
+// churnMeanwhile says what run did between a and b: its syncs of every HPA, and its metrics
+// reads of namespace ns with the slowest one's latency (the audit log's).
+func churnMeanwhile(rec *recording.Recording, reqs []cluster.AuditRequest, user, ns string, a, b time.Time) string {
+	syncs := 0
+	for _, s := range rec.Syncs {
+		if s.Now.After(a) && s.Now.Before(b) {
+			syncs++
+		}
+	}
+	reads := 0
+	var slowest time.Duration
+	for _, r := range reqs {
+		if r.User == user && r.Namespace == ns && faultIsMetricsRead(r) && r.Received.After(a) && r.Received.Before(b) {
+			reads++
+			if !r.Completed.IsZero() {
+				slowest = max(slowest, r.Completed.Sub(r.Received))
+			}
+		}
+	}
+	return fmt.Sprintf("meanwhile %d syncs of all HPAs, %d metrics reads of %s, the slowest %s", syncs, reads, ns, slowest.Round(time.Millisecond))
 }
 
 // fresh checks that no decision used a sample of a pod older than one metrics.k8s.io had
@@ -765,12 +785,13 @@ func (f *churnFigures) fresh(t *testing.T, rec *recording.Recording, served *chu
 	}
 }
 
-// churnExpected is a scale write a recorded decision made.
+// churnExpected is a recorded sync of an HPA on target; write says it rescaled and its scale
+// write succeeded, used that the audit log holds that write.
 type churnExpected struct {
-	target string // ns/Deployment
-	at     time.Time
-	to     int32
-	used   bool
+	target      string // ns/Deployment
+	at          time.Time
+	to          int32
+	write, used bool
 }
 
 // writes checks run's writes in the audit log: none for an HPA after its deletion (beyond a
@@ -791,11 +812,20 @@ func (f *churnFigures) writes(t *testing.T, reqs []cluster.AuditRequest, user, l
 	slices.SortFunc(leaseWrites, time.Time.Compare)
 	f.leaseWrites = len(leaseWrites)
 	var afterDelete, staleLease, others, unexplained []string
+	// syncsOf are the recorded syncs of the HPAs of each target, in time order: a scale
+	// write is the last one's before it (an HPA's next sync starts once its write returned).
+	syncsOf := map[string][]*churnExpected{}
 	var expected []*churnExpected
 	for _, s := range rec.Syncs {
-		if s.Result.Rescale && s.ScaleWriteError == nil && s.DryRunReason == "" && s.HPA != nil {
-			ns, _, _ := strings.Cut(s.Key, "/")
-			expected = append(expected, &churnExpected{target: ns + "/" + s.HPA.Spec.ScaleTargetRef.Name, at: s.Now, to: s.Result.DesiredReplicas})
+		if s.HPA == nil {
+			continue
+		}
+		ns, _, _ := strings.Cut(s.Key, "/")
+		e := &churnExpected{target: ns + "/" + s.HPA.Spec.ScaleTargetRef.Name, at: s.Now, to: s.Result.DesiredReplicas,
+			write: s.Result.Rescale && s.ScaleWriteError == nil && s.DryRunReason == ""}
+		syncsOf[e.target] = append(syncsOf[e.target], e)
+		if e.write {
+			expected = append(expected, e)
 			if s.Result.DesiredReplicas > s.Result.CurrentReplicas {
 				f.ups++
 			} else {
@@ -803,7 +833,9 @@ func (f *churnFigures) writes(t *testing.T, reqs []cluster.AuditRequest, user, l
 			}
 		}
 	}
-	slices.SortStableFunc(expected, func(a, b *churnExpected) int { return a.at.Compare(b.at) })
+	for _, ss := range syncsOf {
+		slices.SortStableFunc(ss, func(a, b *churnExpected) int { return a.at.Compare(b.at) })
+	}
 	for _, r := range reqs {
 		if !r.IsWrite() {
 			continue
@@ -841,18 +873,13 @@ func (f *churnFigures) writes(t *testing.T, reqs []cluster.AuditRequest, user, l
 		}
 		if scale && r.Code/100 == 2 {
 			f.scaleWrites++
-			target := r.Namespace + "/" + r.Name
-			var match *churnExpected
-			for _, e := range expected {
-				if !e.used && e.target == target && !e.at.After(r.Received) && r.Received.Sub(e.at) <= churnDecisionToWrite {
-					match = e
-					break
-				}
-			}
-			if match == nil {
+			ss := syncsOf[r.Namespace+"/"+r.Name]
+			i, _ := slices.BinarySearchFunc(ss, r.Received, func(e *churnExpected, at time.Time) int { return e.at.Compare(at) })
+			if i == 0 || !ss[i-1].write || ss[i-1].used {
 				unexplained = append(unexplained, fmt.Sprintf("%s at %s", r, r.Received.Format(time.StampMilli)))
 				continue
 			}
+			match := ss[i-1]
 			match.used = true
 			f.maxDecisionToWrite = max(f.maxDecisionToWrite, r.Received.Sub(match.at))
 		}
@@ -870,7 +897,7 @@ func (f *churnFigures) writes(t *testing.T, reqs []cluster.AuditRequest, user, l
 		{"HPA writes of run for HPAs deleted more than " + churnDeleteGrace.String() + " before", afterDelete},
 		{fmt.Sprintf("writes of run without a successful Lease write in the %s before (another holder could have written)", churnLeaseDuration), staleLease},
 		{"HPA status writes by another client than run", others},
-		{fmt.Sprintf("scale writes of run that no recorded decision of the %s before explains", churnDecisionToWrite), unexplained},
+		{"scale writes of run that the last recorded sync of an HPA on that target before the write does not explain", unexplained},
 		{"recorded decisions to rescale whose write succeeded but is not in the audit log", unwritten},
 	} {
 		if len(c.found) > 0 {
@@ -902,7 +929,7 @@ func (f *churnFigures) String() string {
 	}
 	w("  namespace deleted with its HPAs: %s", f.victim)
 	for _, win := range f.windows {
-		w("  fault window: %s, %s", win.what, win.to.Sub(win.from).Round(time.Millisecond))
+		w("  fault window: %s, %s (%s to %s)", win.what, win.to.Sub(win.from).Round(time.Millisecond), win.from.Format(time.StampMilli), win.to.Format(time.StampMilli))
 	}
 	w("  HPAs live in the steady state %d (%d deleted), syncs recorded %d", f.hpasSeen, f.deleted, f.syncs)
 	w("  interval between two decisions of one HPA outside fault windows: p50 %s, p99 %s, max %s (%d intervals; %d across a fault window)",
