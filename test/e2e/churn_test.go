@@ -62,6 +62,9 @@ const (
 	// churnDeleteGrace covers a reconcile that took the HPA from run's cache just before the
 	// deletion and writes just after it: the one write a deleted HPA may still get.
 	churnDeleteGrace = time.Second
+	// churnInFlight bounds the changes in flight at once; a tick that finds them all busy
+	// is skipped (and counted).
+	churnInFlight = 16
 )
 
 // churnHPA is one HPA that lived during the steady state.
@@ -94,6 +97,10 @@ type churnState struct {
 	applied   map[string]int
 	failed    map[string]int
 	lastErr   map[string]error
+	// appliedAt are when the applied changes returned; skipped the ticks that found
+	// churnInFlight changes in flight.
+	appliedAt []time.Time
+	skipped   int
 }
 
 const (
@@ -201,6 +208,7 @@ func (s *churnState) change(ctx context.Context, label string, perHPA int32) {
 		return
 	}
 	s.applied[kind]++
+	s.appliedAt = append(s.appliedAt, now)
 	switch kind {
 	case churnDelete:
 		if h.gone.IsZero() {
@@ -380,10 +388,15 @@ func churnRun(t *testing.T, cfg churnConfig) {
 	steadyStart := time.Now()
 	phase("run has decided every HPA; churn and faults start")
 
+	// Each tick starts its change without waiting for the one before, so that a slow API
+	// server does not lower the rate; at most churnInFlight are in flight.
 	churnCtx, stopChurn := context.WithCancel(ctx)
 	churned := make(chan struct{})
 	go func() {
 		defer close(churned)
+		var inFlight sync.WaitGroup
+		defer inFlight.Wait()
+		slots := make(chan struct{}, churnInFlight)
 		tick := time.NewTicker(time.Duration(float64(time.Second) / cfg.rate))
 		defer tick.Stop()
 		for {
@@ -392,7 +405,18 @@ func churnRun(t *testing.T, cfg churnConfig) {
 				return
 			case <-tick.C:
 			}
-			s.change(churnCtx, label, cfg.podsPerHPA)
+			select {
+			case slots <- struct{}{}:
+			default:
+				s.mu.Lock()
+				s.skipped++
+				s.mu.Unlock()
+				continue
+			}
+			inFlight.Go(func() {
+				defer func() { <-slots }()
+				s.change(churnCtx, label, cfg.podsPerHPA)
+			})
 		}
 	}()
 
@@ -468,7 +492,7 @@ func churnRun(t *testing.T, cfg churnConfig) {
 	}
 	f := &churnFigures{cfg: cfg, steadyFor: stopAt.Sub(steadyStart), windows: windows, victim: victim}
 	s.mu.Lock()
-	f.applied, f.failed, f.lastErr = s.applied, s.failed, s.lastErr
+	f.applied, f.failed, f.lastErr, f.appliedAt, f.skipped = s.applied, s.failed, s.lastErr, s.appliedAt, s.skipped
 	hpas := s.hpas
 	s.mu.Unlock()
 	f.decidedEachPeriod(t, rec, hpas, steadyStart, stopAt, reqs, user)
@@ -656,6 +680,8 @@ type churnFigures struct {
 	victim             string
 	applied, failed    map[string]int
 	lastErr            map[string]error
+	appliedAt          []time.Time
+	skipped            int
 	hpasSeen, deleted  int
 	syncs              int
 	gaps               []time.Duration
@@ -921,7 +947,22 @@ func (f *churnFigures) String() string {
 		total += f.applied[k]
 		parts = append(parts, fmt.Sprintf("%s %d", k, f.applied[k]))
 	}
-	w("  changes applied: %d (%.2f/s): %s", total, float64(total)/f.steadyFor.Seconds(), strings.Join(parts, ", "))
+	// Outside the fault windows, where the API server answers.
+	outside, outsideFor := 0, f.steadyFor
+	for _, win := range f.windows {
+		outsideFor -= win.to.Sub(win.from)
+	}
+	for _, at := range f.appliedAt {
+		in := false
+		for _, win := range f.windows {
+			in = in || (!at.Before(win.from) && !at.After(win.to))
+		}
+		if !in {
+			outside++
+		}
+	}
+	w("  changes applied: %d (%.2f/s; outside the fault windows %d in %s, %.2f/s): %s; ticks skipped with %d changes in flight: %d",
+		total, float64(total)/f.steadyFor.Seconds(), outside, outsideFor.Round(time.Second), float64(outside)/outsideFor.Seconds(), strings.Join(parts, ", "), churnInFlight, f.skipped)
 	for _, k := range kinds {
 		if f.failed[k] > 0 {
 			w("  changes failed (during outages): %s %d, last: %v", k, f.failed[k], f.lastErr[k])
