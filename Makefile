@@ -359,29 +359,49 @@ record-fidelity: build
 		$(BIN)/e2e-fidelity.test -test.v -test.parallel 3 -test.timeout 30m -test.run '^TestRecordFidelity$$'
 
 # ---- soak (owner: soak) ----
-# `make soak` runs TestSoak alone on the real cluster (build tags e2e and soak: `make test`
-# never builds it): SOAK_HPAS HPAs, each on its own Deployment, over SOAK_PODS pods in one
-# namespace, SOAK_DURATION of steady state. It prints its figures (SOAK FIGURES: sync pass
-# time, API requests per HPA and sync, RSS of run and its growth, load change to scale write)
-# and asserts only correctness. Built without -race by default: the node stand-in and the load
+# `make soak` runs, on the real cluster (build tags e2e and soak: `make test` never builds
+# them), TestSoak, then TestSoakChurnAndFaults (SOAK_RUN picks). TestSoak: SOAK_HPAS HPAs,
+# each on its own Deployment, over SOAK_PODS pods in one namespace, SOAK_DURATION of steady
+# state; it prints its figures (SOAK FIGURES: sync pass time, API requests per HPA and sync,
+# RSS of run and its growth, load change to scale write) and asserts only correctness.
+# TestSoakChurnAndFaults: as many HPAs and pods over SOAK_NAMESPACES namespaces, run -A, for
+# SOAK_DURATION of churn at SOAK_CHURN_RATE changes a second and four faults (CHURN FIGURES);
+# it asserts that every live HPA is decided each 1.5 sync periods outside the faults, no
+# decision on stale samples, no write for a deleted HPA or without the Lease, and every scale
+# write a recorded decision's, whose replay is exact (test/e2e/churn_test.go);
+# SOAK_RUN=^TestChurnAndFaults runs its short version, 200 HPAs for 2 minutes. SOAK_SIZE picks
+# the size: 1k (1,000 HPAs over 10,000 pods) or 5k (5,000 over 50,000); SOAK_HPAS and
+# SOAK_PODS override it. Built without -race by default: the node stand-in and the load
 # model run in the test process, and the race detector would multiply their CPU on a shared
 # machine (SOAK_GOFLAGS=-race for a small run).
-SOAK_HPAS ?= 1000
-SOAK_PODS ?= 10000
+SOAK_SIZE ?= 1k
+soak_hpas_1k := 1000
+soak_pods_1k := 10000
+soak_hpas_5k := 5000
+soak_pods_5k := 50000
+ifeq ($(soak_hpas_$(SOAK_SIZE)),)
+$(error SOAK_SIZE=$(SOAK_SIZE): want 1k or 5k)
+endif
+SOAK_HPAS ?= $(soak_hpas_$(SOAK_SIZE))
+SOAK_PODS ?= $(soak_pods_$(SOAK_SIZE))
+SOAK_NAMESPACES ?= 50
+SOAK_CHURN_RATE ?= 5
 SOAK_DURATION ?= 10m
-SOAK_TIMEOUT ?= 90m
+SOAK_TIMEOUT ?= 180m
 SOAK_GOFLAGS ?=
 SOAK_METRICS_READS ?= per-namespace
+SOAK_RUN ?= ^(TestSoak|TestSoakChurnAndFaults)$$
 
 .PHONY: soak soak-list
 
-## soak: SOAK_HPAS HPAs over SOAK_PODS pods on the real cluster for SOAK_DURATION, with its figures
+## soak: SOAK_SIZE=1k|5k HPAs and pods on the real cluster for SOAK_DURATION, steady then under churn and faults, with its figures
 soak: build
 	@testbin=$$(hack/build-testbin.sh | tail -n1) && \
 	$(GO) test -c $(SOAK_GOFLAGS) -tags 'e2e soak' -o $(BIN)/e2e-soak.test ./test/e2e && \
 	cd test/e2e && KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_PLUGIN_DIR=$(BIN) \
-		$(BIN)/e2e-soak.test -test.v -test.timeout $(SOAK_TIMEOUT) -test.run '^TestSoak$$' \
-		-soak.hpas=$(SOAK_HPAS) -soak.pods=$(SOAK_PODS) -soak.duration=$(SOAK_DURATION) -soak.metrics-reads=$(SOAK_METRICS_READS)
+		$(BIN)/e2e-soak.test -test.v -test.timeout $(SOAK_TIMEOUT) -test.run '$(SOAK_RUN)' \
+		-soak.hpas=$(SOAK_HPAS) -soak.pods=$(SOAK_PODS) -soak.duration=$(SOAK_DURATION) -soak.metrics-reads=$(SOAK_METRICS_READS) \
+		-soak.namespaces=$(SOAK_NAMESPACES) -soak.churn-rate=$(SOAK_CHURN_RATE)
 
 # soak-list: TestSoakList, `kubectl hpa list -A` over SOAK_LIST_HPAS HPAs on as many Deployments,
 # SOAK_LIST_PODS pods, in SOAK_LIST_NAMESPACES namespaces, beside kubectl get and describe hpa -A.

@@ -128,6 +128,9 @@ type Report struct {
 	// next sync: with Input, what a recording needs to replay this reconcile exactly.
 	ScaleWriteErr, PodsErr error
 	Kept                   replicas.History
+	// StatusWriteErr is the status write's error (nil when none was sent or it succeeded):
+	// Err then says it, as run prints it, and a replay says it again from the recording.
+	StatusWriteErr error
 	// Err is the reconcile error (the core's, a failed write's).
 	Err error
 }
@@ -613,7 +616,8 @@ func (c *Controller) reconcile(ctx context.Context, ev *evaluation.Evaluation, s
 		})
 		if err != nil {
 			c.record(hpa, []replicas.Event{{Type: corev1.EventTypeWarning, Reason: "FailedUpdateStatus", Message: err.Error()}}, events)
-			out.Err = fmt.Errorf("failed to update status for %s: %w", hpa.Name, err)
+			rep.StatusWriteErr = err
+			out.Err = replicas.StatusWriteFailed(hpa.Name, err)
 		} else {
 			rep.StatusWritten = true
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/monitor"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild/fakemetrics"
 )
@@ -385,17 +386,26 @@ func (f failingPods) Pods(context.Context, string, labels.Selector) ([]*corev1.P
 }
 
 // TestReportCarriesWhatAReplayNeeds: besides the input and the decision, a report carries
-// the pod list's own error, the scale write's error and the history kept, the reconcile's
-// I/O results that a recording must hold to be replayed.
+// the pod list's own error, the scale and status writes' errors and the history kept, the
+// reconcile's I/O results that a recording must hold to be replayed.
 func TestReportCarriesWhatAReplayNeeds(t *testing.T) {
 	podsErr := errors.New(`pods is forbidden: User "u" cannot list resource "pods"`)
+	statusErr := errors.New("connection refused")
 	cases := []struct {
-		name              string
-		setup             func(*fixture)
-		wantPodsErr       error
-		wantScaleWriteErr string
-		wantScaleUps      int
+		name               string
+		setup              func(*fixture)
+		wantPodsErr        error
+		wantScaleWriteErr  string
+		wantStatusWriteErr error
+		wantScaleUps       int
 	}{
+		{name: "a status write refused: its error, and the sync's error says it",
+			setup: func(f *fixture) {
+				f.kube.PrependReactor("update", "horizontalpodautoscalers", func(a core.Action) (bool, runtime.Object, error) {
+					return a.GetSubresource() == "status", nil, statusErr
+				})
+			},
+			wantStatusWriteErr: statusErr, wantScaleUps: 1},
 		{name: "a rescale written keeps its scale event", wantScaleUps: 1},
 		{name: "a scale write refused: its error, and no scale event kept",
 			setup:             func(f *fixture) { f.scales.conflicts = 100 },
@@ -435,6 +445,12 @@ func TestReportCarriesWhatAReplayNeeds(t *testing.T) {
 			}
 			if rep.Outcome.Err != nil && strings.Contains(rep.Outcome.Err.Error(), "failed to update status") {
 				t.Errorf("Outcome.Err carries the status write's failure: %v", rep.Outcome.Err)
+			}
+			if !errors.Is(rep.StatusWriteErr, tt.wantStatusWriteErr) {
+				t.Errorf("StatusWriteErr = %v, want %v", rep.StatusWriteErr, tt.wantStatusWriteErr)
+			}
+			if want := replicas.StatusWriteFailed("web", statusErr); tt.wantStatusWriteErr != nil && (rep.Err == nil || rep.Err.Error() != want.Error()) {
+				t.Errorf("Err = %v, want %v", rep.Err, want)
 			}
 		})
 	}

@@ -61,7 +61,9 @@ type Reconcile struct {
 	Decision replicas.Decision
 	// ScaleWriteErr is the scale write's error; nil when none was sent or it succeeded.
 	ScaleWriteErr error
-	Outcome       replicas.Outcome
+	// StatusWriteErr is the status write's error; nil when none was sent or it succeeded.
+	StatusWriteErr error
+	Outcome        replicas.Outcome
 	// Kept is the history the controller kept for the next sync.
 	Kept         replicas.History
 	DryRunReason string
@@ -72,16 +74,17 @@ type Reconcile struct {
 func SyncOf(r Reconcile) Sync {
 	in := r.Input
 	s := Sync{
-		Kind:            KindSync,
-		Term:            r.Term,
-		Key:             r.Key,
-		Now:             in.Now,
-		HPA:             stripHPA(in.HPA),
-		OtherHPAs:       append([]string(nil), in.OtherHPAsSelectingPods...),
-		History:         historyPtr(in.History),
-		DryRunReason:    r.DryRunReason,
-		ScaleWriteError: errorOf(r.ScaleWriteErr),
-		Result:          ResultOf(r.Decision, r.Outcome, r.Kept),
+		Kind:             KindSync,
+		Term:             r.Term,
+		Key:              r.Key,
+		Now:              in.Now,
+		HPA:              stripHPA(in.HPA),
+		OtherHPAs:        append([]string(nil), in.OtherHPAsSelectingPods...),
+		History:          historyPtr(in.History),
+		DryRunReason:     r.DryRunReason,
+		ScaleWriteError:  errorOf(r.ScaleWriteErr),
+		StatusWriteError: errorOf(r.StatusWriteErr),
+		Result:           ResultOf(r.Decision, r.Outcome, r.Kept),
 	}
 	if in.ScaleErr != nil {
 		s.ScaleError = scaleErrorOf(in.ScaleErr)

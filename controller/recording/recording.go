@@ -117,7 +117,10 @@ type Sync struct {
 	DryRunReason string `json:"dryRunReason,omitempty"`
 	// ScaleWriteError is why the scale write failed (a decision to rescale only).
 	ScaleWriteError *Error `json:"scaleWriteError,omitempty"`
-	Result          Result `json:"result"`
+	// StatusWriteError is why the status write failed: the sync's error as run printed it
+	// (replicas.StatusWriteFailed) is this one, not the decision's.
+	StatusWriteError *Error `json:"statusWriteError,omitempty"`
+	Result           Result `json:"result"`
 
 	// Line is the entry's line in the file it was read from (0 when not read from one).
 	Line int `json:"-"`

@@ -10,6 +10,12 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// StatusWriteFailed is the reconcile error when the status write failed, in upstream's words
+// (horizontal.go's updateStatus): the controller's, and a replay's of a recorded failure.
+func StatusWriteFailed(hpaName string, err error) error {
+	return fmt.Errorf("failed to update status for %s: %w", hpaName, err)
+}
+
 // Apply is what upstream's reconcileAutoscaler does after the scale write: scaleWriteErr is
 // the write's result (ignored when d.Rescale is false). It builds the new status exactly as
 // upstream's setStatus and condition merging do, the post-write events, the history with the

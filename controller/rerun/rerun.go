@@ -119,8 +119,14 @@ func Run(ctx context.Context, rec *recording.Recording, opts Options) (*Report, 
 		}
 		out, kept := replicas.Settle(ev.Input, ev.Decision, scaleErr, s.DryRunReason == "")
 		held[s.Key] = kept
+		// The status write's result is the recorded one too: the sync's error is then the
+		// write's, as run printed it (the recorded outcome is the one before the write).
+		statusErr := s.StatusWriteError.Err()
 		replayed := recording.SyncOf(recording.Reconcile{Term: s.Term, Key: s.Key, Input: ev.Input, PodsErr: ev.PodsErr,
-			Decision: ev.Decision, ScaleWriteErr: scaleErr, Outcome: out, Kept: kept, DryRunReason: s.DryRunReason})
+			Decision: ev.Decision, ScaleWriteErr: scaleErr, StatusWriteErr: statusErr, Outcome: out, Kept: kept, DryRunReason: s.DryRunReason})
+		if statusErr != nil {
+			out.Err = replicas.StatusWriteFailed(s.HPA.Name, statusErr)
+		}
 		rep.Syncs = append(rep.Syncs, Sync{Index: i, Line: s.Line, Key: s.Key, Now: s.Now, Recorded: s.Result, Replayed: replayed.Result,
 			Input: ev.Input, Decision: ev.Decision, Outcome: out, DryRunReason: s.DryRunReason})
 		diffs, err := diff(s, &replayed)

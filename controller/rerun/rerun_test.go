@@ -297,3 +297,27 @@ func TestANewTermStartsEveryHistoryAfresh(t *testing.T) {
 		})
 	}
 }
+
+// A sync whose status write failed printed that failure as its error (run -o json's
+// decision.error); the replay says it again from the recording, and its decision, outcome
+// and history are still run's.
+func TestARecordedStatusWriteFailureIsTheReplayedSyncsError(t *testing.T) {
+	rec := recordRun(t, controller.DryRunNone, loads[:3])
+	rec.Syncs[1].StatusWriteError = &recording.Error{Message: "dial tcp 127.0.0.1:6443: connect: connection refused"}
+	rep, err := Run(t.Context(), rec, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range rep.Divergences {
+		t.Errorf("%s", d)
+	}
+	const want = "failed to update status for web: dial tcp 127.0.0.1:6443: connect: connection refused"
+	if got := rep.Syncs[1].Outcome.Err; got == nil || got.Error() != want {
+		t.Errorf("replayed sync's error %v, want %q", got, want)
+	}
+	for _, i := range []int{0, 2} {
+		if got := rep.Syncs[i].Outcome.Err; got != nil {
+			t.Errorf("sync %d: error %v, want none (its status write succeeded)", i, got)
+		}
+	}
+}

@@ -85,7 +85,7 @@ func (r *recorder) sink(start time.Time) func(controller.Report) {
 // recordedReconcile is one report as the recording keeps it.
 func recordedReconcile(term int, rep controller.Report) recording.Reconcile {
 	return recording.Reconcile{Term: term, Key: rep.Key, Input: rep.Input, PodsErr: rep.PodsErr, Decision: rep.Decision,
-		ScaleWriteErr: rep.ScaleWriteErr, Outcome: rep.Outcome, Kept: rep.Kept, DryRunReason: rep.DryRunReason}
+		ScaleWriteErr: rep.ScaleWriteErr, StatusWriteErr: rep.StatusWriteErr, Outcome: rep.Outcome, Kept: rep.Kept, DryRunReason: rep.DryRunReason}
 }
 
 // failed notes the first failure; later syncs fail fast on the writer's kept error, and run
