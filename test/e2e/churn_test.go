@@ -623,7 +623,8 @@ func churnCreateWorkloads(t *testing.T, s *churnState, nss []string, cfg churnCo
 	})
 }
 
-// churnWaitSamples waits until metrics-server has a sample of every pod.
+// churnWaitSamples waits until metrics-server has a sample of every pod (the soak waits with it
+// too, so that its first pass decides from complete metrics).
 func churnWaitSamples(t *testing.T, nss []string, want int) {
 	t.Helper()
 	mc, err := metricsclient.NewForConfig(shared.RESTConfig())

@@ -24,7 +24,6 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
@@ -79,7 +78,7 @@ func TestSoak(t *testing.T) {
 	soakCreateWorkloads(t, nss, n, perDep)
 	fig.podsReady = time.Since(t0)
 	t.Logf("%d pods ready after %s", total, fig.podsReady.Round(time.Second))
-	soakWaitPodMetrics(t, nss, total)
+	churnWaitSamples(t, nss, total)
 
 	for i := range n {
 		h := hpaSpec{max: 2 * perDep}.build(nsOf(i))
@@ -218,31 +217,6 @@ func soakWaitReady(t *testing.T, namespace string, ours map[string]bool, want, p
 			}
 			time.Sleep(2 * time.Second)
 			return fmt.Errorf("%d/%d pods ready", ready, want)
-		}
-		return nil
-	})
-}
-
-// soakWaitPodMetrics waits until metrics-server has a sample of every pod, so that the first
-// pass decides from complete metrics.
-func soakWaitPodMetrics(t *testing.T, nss []string, want int) {
-	t.Helper()
-	mc, err := metricsclient.NewForConfig(shared.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 5*time.Minute, fmt.Sprintf("metrics-server has samples of %d pods", want), func(ctx context.Context) error {
-		got := 0
-		for _, ns := range nss {
-			list, err := mc.MetricsV1beta1().PodMetricses(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			got += len(list.Items)
-		}
-		if got != want {
-			time.Sleep(2 * time.Second)
-			return fmt.Errorf("%d samples", got)
 		}
 		return nil
 	})
