@@ -390,6 +390,8 @@ SOAK_DURATION ?= 10m
 SOAK_TIMEOUT ?= 180m
 SOAK_GOFLAGS ?=
 SOAK_METRICS_READS ?= per-namespace
+SOAK_REFERENCE ?= 5m
+SOAK_BASELINE ?= 1m
 SOAK_RUN ?= ^(TestSoak|TestSoakChurnAndFaults)$$
 
 .PHONY: soak soak-list
@@ -401,7 +403,8 @@ soak: build
 	cd test/e2e && KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_PLUGIN_DIR=$(BIN) \
 		$(BIN)/e2e-soak.test -test.v -test.timeout $(SOAK_TIMEOUT) -test.run '$(SOAK_RUN)' \
 		-soak.hpas=$(SOAK_HPAS) -soak.pods=$(SOAK_PODS) -soak.duration=$(SOAK_DURATION) -soak.metrics-reads=$(SOAK_METRICS_READS) \
-		-soak.namespaces=$(SOAK_NAMESPACES) -soak.churn-rate=$(SOAK_CHURN_RATE)
+		-soak.namespaces=$(SOAK_NAMESPACES) -soak.churn-rate=$(SOAK_CHURN_RATE) \
+		-soak.reference=$(SOAK_REFERENCE) -soak.baseline=$(SOAK_BASELINE)
 
 # soak-list: TestSoakList, `kubectl hpa list -A` over SOAK_LIST_HPAS HPAs on as many Deployments,
 # SOAK_LIST_PODS pods, in SOAK_LIST_NAMESPACES namespaces, beside kubectl get and describe hpa -A.

@@ -89,6 +89,7 @@ func TestSoak(t *testing.T) {
 		}
 	}
 
+	base := soakMeasureBaseline(t, *soakBaseline)
 	mark, err := shared.AuditMark()
 	if err != nil {
 		t.Fatal(err)
@@ -103,8 +104,9 @@ func TestSoak(t *testing.T) {
 	// Steady state: from here every HPA has its status; nothing should change but HPA 0's load.
 	watcher := soakWatchHPAs(t, leaseNS)
 	ssStart := time.Now()
-	m1 := run.scrape(t)
-	rss1 := soakRSS(t, run.pid)
+	msPID := soakHostPIDOf(t, "metrics-server", shared.MetricsServerPid())
+	m1, p1, ms1 := run.scrape(t), soakProcOf(t, run.pid), soakProcOf(t, msPID)
+	rss1 := p1.rss
 
 	time.Sleep(*soakDuration / 2)
 	changed, changedNS := soakName(0), nsOf(0)
@@ -123,8 +125,8 @@ func TestSoak(t *testing.T) {
 		time.Sleep(rest)
 	}
 	ssEnd := time.Now()
-	m2 := run.scrape(t)
-	rss2 := soakRSS(t, run.pid)
+	m2, p2, ms2 := run.scrape(t), soakProcOf(t, run.pid), soakProcOf(t, msPID)
+	rss2 := p2.rss
 	modified := watcher.stop()
 	fig.rss = sampler.stop()
 	run.stop(t)
@@ -148,6 +150,15 @@ func TestSoak(t *testing.T) {
 		t.Errorf("HPA %s desiredReplicas %d after the load change, want %d", changed, hpa.Status.DesiredReplicas, 2*perDep)
 	}
 	t.Log(fig.String())
+
+	ours := soakController{name: "run", hpas: n, workers: soakWorkers, window: m2.at.Sub(m1.at), initialPass: fig.passInitial,
+		reconciles: m2.reconciles - m1.reconciles, busy: m2.reconcileSecs - m1.reconcileSecs, perKind: fig.perKind,
+		self: p1.to(p2), metricsServer: ms1.to(ms2), rss: p2.rss, metricsServerIdle: base.metricsServer}
+	if *soakReference <= 0 {
+		t.Log(soakSideBySide(ours))
+		return
+	}
+	t.Log(soakSideBySide(ours, soakRunReference(t, n, *soakReference, base)))
 }
 
 func soakName(i int) string { return fmt.Sprintf("soak-%04d", i) }
@@ -423,7 +434,14 @@ type soakScrape struct {
 
 func (r *soakRun) scrape(t *testing.T) soakScrape {
 	t.Helper()
-	resp, err := http.Get(r.metrics)
+	return soakScrapeURL(t, http.DefaultClient, r.metrics)
+}
+
+// soakScrapeURL reads the figures from an HPA controller's /metrics: run's and
+// kube-controller-manager's name them alike.
+func soakScrapeURL(t *testing.T, client *http.Client, endpoint string) soakScrape {
+	t.Helper()
+	resp, err := client.Get(endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,16 +474,7 @@ func (r *soakRun) scrape(t *testing.T) soakScrape {
 	return s
 }
 
-// soakRSS reads a process's resident set size in bytes.
-func soakRSS(t *testing.T, pid int) int64 {
-	t.Helper()
-	rss, err := soakReadRSS(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rss
-}
-
+// soakReadRSS reads a process's resident set size in bytes.
 func soakReadRSS(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

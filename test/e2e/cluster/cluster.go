@@ -323,6 +323,23 @@ func (c *Cluster) Pids() []int {
 	return pids
 }
 
+// MetricsServerPid is the running metrics-server's process id in this PID namespace, or 0,
+// for measuring its CPU time.
+func (c *Cluster) MetricsServerPid() int { return c.pidOf(&c.metrics) }
+
+// ControllerManagerPid is the running kube-controller-manager's process id in this PID
+// namespace, or 0.
+func (c *Cluster) ControllerManagerPid() int { return c.pidOf(&c.kcm) }
+
+func (c *Cluster) pidOf(slot **process) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := *slot; p != nil && !p.exited() {
+		return p.Pid()
+	}
+	return 0
+}
+
 // Stop stops the Heapsters, Prometheus, metrics-server, kube-controller-manager and the stand-ins, then the API server,
 // then etcd (SIGTERM, SIGKILL after 10s each), and removes the run directory if Start made it.
 // It returns once every process has been reaped.
