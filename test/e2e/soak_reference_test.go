@@ -324,16 +324,6 @@ func soakSideBySide(cs ...soakController) string {
 	row("API requests per HPA per sync", func(c soakController) string {
 		return fmt.Sprintf("%.3f", float64(c.hpaRequests())/c.reconciles)
 	})
-	row("of which, per pass", func(c soakController) string {
-		var kinds []string
-		for k, v := range c.perKind {
-			if k != "lease" && k != "informer list/watch" && k != "discovery" {
-				kinds = append(kinds, fmt.Sprintf("%s %.1f", k, float64(v)/c.passes()))
-			}
-		}
-		slices.Sort(kinds)
-		return strings.Join(kinds, ", ")
-	})
 	row("metrics reads per pass", func(c soakController) string {
 		return fmt.Sprintf("%.1f", float64(c.perKind["metrics read"])/c.passes())
 	})
@@ -354,5 +344,15 @@ func soakSideBySide(cs ...soakController) string {
 		}
 		return fmt.Sprintf("%s (%s)", mib(c.rss), mib(c.rssBase))
 	})
+	for _, c := range cs {
+		var kinds []string
+		for k, v := range c.perKind {
+			if k != "lease" && k != "informer list/watch" && k != "discovery" {
+				kinds = append(kinds, fmt.Sprintf("%s %.1f", k, float64(v)/c.passes()))
+			}
+		}
+		slices.Sort(kinds)
+		fmt.Fprintf(&s, "  %s's requests per pass: %s\n", c.name, strings.Join(kinds, ", "))
+	}
 	return s.String()
 }
