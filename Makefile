@@ -361,9 +361,13 @@ record-fidelity: build
 # ---- soak (owner: soak) ----
 # `make soak` runs, on the real cluster (build tags e2e and soak: `make test` never builds
 # them), TestSoak, then TestSoakChurnAndFaults (SOAK_RUN picks). TestSoak: SOAK_HPAS HPAs,
-# each on its own Deployment, over SOAK_PODS pods in one namespace, SOAK_DURATION of steady
-# state; it prints its figures (SOAK FIGURES: sync pass time, API requests per HPA and sync,
-# RSS of run and its growth, load change to scale write) and asserts only correctness.
+# each on its own Deployment, over SOAK_PODS pods in SOAK_NAMESPACES namespaces, SOAK_DURATION
+# of steady state; it prints its figures (SOAK FIGURES: sync pass time, API requests per HPA
+# and sync, RSS of run and its growth, load change to scale write) and asserts only
+# correctness; then kube-controller-manager's own HPA controller decides the same HPAs for
+# SOAK_REFERENCE (0: not at all), and both are printed side by side (SIDE BY SIDE: pass time,
+# requests, metrics-server's CPU beyond its rate over SOAK_BASELINE with no HPA controller,
+# the controller's CPU, bytes read and RSS).
 # TestSoakChurnAndFaults: as many HPAs and pods over SOAK_NAMESPACES namespaces, run -A, for
 # SOAK_DURATION of churn at SOAK_CHURN_RATE changes a second and four faults (CHURN FIGURES);
 # it asserts that every live HPA is decided each 1.5 sync periods outside the faults, no

@@ -495,7 +495,7 @@ func churnRun(t *testing.T, cfg churnConfig) {
 	f.applied, f.failed, f.lastErr, f.appliedAt, f.skipped = s.applied, s.failed, s.lastErr, s.appliedAt, s.skipped
 	hpas := s.hpas
 	s.mu.Unlock()
-	f.decidedEachPeriod(t, rec, hpas, steadyStart, stopAt, reqs, user)
+	f.decidedEachPeriod(t, rec, hpas, steadyStart, stopAt, reqs, user, errOut)
 	served.mu.Lock()
 	f.polls = served.polls
 	served.mu.Unlock()
@@ -702,7 +702,7 @@ type churnFigures struct {
 // life in the steady state (from its creation or the steady state's start to its deletion or
 // the stop), except across a fault window, after whose end it must be decided within 1.5
 // periods.
-func (f *churnFigures) decidedEachPeriod(t *testing.T, rec *recording.Recording, hpas map[string]*churnHPA, from, to time.Time, reqs []cluster.AuditRequest, user string) {
+func (f *churnFigures) decidedEachPeriod(t *testing.T, rec *recording.Recording, hpas map[string]*churnHPA, from, to time.Time, reqs []cluster.AuditRequest, user, runErr string) {
 	bound := f.cfg.sync * 3 / 2
 	times := map[string][]time.Time{}
 	for _, s := range rec.Syncs {
@@ -750,8 +750,8 @@ func (f *churnFigures) decidedEachPeriod(t *testing.T, rec *recording.Recording,
 				continue
 			}
 			f.gaps = append(f.gaps, gap)
-			late = append(late, fmt.Sprintf("%s: no decision for %s, from %s to %s (%s)", key, gap.Round(time.Millisecond), a.Format(time.StampMilli), b.Format(time.StampMilli),
-				churnMeanwhile(rec, reqs, user, h.ns, a, b)))
+			late = append(late, fmt.Sprintf("%s: no decision for %s, from %s to %s (%s; %s)", key, gap.Round(time.Millisecond), a.Format(time.StampMilli), b.Format(time.StampMilli),
+				churnMeanwhile(rec, reqs, user, h.ns, a, b), churnFailedSyncs(runErr, key, a, b)))
 		}
 	}
 	slices.Sort(late)
@@ -781,6 +781,35 @@ func churnMeanwhile(rec *recording.Recording, reqs []cluster.AuditRequest, user,
 		}
 	}
 	return fmt.Sprintf("meanwhile %d syncs of all HPAs, %d metrics reads of %s, the slowest %s", syncs, reads, ns, slowest.Round(time.Millisecond))
+}
+
+// churnFailedSyncs says which syncs of the HPA key run logged as failed between a and b (klog's
+// error lines: a sync that fails before deciding, such as one skipped because the informer has
+// not seen run's own last status write, prints no decision).
+func churnFailedSyncs(runErr, key string, a, b time.Time) string {
+	var failed []string
+	for _, line := range strings.Split(runErr, "\n") {
+		if !strings.Contains(line, `"Reconciling HPA failed"`) || !strings.Contains(line, `hpa="`+key+`"`) || len(line) < 21 {
+			continue
+		}
+		// klog's header: Lmmdd hh:mm:ss.uuuuuu, in local time, without the year.
+		at, err := time.ParseInLocation("0102 15:04:05.000000", line[1:21], time.Local)
+		if err != nil {
+			continue
+		}
+		at = at.AddDate(a.Year(), 0, 0)
+		if at.After(a) && at.Before(b) {
+			msg := line
+			if i := strings.Index(line, `err="`); i >= 0 {
+				msg = line[i:]
+			}
+			failed = append(failed, at.Format(time.StampMilli)+" "+msg)
+		}
+	}
+	if len(failed) == 0 {
+		return "run logged no failed sync of it meanwhile"
+	}
+	return fmt.Sprintf("run logged %d failed syncs of it meanwhile: %s", len(failed), strings.Join(failed, "; "))
 }
 
 // fresh checks that no decision used a sample of a pod older than one metrics.k8s.io had
