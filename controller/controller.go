@@ -266,7 +266,11 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	c.hpaStore = hpaInformer.Informer().GetStore()
 	c.synced = []cache.InformerSynced{hpaInformer.Informer().HasSynced, podInformer.Informer().HasSynced}
 
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig[string](fixedInterval{opts.SyncPeriod},
+	var requeue workqueue.TypedRateLimiter[string] = fixedInterval{opts.SyncPeriod}
+	if opts.MetricsReads == MetricsReadsPerNamespace {
+		requeue = newNamespacePasses(opts.SyncPeriod, c.clock)
+	}
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig[string](requeue,
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName, MetricsProvider: c.monitor.WorkqueueProvider(), Clock: c.clock})
 	if _, err := hpaInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
