@@ -145,6 +145,9 @@ func (r *report) recommendation(b *bytes.Buffer) {
 	switch {
 	case !r.res.Met:
 		fmt.Fprintf(b, "  NO spec played meets the constraints (%s): this is the closest, not a safe spec.\n", r.constraintWords())
+		if len(r.problems) > 0 {
+			fmt.Fprintf(b, "  Nor can the load support it: %s.\n", strings.Join(r.problems, "; "))
+		}
 	case len(r.problems) > 0:
 		fmt.Fprintf(b, "  It meets the constraints on this load, but the load cannot support it: %s.\n", strings.Join(r.problems, "; "))
 	default:
@@ -184,10 +187,18 @@ func (r *report) patchSection(b *bytes.Buffer) error {
 	if err != nil {
 		return err
 	}
+	// A patch of a spec not to apply says so before the command that would apply it.
+	what := "Patch"
+	switch {
+	case !r.res.Met:
+		what = "Patch of the closest spec, not one to apply"
+	case len(r.problems) > 0:
+		what = "Patch of a spec the load cannot support, not one to apply"
+	}
 	if r.apply {
-		b.WriteString("Patch (a JSON merge patch; --apply writes it below, or says why not):\n")
+		fmt.Fprintf(b, "%s (a JSON merge patch; --apply writes it below, or says why not):\n", what)
 	} else {
-		b.WriteString("Patch (a JSON merge patch; nothing was written):\n")
+		fmt.Fprintf(b, "%s (a JSON merge patch; nothing was written):\n", what)
 	}
 	for _, line := range strings.Split(strings.TrimRight(string(y), "\n"), "\n") {
 		b.WriteString("  " + line + "\n")
