@@ -87,7 +87,7 @@ func patchTwice(ctx context.Context, hpas autoscalingv2client.HorizontalPodAutos
 func (r *report) notApplicable() []string {
 	var why []string
 	if !r.res.Met {
-		why = append(why, fmt.Sprintf("no spec played meets the constraints (%s): the recommendation is the closest, not a safe spec", r.constraintWords()))
+		why = append(why, fmt.Sprintf("no %s meets the constraints (%s): the recommendation is the closest, not a safe spec", r.playedWords(), r.constraintWords()))
 	}
 	if len(r.problems) > 0 {
 		why = append(why, "the load cannot support the recommendation: "+strings.Join(r.problems, "; "))

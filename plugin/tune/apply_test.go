@@ -239,13 +239,13 @@ func TestTuneApplyWritesNothingItCannotStandBehind(t *testing.T) {
 	}{
 		// From one pod, the first spike is above target whatever the spec with min and targets kept.
 		{"no spec meets the constraints", 1, "500m", []string{"--max-above-target", "0", "--keep", "min,targets"},
-			"--apply: nothing written: no spec played meets the constraints (at most 0% of the period above target, no limit on rescales): the recommendation is the closest, not a safe spec\n"},
+			"--apply: nothing written: no spec played with min, targets kept meets the constraints (at most 0% of the period above target, no limit on rescales): the recommendation is the closest, not a safe spec\n"},
 		{"the period is shorter than the default scale-down window", 4, "500m", []string{"--duration", "4m"},
 			"--apply: nothing written: the load cannot support the recommendation: its period (4m0s) is shorter than the longest window or policy period of the specs compared ("},
 		// The run on the real test cluster: 13.94% above target where 5% was asked, on 2m45s.
 		{"no spec meets the constraints on a period shorter than the default scale-down window: both said", 2, "100m",
 			[]string{"--load", td("short.csv"), "--candidates", "60", "--max-above-target", "5%", "--keep", "targets"},
-			"--apply: nothing written: no spec played meets the constraints (at most 5% of the period above target, no limit on rescales): the recommendation is the closest, not a safe spec; and the load cannot support the recommendation: its period (2m45s) is shorter than the longest window or policy period of the specs compared (5m0s)\n"},
+			"--apply: nothing written: no spec played with targets kept meets the constraints (at most 5% of the period above target, no limit on rescales): the recommendation is the closest, not a safe spec; and the load cannot support the recommendation: its period (2m45s) is shorter than the longest window or policy period of the specs compared (5m0s)\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := cmdtest.NewFixture()
