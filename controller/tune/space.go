@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -135,26 +136,46 @@ func NewSpace(base *autoscalingv2.HorizontalPodAutoscaler, cfg replicas.Config, 
 	return s, s.keep(keep)
 }
 
-// keep holds each field keep names at its current value.
+// keep holds each field keep names at its current value. Each name must hold a field no
+// other name holds already: a name given twice, or within another (scaleUp.tolerance with
+// scaleUp, the only metric with targets), is an error, as an empty or unknown one is.
 func (s *Space) keep(keep []string) error {
-	for _, k := range keep {
-		matched := false
-		for i := range s.Axes {
-			a := &s.Axes[i]
+	held := make([][]int, len(keep))
+	for j, k := range keep {
+		if k == "" {
+			return errors.New("--keep: an empty field name (a stray comma?)")
+		}
+		if slices.Index(keep, k) < j {
+			return fmt.Errorf("--keep %s: given twice", k)
+		}
+		for i, a := range s.Axes {
 			dir, _, _ := strings.Cut(a.Name, ".")
 			_, isTarget := metricAxis(a.Name)
 			if k == a.Name || k == dir && (dir == KeepScaleUp || dir == KeepScaleDown) ||
 				k == KeepTargets && isTarget || k == KeepTolerance && strings.HasSuffix(a.Name, ".tolerance") {
-				a.Values, a.Current = []string{a.Values[a.Current]}, 0
-				matched = true
+				held[j] = append(held[j], i)
 			}
 		}
-		if !matched {
+		if len(held[j]) == 0 {
 			var names []string
 			for _, a := range s.Axes {
 				names = append(names, a.Name)
 			}
 			return fmt.Errorf("--keep %s: no such field: give %s, %s, %s, %s or one of %s", k, KeepTargets, KeepTolerance, KeepScaleUp, KeepScaleDown, strings.Join(names, ", "))
+		}
+	}
+	for j := range keep {
+		for i := range keep {
+			// Of two names holding the same fields, the later is the one said to be redundant.
+			if i != j && within(held[j], held[i]) && (!within(held[i], held[j]) || i < j) {
+				return fmt.Errorf("--keep %s: %s holds it already: give one of the two", keep[j], keep[i])
+			}
+		}
+	}
+	for _, axes := range held {
+		for _, i := range axes {
+			a := &s.Axes[i]
+			a.Values, a.Current = []string{a.Values[a.Current]}, 0
 		}
 	}
 	for _, a := range s.Axes {
@@ -163,6 +184,16 @@ func (s *Space) keep(keep []string) error {
 		}
 	}
 	return fmt.Errorf("--keep %s holds every field: nothing is left to tune", strings.Join(keep, ","))
+}
+
+// within says whether every axis of a is in b.
+func within(a, b []int) bool {
+	for _, i := range a {
+		if !slices.Contains(b, i) {
+			return false
+		}
+	}
+	return true
 }
 
 // metricAxis says whether an axis name is a metric's target (not min, max nor a rule field).

@@ -98,6 +98,11 @@ func TestKeepHoldsTheFieldsItNames(t *testing.T) {
 		{"one field", []string{"scaleUp.selectPolicy"}, []string{"scaleUp.selectPolicy"}, ""},
 		{"a field that does not exist", []string{"minimum"}, nil, "--keep minimum: no such field"},
 		{"everything", []string{"targets", "min", "max", "scaleUp", "scaleDown"}, nil, "nothing is left to tune"},
+		{"two names that overlap, neither within the other", []string{"tolerance", "scaleUp"}, []string{"scaleUp.tolerance", "scaleUp.stabilizationWindowSeconds", "scaleUp.policies", "scaleUp.selectPolicy", "scaleDown.tolerance"}, ""},
+		{"a name twice", []string{"min", "min"}, nil, "--keep min: given twice"},
+		{"an empty name", []string{"min", ""}, nil, "--keep: an empty field name"},
+		{"a field within a direction", []string{"scaleDown", "scaleDown.selectPolicy"}, nil, "--keep scaleDown.selectPolicy: scaleDown holds it already"},
+		{"the targets and the only metric", []string{"cpu", "targets"}, nil, "--keep targets: cpu holds it already"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := NewSpace(cpuHPA(50, 2, 20), replicas.DefaultConfig(), tc.keep)

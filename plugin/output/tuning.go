@@ -23,14 +23,18 @@ type Tuning struct {
 	// Source says where the HPA and workload came from: "cluster" or the file given with -f.
 	Source string `json:"source"`
 	// Objective is cost, risk or balanced.
-	Objective   string            `json:"objective"`
-	Constraints TuneConstraints   `json:"constraints"`
-	Keep        []string          `json:"keep,omitempty"`
-	Search      TuneSearch        `json:"search"`
-	Current     TuneCandidate     `json:"current"`
-	Recommended TuneCandidate     `json:"recommended"`
-	Pareto      []TuneCandidate   `json:"pareto"`
-	Sensitivity []TuneSensitivity `json:"sensitivity"`
+	Objective   string          `json:"objective"`
+	Constraints TuneConstraints `json:"constraints"`
+	Keep        []string        `json:"keep,omitempty"`
+	Search      TuneSearch      `json:"search"`
+	Current     TuneCandidate   `json:"current"`
+	Recommended TuneCandidate   `json:"recommended"`
+	// Applicable says the recommendation meets the constraints on a load that supports it:
+	// the only one --apply writes. When false, NotApplicable says every reason why not.
+	Applicable    bool              `json:"applicable"`
+	NotApplicable []string          `json:"notApplicable,omitempty"`
+	Pareto        []TuneCandidate   `json:"pareto"`
+	Sensitivity   []TuneSensitivity `json:"sensitivity"`
 	// Patch is the JSON merge patch from the current spec to the recommended one; absent
 	// when they are the same.
 	Patch json.RawMessage `json:"patch,omitempty"`

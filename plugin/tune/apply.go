@@ -29,8 +29,8 @@ const statusOnlyRetries = 3
 // the recommendation is not one to write; else a server dry run, then the patch, both
 // carrying the resourceVersion read so that the API server refuses them if the HPA changed.
 func apply(ctx context.Context, kube kubernetes.Interface, read *autoscalingv2.HorizontalPodAutoscaler, r *report, out io.Writer) error {
-	if why := r.applyRefusal(); why != "" {
-		return cmdutil.UsageErrorf("--apply: nothing written: %s", why)
+	if why := r.notApplicable(); len(why) > 0 {
+		return cmdutil.UsageErrorf("--apply: nothing written: %s", strings.Join(why, "; and "))
 	}
 	if r.patch == nil {
 		_, err := fmt.Fprintf(out, "Applied: nothing to write: the HPA as it is is the recommendation.\n")
@@ -82,15 +82,17 @@ func patchTwice(ctx context.Context, hpas autoscalingv2client.HorizontalPodAutos
 	return hpas.Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: annotation.FieldManager})
 }
 
-// applyRefusal is why the recommendation must not be written, "" when it may be.
-func (r *report) applyRefusal() string {
-	switch {
-	case !r.res.Met:
-		return fmt.Sprintf("no spec played meets the constraints (%s): the recommendation is the closest, not a safe spec", r.constraintWords())
-	case len(r.problems) > 0:
-		return "the load cannot support the recommendation: " + strings.Join(r.problems, "; ")
+// notApplicable are why the recommendation must not be written (every reason, so that none
+// hides another), none when it may be: --apply refuses it, the report and the Tuning say so.
+func (r *report) notApplicable() []string {
+	var why []string
+	if !r.res.Met {
+		why = append(why, fmt.Sprintf("no %s meets the constraints (%s): the recommendation is the closest, not a safe spec", r.playedWords(), r.constraintWords()))
 	}
-	return ""
+	if len(r.problems) > 0 {
+		why = append(why, "the load cannot support the recommendation: "+strings.Join(r.problems, "; "))
+	}
+	return why
 }
 
 // changedBy names the manager that last wrote h's spec, as managedFields tell, with when;

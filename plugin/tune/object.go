@@ -23,6 +23,8 @@ func (r *report) object() (*output.Tuning, error) {
 		t.Constraints.MaxRescalesPerHour = ptr.To(c.MaxRescalesPerHour)
 	}
 	t.Constraints.Met = r.res.Met
+	t.NotApplicable = r.notApplicable()
+	t.Applicable = len(t.NotApplicable) == 0
 	t.Keep = r.keep
 	t.Search = output.TuneSearch{Played: len(r.res.Candidates), Refused: r.res.Refused}
 	// The evidence plays the current spec first, the recommended one second.

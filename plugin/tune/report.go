@@ -85,6 +85,15 @@ func (r *report) constraintWords() string {
 	return above + ", " + churn
 }
 
+// playedWords are the specs played, with the fields --keep held: a constraint no spec met
+// may be one the kept fields keep from being met.
+func (r *report) playedWords() string {
+	if len(r.keep) == 0 {
+		return "spec played"
+	}
+	return "spec played with " + strings.Join(r.keep, ", ") + " kept"
+}
+
 func keptWords(keep []string) string {
 	if len(keep) == 0 {
 		return "every field free"
@@ -144,7 +153,14 @@ func (r *report) recommendation(b *bytes.Buffer) {
 	fmt.Fprintf(b, "Recommendation (objective %s): %s\n", r.objective, changes(best))
 	switch {
 	case !r.res.Met:
-		fmt.Fprintf(b, "  NO spec played meets the constraints (%s): this is the closest, not a safe spec.\n", r.constraintWords())
+		fmt.Fprintf(b, "  NO %s meets the constraints (%s): this is the closest, not a safe spec.", r.playedWords(), r.constraintWords())
+		if len(r.keep) > 0 {
+			fmt.Fprintf(b, " Without --keep %s tune searches those fields too.", strings.Join(r.keep, ","))
+		}
+		b.WriteString("\n")
+		if len(r.problems) > 0 {
+			fmt.Fprintf(b, "  Nor can the load support it: %s.\n", strings.Join(r.problems, "; "))
+		}
 	case len(r.problems) > 0:
 		fmt.Fprintf(b, "  It meets the constraints on this load, but the load cannot support it: %s.\n", strings.Join(r.problems, "; "))
 	default:
@@ -184,10 +200,18 @@ func (r *report) patchSection(b *bytes.Buffer) error {
 	if err != nil {
 		return err
 	}
+	// A patch of a spec not to apply says so before the command that would apply it.
+	what := "Patch"
+	switch {
+	case !r.res.Met:
+		what = "Patch of the closest spec, not one to apply"
+	case len(r.problems) > 0:
+		what = "Patch of a spec the load cannot support, not one to apply"
+	}
 	if r.apply {
-		b.WriteString("Patch (a JSON merge patch; --apply writes it below, or says why not):\n")
+		fmt.Fprintf(b, "%s (a JSON merge patch; --apply writes it below, or says why not):\n", what)
 	} else {
-		b.WriteString("Patch (a JSON merge patch; nothing was written):\n")
+		fmt.Fprintf(b, "%s (a JSON merge patch; nothing was written):\n", what)
 	}
 	for _, line := range strings.Split(strings.TrimRight(string(y), "\n"), "\n") {
 		b.WriteString("  " + line + "\n")

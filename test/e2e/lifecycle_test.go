@@ -134,6 +134,26 @@ func (h *lifeHold) wait(r *http.Request, what string) {
 // once the API server calls it.
 func lifeScaleWebhook(t *testing.T, ns string, hold *lifeHold) {
 	t.Helper()
+	deployments := shared.Client().AppsV1().Deployments(ns)
+	holdingWebhook(t, ns, "scale", admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments/scale"}},
+		func(r *admissionv1.AdmissionRequest) bool { return r.UserInfo.Username == hold.user }, hold,
+		func(ctx context.Context) error {
+			sc, err := deployments.GetScale(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			sc.Spec.Replicas++
+			_, err = deployments.UpdateScale(ctx, "web", sc, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		})
+}
+
+// holdingWebhook installs a validating admission webhook on UPDATE of rule's resources in ns,
+// served by the test: the requests held says wait in admission (in flight at the API server)
+// until hold is released; the others are admitted at once. probe sends a dry-run update held
+// does not hold; holdingWebhook returns once the API server calls the webhook for it.
+func holdingWebhook(t *testing.T, ns, name string, rule admissionregistrationv1.Rule, held func(*admissionv1.AdmissionRequest) bool, hold *lifeHold, probe func(context.Context) error) {
+	t.Helper()
 	cert, caPEM := lifeServingCert(t)
 	var probed sync.Once
 	probedCh := make(chan struct{})
@@ -143,8 +163,8 @@ func lifeScaleWebhook(t *testing.T, ns string, hold *lifeHold) {
 			http.Error(w, "not an AdmissionReview", http.StatusBadRequest)
 			return
 		}
-		if review.Request.UserInfo.Username == hold.user {
-			hold.wait(r, "scale "+review.Request.Name)
+		if held(review.Request) {
+			hold.wait(r, name+" "+review.Request.Name)
 		} else {
 			probed.Do(func() { close(probedCh) })
 		}
@@ -157,15 +177,16 @@ func lifeScaleWebhook(t *testing.T, ns string, hold *lifeHold) {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 
-	name := ns + ".life.e2e.kubectl-hpa.io"
+	config := ns + "." + name + ".e2e.kubectl-hpa.io"
 	fail := admissionregistrationv1.Fail
 	none := admissionregistrationv1.SideEffectClassNone
+	rule.Scope = ptr.To(admissionregistrationv1.NamespacedScope)
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		ObjectMeta: metav1.ObjectMeta{Name: config},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    "hold-scale." + name,
+			Name:                    "hold." + config,
 			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To(srv.URL + "/hold"), CABundle: caPEM},
-			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments/scale"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)}}},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, Rule: rule}},
 			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
 			FailurePolicy:           &fail,
 			SideEffects:             &none,
@@ -177,18 +198,12 @@ func lifeScaleWebhook(t *testing.T, ns string, hold *lifeHold) {
 	if _, err := wh.Create(context.Background(), cfg, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = wh.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = wh.Delete(context.Background(), config, metav1.DeleteOptions{}) })
 
 	// The API server picks webhook configurations up asynchronously: probe with a dry-run
-	// scale write until the webhook sees it.
-	deployments := shared.Client().AppsV1().Deployments(ns)
-	eventually(t, 30*time.Second, "the API server calls the scale webhook", func(ctx context.Context) error {
-		sc, err := deployments.GetScale(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		sc.Spec.Replicas++
-		if _, err := deployments.UpdateScale(ctx, "web", sc, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+	// update until the webhook sees it.
+	eventually(t, 30*time.Second, "the API server calls the "+name+" webhook", func(ctx context.Context) error {
+		if err := probe(ctx); err != nil {
 			return err
 		}
 		select {

@@ -13,11 +13,18 @@ import (
 )
 
 // auditPolicy records every request at Metadata level: who, what verb, which object, which user
-// agent, and the response code; no bodies. The RequestReceived stage is kept because it is written
-// before the request is served, so once a client has its answer the request is in the log.
+// agent, and the response code; no bodies but those of HPA patches (only tune --apply sends
+// them: the test reads the resourceVersion they carry). The RequestReceived stage is kept
+// because it is written before the request is served, so once a client has its answer the
+// request is in the log.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 rules:
+- level: Request
+  verbs: ["patch"]
+  resources:
+  - group: autoscaling
+    resources: ["horizontalpodautoscalers"]
 - level: Metadata
 `
 
@@ -36,6 +43,9 @@ type AuditRequest struct {
 	APIGroup    string
 	Code        int
 	Received    time.Time
+	// RequestObject is the request's body, for the requests the policy logs it of (HPA
+	// patches); nil for the others.
+	RequestObject json.RawMessage
 	// Completed is when the response was complete (zero until that stage is logged).
 	Completed time.Time
 }
@@ -82,8 +92,9 @@ type auditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
-	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
-	StageTimestamp           time.Time `json:"stageTimestamp"`
+	RequestObject            json.RawMessage `json:"requestObject"`
+	RequestReceivedTimestamp time.Time       `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time       `json:"stageTimestamp"`
 }
 
 // parseAudit reads JSON-lines audit events from r and merges the stages of each request,
@@ -128,6 +139,9 @@ func parseAudit(r io.Reader, f AuditFilter) ([]AuditRequest, error) {
 		}
 		if ev.ResponseStatus != nil {
 			req.Code = ev.ResponseStatus.Code
+		}
+		if len(ev.RequestObject) > 0 {
+			req.RequestObject = ev.RequestObject
 		}
 		if ev.Stage == "ResponseComplete" {
 			req.Completed = ev.StageTimestamp

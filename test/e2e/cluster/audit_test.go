@@ -53,3 +53,18 @@ func TestParseAuditMergesStagesAndFiltersWrites(t *testing.T) {
 		})
 	}
 }
+
+func TestParseAuditKeepsTheBodyOfTheStageThatLogsIt(t *testing.T) {
+	// The API server logs a patch's body at ResponseComplete only, after RequestReceived.
+	log := strings.Join([]string{
+		`{"auditID":"1","stage":"RequestReceived","verb":"patch","requestURI":"/apis/autoscaling/v2/namespaces/ns/horizontalpodautoscalers/web?fieldManager=kubectl-hpa","user":{"username":"e2e:kubectl-hpa"},"objectRef":{"resource":"horizontalpodautoscalers","namespace":"ns","name":"web","apiGroup":"autoscaling"}}`,
+		`{"auditID":"1","stage":"ResponseComplete","verb":"patch","requestURI":"/apis/autoscaling/v2/namespaces/ns/horizontalpodautoscalers/web?fieldManager=kubectl-hpa","user":{"username":"e2e:kubectl-hpa"},"objectRef":{"resource":"horizontalpodautoscalers","namespace":"ns","name":"web","apiGroup":"autoscaling"},"requestObject":{"metadata":{"resourceVersion":"42"},"spec":{"maxReplicas":8}},"responseStatus":{"code":200}}`,
+	}, "\n")
+	reqs, err := parseAudit(strings.NewReader(log), AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 1 || string(reqs[0].RequestObject) != `{"metadata":{"resourceVersion":"42"},"spec":{"maxReplicas":8}}` {
+		t.Errorf("requests %+v, want one with the patch's body", reqs)
+	}
+}
