@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"slices"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -79,5 +81,57 @@ func TestNamespacePassesRequeueEachNamespacesHPAsToItsInstants(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNamespacePassesBringANamespacesHPAsDueTogetherInTheWorkQueue drives client-go's work
+// queue as the loop does: HPAs of one namespace synced at different times, and requeued by the
+// informer's resync meanwhile, all become due at the namespace's next instant, together.
+func TestNamespacePassesBringANamespacesHPAsDueTogetherInTheWorkQueue(t *testing.T) {
+	const p = 15 * time.Second
+	t0 := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	clk := testingclock.NewFakeClock(t0)
+	q := workqueue.NewTypedRateLimitingQueueWithConfig[string](newNamespacePasses(p, clk), workqueue.TypedRateLimitingQueueConfig[string]{Clock: clk})
+	defer q.ShutDown()
+	sync := func(key string) {
+		t.Helper()
+		q.Add(key)
+		got, _ := q.Get()
+		if got != key {
+			t.Fatalf("got %s from the queue, want %s", got, key)
+		}
+		q.Done(key)
+		q.AddRateLimited(key)
+	}
+	sync("a/one")
+	clk.Step(4 * time.Second)
+	sync("a/created-later")
+	sync("b/other")
+	clk.Step(2 * time.Second)
+	q.AddRateLimited("a/one") // the informer's resync
+	clk.Step(p - 6*time.Second - time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	if n := q.Len(); n != 0 {
+		t.Fatalf("%d HPAs due a millisecond before namespace a's instant, want none", n)
+	}
+	clk.Step(time.Millisecond)
+	var due []string
+	deadline := time.Now().Add(5 * time.Second)
+	for len(due) < 2 && time.Now().Before(deadline) {
+		if q.Len() == 0 {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		key, _ := q.Get()
+		due = append(due, key)
+		q.Done(key)
+	}
+	slices.Sort(due)
+	if want := []string{"a/created-later", "a/one"}; !slices.Equal(due, want) {
+		t.Fatalf("due at namespace a's instant: %q, want %q", due, want)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := q.Len(); n != 0 {
+		t.Errorf("%d more HPAs due at namespace a's instant (b's is 4 s later), want none", n)
 	}
 }
