@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
@@ -89,6 +90,8 @@ type world struct {
 	// drops its input before the next); usedSets counts those handed out this sync.
 	sets     []*sampleset.Set
 	usedSets int
+	// ev is the Evaluation every sync fills (evaluation.Options.Into).
+	ev evaluation.Evaluation
 	// points is scrape's room for one pod's new points.
 	points []msPoint
 
