@@ -244,8 +244,8 @@ func FuzzDecideInvariants(f *testing.F) {
 	})
 }
 
-// FuzzDecideBrief: omitting the per-pod account (Input.OmitPodTreatments), the trace
-// (Input.OmitTrace) or both changes nothing else.
+// FuzzDecideBrief: omitting the per-pod account (Input.OmitPodTreatments), the trace and
+// the recommendations it counts (Input.OmitTrace) or both changes nothing else.
 func FuzzDecideBrief(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, seed uint64) {
@@ -261,6 +261,11 @@ func FuzzDecideBrief(f *testing.F) {
 			}
 			if omit.trace {
 				want.Trace = nil
+				if full.Stabilization != nil {
+					st := *full.Stabilization
+					st.Considered = nil
+					want.Stabilization = &st
+				}
 			}
 			in := scenario(seed)
 			in.OmitPodTreatments, in.OmitTrace = omit.pods, omit.trace
