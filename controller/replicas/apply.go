@@ -24,8 +24,8 @@ func StatusWriteFailed(hpaName string, err error) error {
 // shares d.History's slices except the one a scale event is stored in (a copy): the core changes
 // no history in place, and Decide copies the one it is given, so the controller, which keeps the
 // outcome's history for the next sync, needs no copy of its own (it would cost one per sync).
-// Likewise the outcome's conditions are in's own slice when no condition changes (most syncs),
-// and a copy otherwise.
+// Likewise the outcome's conditions are in's own slice when they come out unchanged (most
+// syncs), and a copy otherwise.
 func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
 	out := Outcome{History: d.History, Err: d.Err}
 	if in.HPA == nil {
@@ -33,12 +33,16 @@ func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
 	}
 	hpa := in.HPA
 	old := hpa.Status
-	conds := conditions{list: old.Conditions}
+	// The conditions are merged in a scratch copy on the stack (settled keeps the old ones
+	// when they come out the same): a decision sets AbleToScale twice, which leaves it as it
+	// was at most syncs.
+	var scratch [8]autoscalingv2.HorizontalPodAutoscalerCondition
+	conds := append(scratch[:0], old.Conditions...)
 	for _, c := range d.Conditions {
-		conds.merge(c, in.Now)
+		conds = mergeCondition(conds, c, in.Now)
 	}
 	for _, t := range d.RemovedConditions {
-		conds.remove(t)
+		conds = removeCondition(conds, t)
 	}
 
 	var statuses []autoscalingv2.MetricStatus
@@ -54,7 +58,7 @@ func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
 			DesiredReplicas: desired,
 			LastScaleTime:   old.LastScaleTime.DeepCopy(),
 			CurrentMetrics:  statuses,
-			Conditions:      conds.list,
+			Conditions:      settled(old.Conditions, conds),
 		}
 		if in.Config.HPAGeneration {
 			s.ObservedGeneration = ptr.To(hpa.Generation)
@@ -69,19 +73,19 @@ func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
 	case d.Phase == PhaseScaleFailed:
 		// Only the condition changes; upstream does not rebuild the status here.
 		s := *old.DeepCopy()
-		s.Conditions = conds.list
+		s.Conditions = settled(old.Conditions, conds)
 		out.Status = s
 	case d.Phase == PhaseMetricsFailed:
 		out.Status = newStatus(old.DesiredReplicas, false)
 	case d.Rescale && scaleWriteErr != nil:
 		out.Events = append(out.Events, Event{Type: corev1.EventTypeWarning, Reason: "FailedRescale",
 			Message: fmt.Sprintf("New size: %d; reason: %s; error: %v", d.DesiredReplicas, d.Reason, scaleWriteErr.Error())})
-		conds.merge(Condition{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionFalse, Reason: "FailedUpdateScale",
+		conds = mergeCondition(conds, Condition{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionFalse, Reason: "FailedUpdateScale",
 			Message: fmt.Sprintf("the HPA controller was unable to update the target scale: %v", scaleWriteErr)}, in.Now)
 		out.Status = newStatus(old.DesiredReplicas, false)
 		out.Err = fmt.Errorf("failed to rescale %s: %w", d.Reference, scaleWriteErr)
 	case d.Rescale:
-		conds.merge(Condition{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue, Reason: "SucceededRescale",
+		conds = mergeCondition(conds, Condition{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue, Reason: "SucceededRescale",
 			Message: fmt.Sprintf("the HPA controller was able to update the target scale to %d", d.DesiredReplicas)}, in.Now)
 		out.Events = append(out.Events, Event{Type: corev1.EventTypeNormal, Reason: "SuccessfulRescale",
 			Message: fmt.Sprintf("New size: %d; reason: %s", d.DesiredReplicas, d.Reason)})
@@ -89,14 +93,14 @@ func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
 		if in.Config.ScaleToZero {
 			z := scaleToZeroState(hpa, in.Config)
 			if d.CurrentReplicas > 0 && d.DesiredReplicas == 0 && d.MinReplicas == 0 && z.hasObjectOrExternal {
-				conds.merge(Condition{Type: autoscalingv2.ScaledToZero, Status: corev1.ConditionTrue, Reason: "ScaledToZero",
+				conds = mergeCondition(conds, Condition{Type: autoscalingv2.ScaledToZero, Status: corev1.ConditionTrue, Reason: "ScaledToZero",
 					Message: "the HPA controller scaled the workload to zero"}, in.Now)
 			} else {
-				conds.merge(Condition{Type: autoscalingv2.ScaledToZero, Status: corev1.ConditionFalse, Reason: "NotScaledToZero",
+				conds = mergeCondition(conds, Condition{Type: autoscalingv2.ScaledToZero, Status: corev1.ConditionFalse, Reason: "NotScaledToZero",
 					Message: "the HPA controller did not scale the workload to zero"}, in.Now)
 			}
 		} else {
-			conds.remove(autoscalingv2.ScaledToZero)
+			conds = removeCondition(conds, autoscalingv2.ScaledToZero)
 		}
 		out.Status = newStatus(d.DesiredReplicas, true)
 	default:
@@ -106,52 +110,14 @@ func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
 	return out
 }
 
-// conditions are the new status's conditions: the old status's slice until a merge or a
-// removal changes one, then a copy. Copying them at every sync was the simulator's largest
-// allocation, and most syncs change none.
-type conditions struct {
-	list  []autoscalingv2.HorizontalPodAutoscalerCondition
-	owned bool
-}
-
-func (l *conditions) own() {
-	if !l.owned {
-		l.list, l.owned = cloneConditions(l.list), true
+// settled is the new status's conditions: old itself when merged (old with every merge and
+// removal applied) is the same, a copy of merged otherwise. Copying them at every sync was
+// the simulator's largest allocation.
+func settled(old, merged []autoscalingv2.HorizontalPodAutoscalerCondition) []autoscalingv2.HorizontalPodAutoscalerCondition {
+	if slices.Equal(old, merged) {
+		return old
 	}
-}
-
-// merge is mergeCondition on the list, which it copies first unless c is already there as is.
-func (l *conditions) merge(c Condition, now time.Time) {
-	if !l.owned {
-		i := slices.IndexFunc(l.list, func(e autoscalingv2.HorizontalPodAutoscalerCondition) bool { return e.Type == c.Type })
-		if i >= 0 && l.list[i].Status == c.Status && l.list[i].Reason == c.Reason && l.list[i].Message == c.Message {
-			return
-		}
-		l.own()
-	}
-	l.list = mergeCondition(l.list, c, now)
-}
-
-// remove is removeCondition on the list, which it copies first if a condition of type t is there.
-func (l *conditions) remove(t autoscalingv2.HorizontalPodAutoscalerConditionType) {
-	if !l.owned {
-		if !slices.ContainsFunc(l.list, func(e autoscalingv2.HorizontalPodAutoscalerCondition) bool { return e.Type == t }) {
-			return
-		}
-		l.own()
-	}
-	l.list = removeCondition(l.list, t)
-}
-
-func cloneConditions(in []autoscalingv2.HorizontalPodAutoscalerCondition) []autoscalingv2.HorizontalPodAutoscalerCondition {
-	if in == nil {
-		return nil
-	}
-	out := make([]autoscalingv2.HorizontalPodAutoscalerCondition, len(in), len(in)+4)
-	for i := range in {
-		in[i].DeepCopyInto(&out[i])
-	}
-	return out
+	return slices.Clone(merged)
 }
 
 // mergeCondition is upstream's setConditionInList: update the first condition of the type (or
