@@ -105,6 +105,9 @@ type Options struct {
 	// OmitTrace decides without the trace's text (replicas.Input.OmitTrace), for callers that
 	// never show it.
 	OmitTrace bool
+	// HistoryOwned lets the decision record in the history's array (replicas.Input.HistoryOwned),
+	// for a caller that keeps only the decision's history.
+	HistoryOwned bool
 	// Sequential makes the reads one after another, as upstream does, instead of concurrently:
 	// for a Source in memory (the simulator's), whose reads cost less than starting goroutines
 	// for them.
@@ -230,7 +233,7 @@ type gatherResult struct {
 
 // gather builds the core's Input for hpa.
 func gather(ctx context.Context, src Source, hpa *autoscalingv2.HorizontalPodAutoscaler, history replicas.History, opts Options) (replicas.Input, gatherResult) {
-	in := replicas.Input{HPA: hpa, History: history, Now: opts.Now, Config: opts.Config, OmitPodTreatments: opts.OmitPodTreatments, OmitTrace: opts.OmitTrace}
+	in := replicas.Input{HPA: hpa, History: history, Now: opts.Now, Config: opts.Config, OmitPodTreatments: opts.OmitPodTreatments, OmitTrace: opts.OmitTrace, HistoryOwned: opts.HistoryOwned}
 	scale, err := src.Scale(ctx, hpa.Namespace, hpa.Spec.ScaleTargetRef)
 	if err != nil {
 		in.ScaleErr = err

@@ -276,6 +276,20 @@ func FuzzDecideBrief(f *testing.F) {
 	})
 }
 
+// FuzzDecideHistoryOwned: recording in the given history's array (Input.HistoryOwned)
+// gives the same decision, and the same history after it, as recording in a copy.
+func FuzzDecideHistoryOwned(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		want := Decide(scenario(seed))
+		in := scenario(seed)
+		in.HistoryOwned = true
+		if got := Decide(in); !cmp.Equal(want, got, decisionCmp, cmpopts.EquateNaNs()) {
+			t.Fatalf("the decision recording in the given history differs:\n%s", cmp.Diff(want, got, decisionCmp, cmpopts.EquateNaNs()))
+		}
+	})
+}
+
 func perPodTarget(spec autoscalingv2.MetricSpec) bool {
 	switch {
 	case spec.Object != nil:

@@ -95,6 +95,12 @@ type Input struct {
 	// counts and explain shows): the same decision without its account, for callers that
 	// never show it (the simulator, which decides thousands of times per spec played).
 	OmitTrace bool
+	// HistoryOwned hands History.Recommendations' array to the decision: Decide records the
+	// new recommendation in it instead of in a copy, so the caller must read the history it
+	// gave no more (only the decision's). For the simulator, which keeps only the decision's
+	// history and decides thousands of times: the copy was a quarter of its bytes. Without
+	// it, Decide never changes in.
+	HistoryOwned bool
 }
 
 // Scale is the part of the target's scale subresource that matters.

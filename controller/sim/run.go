@@ -374,9 +374,10 @@ func (w *world) sync(ctx context.Context, t time.Duration) (syncStep, error) {
 	// The steps keep neither the per-pod account nor the trace: the decision is the same
 	// without them (the core's FuzzDecideBrief) at a fraction of the cost. The reads are
 	// sequential: the world is in memory, and its reads hand out its sample sets. The sync
-	// refills the last one's Evaluation, of which nothing is read once the sync is over.
+	// refills the last one's Evaluation, of which nothing is read once the sync is over, and
+	// the decision records in the world's history, which Settle then replaces.
 	ev, err := evaluation.Evaluate(ctx, w, w.hpa.Namespace, w.hpa.Name, evaluation.Options{
-		Now: w.at(t), Config: w.m.Controller, OmitPodTreatments: true, OmitTrace: true, Sequential: true, Into: &w.ev,
+		Now: w.at(t), Config: w.m.Controller, OmitPodTreatments: true, OmitTrace: true, HistoryOwned: true, Sequential: true, Into: &w.ev,
 	})
 	if err != nil {
 		return syncStep{}, err
