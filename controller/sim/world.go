@@ -92,8 +92,6 @@ type world struct {
 	usedSets int
 	// ev is the Evaluation every sync fills (evaluation.Options.Into).
 	ev evaluation.Evaluation
-	// points is scrape's room for one pod's new points.
-	points []msPoint
 
 	// demand at now, per curve metric index; readyCount the Ready pods.
 	cpuDemand, memDemand int64
@@ -200,10 +198,16 @@ func (w *world) removePod(i int) {
 
 // advance integrates every running pod's counter to t at its rate.
 func (w *world) advance(t time.Duration) {
+	// The pods were mostly advanced together: their interval's seconds are computed once.
+	var dt time.Duration
+	var secs float64
 	for _, p := range w.pods {
 		if p.isStarted {
-			if dt := t - p.advanced; dt > 0 {
-				p.cpuSeconds += float64(p.cpuMilli) / 1000 * dt.Seconds()
+			if d := t - p.advanced; d > 0 {
+				if d != dt {
+					dt, secs = d, d.Seconds()
+				}
+				p.cpuSeconds += float64(p.cpuMilli) / 1000 * secs
 				p.advanced = t
 			}
 		}
@@ -234,35 +238,14 @@ func (w *world) rerate() {
 func (w *world) scrape(t time.Duration) {
 	t = w.truncate(t, time.Millisecond)
 	for _, p := range w.pods {
-		if !p.isStarted {
-			p.hasLast, p.hasPrev = false, false
-			continue
-		}
-		start := p.startSec // container_start_time_seconds: whole seconds
-		// A zero counter or working set reads as no data: the pod is left out of the batch.
-		inBatch := true
-		n := len(p.last)
-		pts := w.points[:0]
-		for c := range n {
-			cpu, mem := p.cpuSeconds, p.memBytes
-			if c > 0 {
-				cpu = float64(w.m.IdleCPUMilli) / 1000 * (t - start).Seconds()
-				mem = w.m.IdleMemoryBytes
-			}
-			pt := msPoint{start: start, ts: t, cpu: uint64(cpu * 1e9), mem: uint64(mem), ok: true}
-			if pt.cpu == 0 || pt.mem == 0 {
-				inBatch = false
-			}
-			pts = append(pts, pt)
-		}
-		w.points = pts
-		if !inBatch {
+		if !p.isStarted || !w.hasData(p, t) {
 			p.hasLast, p.hasPrev = false, false
 			continue
 		}
 		hadLast, hadPrev := p.hasLast, p.hasPrev
 		p.hasPrev = false
-		for c, np := range pts {
+		for c := range p.last {
+			np := w.point(p, c, t)
 			var prev msPoint
 			switch {
 			case np.start < np.ts && np.ts-np.start < w.m.ScrapeInterval && np.ts-np.start >= freshContainerWindow:
@@ -285,6 +268,29 @@ func (w *world) scrape(t time.Duration) {
 	}
 }
 
+// point is container c's point of p scraped at t: the first container carries the pod's
+// usage, the others the idle floor.
+func (w *world) point(p *pod, c int, t time.Duration) msPoint {
+	start := p.startSec // container_start_time_seconds: whole seconds
+	cpu, mem := p.cpuSeconds, p.memBytes
+	if c > 0 {
+		cpu = float64(w.m.IdleCPUMilli) / 1000 * (t - start).Seconds()
+		mem = w.m.IdleMemoryBytes
+	}
+	return msPoint{start: start, ts: t, cpu: uint64(cpu * 1e9), mem: uint64(mem), ok: true}
+}
+
+// hasData says whether every container of p has a point at t: a zero counter or working set
+// reads as no data, and leaves the pod out of the batch.
+func (w *world) hasData(p *pod, t time.Duration) bool {
+	for c := range p.last {
+		if pt := w.point(p, c, t); pt.cpu == 0 || pt.mem == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // podResource is metrics-server's GetMetrics for every existing pod, read by the HPA's
 // resource metrics client: per container, the counter difference over the window in whole
 // nanocores (a Quantity read with MilliValue, which rounds up), memory in bytes; the pod's
@@ -292,9 +298,11 @@ func (w *world) scrape(t time.Duration) {
 func (w *world) podResource(res corev1.ResourceName, container string) (*sampleset.Set, time.Time, error) {
 	out := w.sampleSet()
 	var first time.Time
-	// The pods' timestamps are mostly one scrape's: its Timestamp is computed once.
-	var lastTs time.Duration
+	// The pods' timestamps and windows are mostly one scrape's: its Timestamp and the
+	// window's seconds are computed once.
+	var lastTs, lastWin time.Duration
 	var lastStamp int64
+	var winSecs float64
 	ci := -1
 	if container != "" {
 		for i, c := range w.spec.Workload.Pod.Containers {
@@ -332,7 +340,10 @@ func (w *world) podResource(res corev1.ResourceName, container string) (*samples
 			}
 			switch res {
 			case corev1.ResourceCPU:
-				nano := uint64(float64(l.cpu-pr.cpu) / win.Seconds())
+				if win != lastWin || winSecs == 0 {
+					lastWin, winSecs = win, win.Seconds()
+				}
+				nano := uint64(float64(l.cpu-pr.cpu) / winSecs)
 				sum += int64((nano + 999_999) / 1_000_000)
 			case corev1.ResourceMemory:
 				sum += int64(l.mem) * 1000
