@@ -55,6 +55,11 @@ type pod struct {
 	// pod is in its last batch / has a previous point for every container.
 	last, prev       []msPoint
 	hasLast, hasPrev bool
+	// one holds last and prev of a pod with one container (the usual pod), in the pod's own
+	// memory: the scrape and the metric read touch each pod at every sync.
+	one [2]msPoint
+	// name is obj.Name, read here without touching the object.
+	name string
 }
 
 // msPoint is metrics-server's MetricsPoint.
@@ -150,7 +155,12 @@ func (w *world) newPod(t time.Duration) *pod {
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}
 	n := len(wl.Pod.Containers)
-	p := &pod{obj: obj, created: t, last: make([]msPoint, n), prev: make([]msPoint, n)}
+	p := &pod{obj: obj, created: t, name: obj.Name}
+	if n == 1 {
+		p.last, p.prev = p.one[0:1:1], p.one[1:2:2]
+	} else {
+		p.last, p.prev = make([]msPoint, n), make([]msPoint, n)
+	}
 	p.started = max(created+w.m.PodStartDelay, t)
 	p.ready = p.started + w.m.PodReadyDelay
 	w.pods = append(w.pods, p)
@@ -356,7 +366,7 @@ func (w *world) podResource(res corev1.ResourceName, container string) (*samples
 		if first.IsZero() {
 			first = w.at(ts)
 		}
-		out.Add(p.obj.Name, sampleset.Sample{MilliValue: sum, Timestamp: lastStamp, Window: window})
+		out.Add(p.name, sampleset.Sample{MilliValue: sum, Timestamp: lastStamp, Window: window})
 	}
 	if out.Len() == 0 {
 		return nil, time.Time{}, errors.New("no metrics returned from resource metrics API")
@@ -465,7 +475,7 @@ func (w *world) podsMetric(name string) (*sampleset.Set, time.Time, error) {
 		if p.isReady && w.readyCount > 0 {
 			v = total / w.readyCount
 		}
-		out.Add(p.obj.Name, sampleset.Sample{MilliValue: v, Timestamp: sampleset.Timestamp(ts), Window: time.Minute})
+		out.Add(p.name, sampleset.Sample{MilliValue: v, Timestamp: sampleset.Timestamp(ts), Window: time.Minute})
 	}
 	if out.Len() == 0 {
 		return nil, time.Time{}, errors.New("no metrics returned from custom metrics API")
