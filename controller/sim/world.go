@@ -36,9 +36,9 @@ type pod struct {
 	obj              *corev1.Pod
 	created, started time.Duration
 	ready            time.Duration
-	// startSec is started in whole seconds: the status.startTime and
+	// startTime is started in whole seconds: the status.startTime and
 	// container_start_time_seconds the pod reports once started.
-	startSec time.Duration
+	startTime time.Duration
 	// state: what has happened by now.
 	isStarted, isReady bool
 	// deleting says the ReplicaSet chose it, to delete at deleteAt.
@@ -172,8 +172,8 @@ func (w *world) newPod(t time.Duration) *pod {
 func (w *world) startPod(p *pod) {
 	p.isStarted = true
 	p.advanced = p.started
-	p.startSec = w.truncate(p.started, time.Second)
-	st := metav1.NewTime(w.at(p.startSec))
+	p.startTime = w.truncate(p.started, time.Second)
+	st := metav1.NewTime(w.at(p.startTime))
 	p.obj.Status = corev1.PodStatus{
 		Phase:     corev1.PodRunning,
 		StartTime: &st,
@@ -281,7 +281,7 @@ func (w *world) scrape(t time.Duration) {
 // point is container c's point of p scraped at t: the first container carries the pod's
 // usage, the others the idle floor.
 func (w *world) point(p *pod, c int, t time.Duration) msPoint {
-	start := p.startSec // container_start_time_seconds: whole seconds
+	start := p.startTime // container_start_time_seconds: whole seconds
 	cpu, mem := p.cpuSeconds, p.memBytes
 	if c > 0 {
 		cpu = float64(w.m.IdleCPUMilli) / 1000 * (t - start).Seconds()

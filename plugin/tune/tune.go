@@ -231,6 +231,16 @@ func parseShare(s string) (float64, error) {
 // a quarter of its CPU; see docs/tune.md's Speed for the figures.
 const searchGCPercent = 400
 
+// collectLessOften sets searchGCPercent unless the user set GOGC, and returns what restores
+// the setting before.
+func collectLessOften() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	before := debug.SetGCPercent(searchGCPercent)
+	return func() { debug.SetGCPercent(before) }
+}
+
 // Run reads the inputs, searches, checks the recommendation, and only then prints.
 func (o *Options) Run(ctx context.Context) error {
 	in, err := o.Input.ReadInput(ctx)
@@ -255,9 +265,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return cmdutil.UsageErrorf("%s: the load has one point: a period to tune on needs two", in.LoadName)
 	}
 	vopts := validation.Options{ScaleToZero: in.Model.Controller.ScaleToZero}
-	if os.Getenv("GOGC") == "" { // the user's choice stands
-		defer debug.SetGCPercent(debug.SetGCPercent(searchGCPercent))
-	}
+	defer collectLessOften()()
 	res, err := tune.Search(ctx, tune.Problem{
 		Space: space, Spec: spec, Objective: o.objective, Constraints: o.constraints,
 		Budget: o.Candidates, Workers: o.workers, Validation: vopts,
