@@ -105,10 +105,17 @@ type Options struct {
 	// OmitTrace decides without the trace's text (replicas.Input.OmitTrace), for callers that
 	// never show it.
 	OmitTrace bool
+	// HistoryOwned lets the decision record in the history's array (replicas.Input.HistoryOwned),
+	// for a caller that keeps only the decision's history.
+	HistoryOwned bool
 	// Sequential makes the reads one after another, as upstream does, instead of concurrently:
 	// for a Source in memory (the simulator's), whose reads cost less than starting goroutines
 	// for them.
 	Sequential bool
+	// Into, when set, is the Evaluation that Evaluate and Gather fill (overwriting all of it)
+	// and return, instead of allocating one: for a caller that evaluates thousands of times
+	// and keeps nothing of an Evaluation once it starts the next (the simulator).
+	Into *Evaluation
 }
 
 // Evaluation is one HPA's decision with everything it was decided from.
@@ -186,7 +193,11 @@ func readConcurrently(ctx context.Context, src Source, namespace, name string) (
 // as the source returned it), its target's scale, its pods and their metrics. hpa is read
 // unless the caller changed it.
 func Gather(ctx context.Context, src Source, read, hpa *autoscalingv2.HorizontalPodAutoscaler, known history.Known, opts Options) *Evaluation {
-	ev := &Evaluation{Read: read, Known: known}
+	ev := opts.Into
+	if ev == nil {
+		ev = new(Evaluation)
+	}
+	*ev = Evaluation{Read: read, Known: known}
 	var kept replicas.History
 	if known != nil {
 		kept = known.History(read, opts.Now)
@@ -222,7 +233,7 @@ type gatherResult struct {
 
 // gather builds the core's Input for hpa.
 func gather(ctx context.Context, src Source, hpa *autoscalingv2.HorizontalPodAutoscaler, history replicas.History, opts Options) (replicas.Input, gatherResult) {
-	in := replicas.Input{HPA: hpa, History: history, Now: opts.Now, Config: opts.Config, OmitPodTreatments: opts.OmitPodTreatments, OmitTrace: opts.OmitTrace}
+	in := replicas.Input{HPA: hpa, History: history, Now: opts.Now, Config: opts.Config, OmitPodTreatments: opts.OmitPodTreatments, OmitTrace: opts.OmitTrace, HistoryOwned: opts.HistoryOwned}
 	scale, err := src.Scale(ctx, hpa.Namespace, hpa.Spec.ScaleTargetRef)
 	if err != nil {
 		in.ScaleErr = err

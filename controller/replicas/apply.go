@@ -2,6 +2,7 @@ package replicas
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -23,6 +24,8 @@ func StatusWriteFailed(hpaName string, err error) error {
 // shares d.History's slices except the one a scale event is stored in (a copy): the core changes
 // no history in place, and Decide copies the one it is given, so the controller, which keeps the
 // outcome's history for the next sync, needs no copy of its own (it would cost one per sync).
+// Likewise the outcome's conditions are in's own slice when they come out unchanged (most
+// syncs), and a copy otherwise.
 func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
 	out := Outcome{History: d.History, Err: d.Err}
 	if in.HPA == nil {
@@ -30,7 +33,11 @@ func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
 	}
 	hpa := in.HPA
 	old := hpa.Status
-	conds := cloneConditions(old.Conditions)
+	// The conditions are merged in a scratch copy on the stack (settled keeps the old ones
+	// when they come out the same): a decision sets AbleToScale twice, which leaves it as it
+	// was at most syncs.
+	var scratch [8]autoscalingv2.HorizontalPodAutoscalerCondition
+	conds := append(scratch[:0], old.Conditions...)
 	for _, c := range d.Conditions {
 		conds = mergeCondition(conds, c, in.Now)
 	}
@@ -51,7 +58,7 @@ func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
 			DesiredReplicas: desired,
 			LastScaleTime:   old.LastScaleTime.DeepCopy(),
 			CurrentMetrics:  statuses,
-			Conditions:      conds,
+			Conditions:      settled(old.Conditions, conds),
 		}
 		if in.Config.HPAGeneration {
 			s.ObservedGeneration = ptr.To(hpa.Generation)
@@ -66,7 +73,7 @@ func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
 	case d.Phase == PhaseScaleFailed:
 		// Only the condition changes; upstream does not rebuild the status here.
 		s := *old.DeepCopy()
-		s.Conditions = conds
+		s.Conditions = settled(old.Conditions, conds)
 		out.Status = s
 	case d.Phase == PhaseMetricsFailed:
 		out.Status = newStatus(old.DesiredReplicas, false)
@@ -103,15 +110,14 @@ func Apply(in Input, d Decision, scaleWriteErr error) Outcome {
 	return out
 }
 
-func cloneConditions(in []autoscalingv2.HorizontalPodAutoscalerCondition) []autoscalingv2.HorizontalPodAutoscalerCondition {
-	if in == nil {
-		return nil
+// settled is the new status's conditions: old itself when merged (old with every merge and
+// removal applied) is the same, a copy of merged otherwise. Copying them at every sync was
+// the simulator's largest allocation.
+func settled(old, merged []autoscalingv2.HorizontalPodAutoscalerCondition) []autoscalingv2.HorizontalPodAutoscalerCondition {
+	if slices.Equal(old, merged) {
+		return old
 	}
-	out := make([]autoscalingv2.HorizontalPodAutoscalerCondition, len(in), len(in)+4)
-	for i := range in {
-		in[i].DeepCopyInto(&out[i])
-	}
-	return out
+	return slices.Clone(merged)
 }
 
 // mergeCondition is upstream's setConditionInList: update the first condition of the type (or

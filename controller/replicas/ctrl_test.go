@@ -3,6 +3,7 @@ package replicas
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -600,7 +601,12 @@ func TestApplyConditionMergeMatchesSetConditionInList(t *testing.T) {
 		autoscalingv2.HorizontalPodAutoscalerCondition{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionFalse, Reason: "FailedGetScale", LastTransitionTime: old},
 	))
 	in := input(h, 3, withPods(hzPods(3, 1000, nil)...), withData(hzCPU(300, 500, 700)))
+	before := slices.Clone(h.Status.Conditions)
 	out := Apply(in, Decide(in), nil)
+	// Apply shares the HPA's conditions until one changes: a change goes to a copy.
+	if diff := cmp.Diff(before, h.Status.Conditions); diff != "" {
+		t.Errorf("Apply changed the input's conditions (-before +after):\n%s", diff)
+	}
 	var got []string
 	for _, c := range out.Status.Conditions {
 		got = append(got, fmt.Sprintf("%s=%s %s changed=%v", c.Type, c.Status, c.Reason, !c.LastTransitionTime.Equal(&old)))

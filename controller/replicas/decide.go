@@ -129,7 +129,7 @@ func NeedsMetrics(in Input) bool {
 }
 
 // Decide computes what upstream's reconcileAutoscaler does for in, up to (not including) the
-// scale write. It never mutates in.
+// scale write. It never mutates in, unless in.HistoryOwned gives it the history's array.
 func Decide(in Input) Decision {
 	traceCap := 8
 	if in.HPA != nil {
@@ -144,7 +144,10 @@ func Decide(in Input) Decision {
 
 func decide(d *decision, in Input) {
 	d.MetricReplicas = -1
-	d.History = ownRecommendations(in.History)
+	d.History = in.History
+	if !in.HistoryOwned {
+		d.History = ownRecommendations(in.History)
+	}
 	hpa := in.HPA
 	if hpa == nil {
 		d.Phase = PhaseScaleFailed

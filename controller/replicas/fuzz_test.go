@@ -244,8 +244,8 @@ func FuzzDecideInvariants(f *testing.F) {
 	})
 }
 
-// FuzzDecideBrief: omitting the per-pod account (Input.OmitPodTreatments), the trace
-// (Input.OmitTrace) or both changes nothing else.
+// FuzzDecideBrief: omitting the per-pod account (Input.OmitPodTreatments), the trace and
+// the recommendations it counts (Input.OmitTrace) or both changes nothing else.
 func FuzzDecideBrief(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, seed uint64) {
@@ -261,12 +261,31 @@ func FuzzDecideBrief(f *testing.F) {
 			}
 			if omit.trace {
 				want.Trace = nil
+				if full.Stabilization != nil {
+					st := *full.Stabilization
+					st.Considered = nil
+					want.Stabilization = &st
+				}
 			}
 			in := scenario(seed)
 			in.OmitPodTreatments, in.OmitTrace = omit.pods, omit.trace
 			if brief := Decide(in); !cmp.Equal(want, brief, opts) {
 				t.Fatalf("the decision omitting pod treatments %v, trace %v differs:\n%s", omit.pods, omit.trace, cmp.Diff(want, brief, opts))
 			}
+		}
+	})
+}
+
+// FuzzDecideHistoryOwned: recording in the given history's array (Input.HistoryOwned)
+// gives the same decision, and the same history after it, as recording in a copy.
+func FuzzDecideHistoryOwned(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		want := Decide(scenario(seed))
+		in := scenario(seed)
+		in.HistoryOwned = true
+		if got := Decide(in); !cmp.Equal(want, got, decisionCmp, cmpopts.EquateNaNs()) {
+			t.Fatalf("the decision recording in the given history differs:\n%s", cmp.Diff(want, got, decisionCmp, cmpopts.EquateNaNs()))
 		}
 	})
 }

@@ -147,7 +147,9 @@ func normalizeLegacy(d *decision, in Input, current, desired int32) int32 {
 			old = i
 			continue
 		}
-		st.Considered = consider(st.Considered, rec, len(recs)-i)
+		if !in.OmitTrace {
+			st.Considered = consider(st.Considered, rec, len(recs)-i)
+		}
 		if rec.Replicas > maxRec {
 			maxRec = rec.Replicas
 		}
@@ -234,7 +236,7 @@ func normalizeWithBehavior(d *decision, in Input, current, desired int32) int32 
 		if inDown {
 			st.DownRecommendation = max(rec.Replicas, st.DownRecommendation)
 		}
-		if inUp || inDown {
+		if (inUp || inDown) && !in.OmitTrace {
 			st.Considered = consider(st.Considered, rec, len(recs)-i)
 		}
 		if rec.Timestamp.Before(upCutoff) && rec.Timestamp.Before(downCutoff) {

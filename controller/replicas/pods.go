@@ -68,9 +68,12 @@ func (c *calc) group(samples *sampleset.Set, res corev1.ResourceName, pts []PodT
 	var g grouping
 	cpu := res == corev1.ResourceCPU
 	var memo requestMemo
+	// next is the samples' position after the last pod's: the pods mostly come in the order
+	// their samples were added, and a sample found there needs no hashing of the name.
+	next := 0
 	for k, pod := range c.pods {
 		t := PodTreatment{AssumedUsage: -1}
-		c.treat(&g, &t, pod, samples, res, cpu, &memo, rs)
+		c.treat(&g, &t, pod, samples, res, cpu, &memo, rs, &next)
 		if pts != nil {
 			pts[k] = t
 		}
@@ -79,7 +82,7 @@ func (c *calc) group(samples *sampleset.Set, res corev1.ResourceName, pts []PodT
 }
 
 // treat classifies one pod into pt and counts it in g.
-func (c *calc) treat(g *grouping, pt *PodTreatment, pod *corev1.Pod, samples *sampleset.Set, res corev1.ResourceName, cpu bool, memo *requestMemo, rs requestSpec) {
+func (c *calc) treat(g *grouping, pt *PodTreatment, pod *corev1.Pod, samples *sampleset.Set, res corev1.ResourceName, cpu bool, memo *requestMemo, rs requestSpec, next *int) {
 	if pod == nil {
 		pt.Class, pt.Why = PodIgnored, whyNilPod
 		g.ignored++
@@ -89,9 +92,10 @@ func (c *calc) treat(g *grouping, pt *PodTreatment, pod *corev1.Pod, samples *sa
 	if rs.enabled && g.requestErr == nil {
 		pt.Request, g.requestErr = memo.request(pod, rs.container, res, rs.podLevel)
 	}
-	s, found := samples.Get(pod.Name)
+	s, at, found := samples.GetNear(pod.Name, *next)
 	if found {
 		pt.Usage, pt.HasSample = s.MilliValue, true
+		*next = at + 1
 	}
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed {
 		why := whyFailed

@@ -21,18 +21,18 @@ func scrapedPod(t *testing.T, cpuMilli string, start time.Time, scrapes ...time.
 		t.Fatal(err)
 	}
 	w := newWorld(&s, s.Variants[0])
-	p := w.newPod(start)
-	p.started, p.ready = start, start
-	w.now = start
+	p := w.newPod(0)
+	p.started, p.ready = 0, 0
+	w.now = 0
 	w.startPod(p)
 	w.readyPod(p)
 	w.setDemand()
 	w.rerate()
 	for _, d := range scrapes {
-		w.advance(start.Add(d))
-		w.scrape(start.Add(d))
+		w.advance(d)
+		w.scrape(d)
 	}
-	w.now = start.Add(scrapes[len(scrapes)-1])
+	w.now = scrapes[len(scrapes)-1]
 	got, _, err := w.podResource(corev1.ResourceCPU, "")
 	return got, err
 }
@@ -93,12 +93,12 @@ func TestDemandIsSplitEvenlyOverReadyPodsWithAnIdleFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newWorld(&s, s.Variants[0])
-	w.now = s.Start
+	w.now = 0
 	w.setDemand()
 	var pods []*pod
 	for range 3 {
-		p := w.newPod(s.Start)
-		p.started = s.Start
+		p := w.newPod(0)
+		p.started = 0
 		w.startPod(p)
 		pods = append(pods, p)
 	}

@@ -12,28 +12,27 @@ func TestScaleDownRemovesWhatTheReplicaSetRanksFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newWorld(&s, s.Variants[0])
-	t0 := s.Start
-	old := w.newPod(t0)
-	old.started, old.ready = t0, t0.Add(time.Second)
+	old := w.newPod(0)
+	old.started, old.ready = 0, time.Second
 	w.startPod(old)
 	w.readyPod(old)
-	young := w.newPod(t0.Add(time.Minute))
-	young.started, young.ready = t0.Add(time.Minute), t0.Add(2*time.Minute)
+	young := w.newPod(time.Minute)
+	young.started, young.ready = time.Minute, 2*time.Minute
 	w.startPod(young)
 	w.readyPod(young)
-	starting := w.newPod(t0.Add(3 * time.Minute))
-	starting.started = t0.Add(3 * time.Minute)
+	starting := w.newPod(3 * time.Minute)
+	starting.started = 3 * time.Minute
 	w.startPod(starting)
-	pending := w.newPod(t0.Add(3 * time.Minute))
+	pending := w.newPod(3 * time.Minute)
 	w.specReplicas = 5
-	at := t0.Add(4 * time.Minute)
-	w.pending = []time.Time{at}
+	at := 4 * time.Minute
+	w.pending = []time.Duration{at}
 
 	w.scaleTo(1, at)
 	if len(w.pending) != 0 {
 		t.Errorf("%d creations still pending, want the one cancelled first", len(w.pending))
 	}
-	deleted := func(p *pod) bool { return !p.deleteAt.IsZero() }
+	deleted := func(p *pod) bool { return p.deleting }
 	for _, tc := range []struct {
 		name string
 		p    *pod
@@ -48,7 +47,7 @@ func TestScaleDownRemovesWhatTheReplicaSetRanksFirst(t *testing.T) {
 			t.Errorf("%s: deleted %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if d := w.m.PodCreateDelay; !pending.deleteAt.Equal(at.Add(d)) {
+	if d := w.m.PodCreateDelay; pending.deleteAt != at+d {
 		t.Errorf("deleted at %s, want the write plus the create delay %s", pending.deleteAt, d)
 	}
 }

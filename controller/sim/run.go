@@ -248,8 +248,8 @@ func runVariant(ctx context.Context, s *Spec, v Variant) (VariantResult, error) 
 // At one instant the order is: pod transitions, the load, a scrape, a sync.
 func (w *world) loop(ctx context.Context, out *VariantResult) error {
 	s, m := w.spec, w.m
-	end := w.start.Add(s.Duration)
-	begin := w.start.Add(-s.Workload.Age)
+	end := s.Duration
+	begin := -s.Workload.Age
 	for range s.Workload.Replicas {
 		p := w.newPod(begin)
 		p.started, p.ready = begin, begin
@@ -259,8 +259,8 @@ func (w *world) loop(ctx context.Context, out *VariantResult) error {
 	w.now = begin
 	w.setDemand()
 	w.rerate()
-	nextScrape := m.scrapeAtOrAfter(w.start, begin)
-	nextSync := w.start
+	nextScrape := m.scrapeAtOrAfter(begin)
+	var nextSync time.Duration
 	nSyncs := int(s.Duration/(m.SyncPeriod+m.SyncDuration)) + 1
 	var values []float64
 	if !s.SummaryOnly {
@@ -271,15 +271,15 @@ func (w *world) loop(ctx context.Context, out *VariantResult) error {
 	sum.HeldBackBy = map[replicas.Constraint]int{}
 	sum.PeakReplicas = w.specReplicas
 	t := begin
-	for nextSync.Compare(end) <= 0 {
+	for nextSync <= end {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		next := minTime(nextSync, nextScrape)
-		if pe, ok := w.nextPodEvent(); ok && pe.Before(next) {
+		next := min(nextSync, nextScrape)
+		if pe, ok := w.nextPodEvent(); ok && pe < next {
 			next = pe
 		}
-		if lc, ok := w.nextLoadChange(t); ok && lc.Before(next) {
+		if lc, ok := w.nextLoadChange(t); ok && lc < next {
 			next = lc
 		}
 		w.account(t, next, end, sum)
@@ -289,11 +289,11 @@ func (w *world) loop(ctx context.Context, out *VariantResult) error {
 		if w.setDemand() || changed {
 			w.rerate()
 		}
-		if t.Equal(nextScrape) {
+		if t == nextScrape {
 			w.scrape(t)
-			nextScrape = m.scrapeAtOrAfter(w.start, t.Add(1))
+			nextScrape = m.scrapeAtOrAfter(t + 1)
 		}
-		if t.Equal(nextSync) {
+		if t == nextSync {
 			step, err := w.sync(ctx, t)
 			if err != nil {
 				return err
@@ -318,7 +318,7 @@ func (w *world) loop(ctx context.Context, out *VariantResult) error {
 			if st.Replicas > sum.PeakReplicas {
 				sum.PeakReplicas, sum.PeakAt = st.Replicas, st.At
 			}
-			nextSync = nextSync.Add(m.SyncDuration + m.SyncPeriod)
+			nextSync += m.SyncDuration + m.SyncPeriod
 		}
 	}
 	// The pods after the last sync cost until the end too (the load changes nothing there that
@@ -329,10 +329,10 @@ func (w *world) loop(ctx context.Context, out *VariantResult) error {
 
 // accountTail accounts from t to end, stopping at the load's points so that the risk sees
 // each step.
-func (w *world) accountTail(t, end time.Time, sum *Summary) {
-	for t.Before(end) {
+func (w *world) accountTail(t, end time.Duration, sum *Summary) {
+	for t < end {
 		next := end
-		if lc, ok := w.nextLoadChange(t); ok && lc.Before(next) {
+		if lc, ok := w.nextLoadChange(t); ok && lc < next {
 			next = lc
 		}
 		w.account(t, next, end, sum)
@@ -341,33 +341,26 @@ func (w *world) accountTail(t, end time.Time, sum *Summary) {
 	}
 }
 
-// scrapeAtOrAfter is metrics-server's first scrape at or after t: on the grid
-// start+ScrapeOffset+k*ScrapeInterval, or, with Scrapes, at those instants, the grid going on
-// ScrapeInterval apart before the first and after the last.
-func (m Model) scrapeAtOrAfter(start, t time.Time) time.Time {
-	grid := func(phase time.Time) time.Time {
-		k := int64(math.Ceil(float64(t.Sub(phase)) / float64(m.ScrapeInterval)))
-		return phase.Add(time.Duration(k) * m.ScrapeInterval)
+// scrapeAtOrAfter is metrics-server's first scrape at or after t (both since the start): on
+// the grid ScrapeOffset+k*ScrapeInterval, or, with Scrapes, at those instants, the grid going
+// on ScrapeInterval apart before the first and after the last.
+func (m Model) scrapeAtOrAfter(t time.Duration) time.Duration {
+	grid := func(phase time.Duration) time.Duration {
+		k := int64(math.Ceil(float64(t-phase) / float64(m.ScrapeInterval)))
+		return phase + time.Duration(k)*m.ScrapeInterval
 	}
 	if len(m.Scrapes) == 0 {
-		return grid(start.Add(m.ScrapeOffset))
+		return grid(m.ScrapeOffset)
 	}
-	first, last := start.Add(m.Scrapes[0]), start.Add(m.Scrapes[len(m.Scrapes)-1])
+	first, last := m.Scrapes[0], m.Scrapes[len(m.Scrapes)-1]
 	switch {
-	case t.Before(first):
+	case t < first:
 		return grid(first)
-	case t.After(last):
+	case t > last:
 		return grid(last)
 	}
-	i, _ := slices.BinarySearch(m.Scrapes, t.Sub(start))
-	return start.Add(m.Scrapes[i])
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
+	i, _ := slices.BinarySearch(m.Scrapes, t)
+	return m.Scrapes[i]
 }
 
 type syncStep struct {
@@ -376,20 +369,22 @@ type syncStep struct {
 }
 
 // sync is one reconcile: Evaluate, the scale write, Settle.
-func (w *world) sync(ctx context.Context, t time.Time) (syncStep, error) {
+func (w *world) sync(ctx context.Context, t time.Duration) (syncStep, error) {
 	w.usedSets = 0 // this sync's metric reads refill the last one's sample sets
 	// The steps keep neither the per-pod account nor the trace: the decision is the same
 	// without them (the core's FuzzDecideBrief) at a fraction of the cost. The reads are
-	// sequential: the world is in memory, and its reads hand out its sample sets.
+	// sequential: the world is in memory, and its reads hand out its sample sets. The sync
+	// refills the last one's Evaluation, of which nothing is read once the sync is over, and
+	// the decision records in the world's history, which Settle then replaces.
 	ev, err := evaluation.Evaluate(ctx, w, w.hpa.Namespace, w.hpa.Name, evaluation.Options{
-		Now: t, Config: w.m.Controller, OmitPodTreatments: true, OmitTrace: true, Sequential: true,
+		Now: w.at(t), Config: w.m.Controller, OmitPodTreatments: true, OmitTrace: true, HistoryOwned: true, Sequential: true, Into: &w.ev,
 	})
 	if err != nil {
 		return syncStep{}, err
 	}
 	d := &ev.Decision
 	st := syncStep{decision: d, Step: Step{
-		At: t.Sub(w.start), Current: d.CurrentReplicas, Desired: d.DesiredReplicas,
+		At: t, Current: d.CurrentReplicas, Desired: d.DesiredReplicas,
 		Pods: int32(len(w.pods)), Ready: int32(w.readyCount),
 		Constraint: replicas.ConstraintOf(*d), Scaled: d.Rescale,
 	}}
@@ -406,12 +401,12 @@ func (w *world) sync(ctx context.Context, t time.Time) (syncStep, error) {
 // scaleTo is the scale write and what the ReplicaSet makes of it PodCreateDelay later: new
 // pods, or the deletion of the pods it ranks first (not yet created, not started, not Ready,
 // Ready for the shortest time, newest).
-func (w *world) scaleTo(n int32, t time.Time) {
+func (w *world) scaleTo(n int32, t time.Duration) {
 	w.specReplicas = n
-	at := t.Add(w.m.PodCreateDelay)
+	at := t + w.m.PodCreateDelay
 	live := int32(len(w.pending))
 	for _, p := range w.pods {
-		if p.deleteAt.IsZero() {
+		if !p.deleting {
 			live++
 		}
 	}
@@ -424,11 +419,11 @@ func (w *world) scaleTo(n int32, t time.Time) {
 	for ; live > n; live-- {
 		var victim *pod
 		for _, p := range w.pods {
-			if p.deleteAt.IsZero() && (victim == nil || deleteFirst(p, victim)) {
+			if !p.deleting && (victim == nil || deleteFirst(p, victim)) {
 				victim = p
 			}
 		}
-		victim.deleteAt = at
+		victim.deleting, victim.deleteAt = true, at
 	}
 }
 
@@ -441,18 +436,19 @@ func deleteFirst(a, b *pod) bool {
 	if a.isReady != b.isReady {
 		return !a.isReady
 	}
-	if !a.ready.Equal(b.ready) {
-		return a.ready.After(b.ready)
+	if a.ready != b.ready {
+		return a.ready > b.ready
 	}
-	return a.created.After(b.created) || a.created.Equal(b.created) && a.obj.Name > b.obj.Name
+	return a.created > b.created || a.created == b.created && a.obj.Name > b.obj.Name
 }
 
 // nextPodEvent is the next creation, start, readiness or deletion.
-func (w *world) nextPodEvent() (time.Time, bool) {
-	var next time.Time
-	consider := func(t time.Time) {
-		if next.IsZero() || t.Before(next) {
-			next = t
+func (w *world) nextPodEvent() (time.Duration, bool) {
+	var next time.Duration
+	found := false
+	consider := func(t time.Duration) {
+		if !found || t < next {
+			next, found = t, true
 		}
 	}
 	for _, t := range w.pending {
@@ -460,7 +456,7 @@ func (w *world) nextPodEvent() (time.Time, bool) {
 	}
 	for _, p := range w.pods {
 		switch {
-		case !p.deleteAt.IsZero():
+		case p.deleting:
 			consider(p.deleteAt)
 		case !p.isStarted:
 			consider(p.started)
@@ -468,15 +464,15 @@ func (w *world) nextPodEvent() (time.Time, bool) {
 			consider(p.ready)
 		}
 	}
-	return next, !next.IsZero()
+	return next, found
 }
 
 // transitions applies every pod change due at t, and says whether any happened.
-func (w *world) transitions(t time.Time) bool {
+func (w *world) transitions(t time.Duration) bool {
 	changed := false
 	kept := w.pending[:0]
 	for _, at := range w.pending {
-		if at.After(t) {
+		if at > t {
 			kept = append(kept, at)
 			continue
 		}
@@ -486,17 +482,17 @@ func (w *world) transitions(t time.Time) bool {
 	w.pending = kept
 	for i := 0; i < len(w.pods); i++ {
 		p := w.pods[i]
-		if !p.deleteAt.IsZero() && !p.deleteAt.After(t) {
+		if p.deleting && p.deleteAt <= t {
 			w.removePod(i)
 			i--
 			changed = true
 			continue
 		}
-		if !p.isStarted && !p.started.After(t) {
+		if !p.isStarted && p.started <= t {
 			w.startPod(p)
 			changed = true
 		}
-		if p.isStarted && !p.isReady && !p.ready.After(t) {
+		if p.isStarted && !p.isReady && p.ready <= t {
 			w.readyPod(p)
 			changed = true
 		}
@@ -507,7 +503,7 @@ func (w *world) transitions(t time.Time) bool {
 // setDemand reads the load at now (its first value before the start) and says whether the
 // resource demand changed.
 func (w *world) setDemand() bool {
-	at := max(w.now.Sub(w.start), 0)
+	at := max(w.now, 0)
 	cpu, mem := w.cpuDemand, w.memDemand
 	if w.spec.Load.Has(load.CPU) {
 		w.cpuDemand = int64(math.Round(w.spec.Load.Value(load.CPU, at)))
@@ -520,29 +516,20 @@ func (w *world) setDemand() bool {
 
 // nextLoadChange is the next point of a step curve after t; a linear curve is read at every
 // instant the loop stops at anyway (scrapes and syncs), so it adds none.
-func (w *world) nextLoadChange(t time.Time) (time.Time, bool) {
+func (w *world) nextLoadChange(t time.Duration) (time.Duration, bool) {
 	if w.spec.Load.Interpolation == load.Linear {
-		return time.Time{}, false
+		return 0, false
 	}
-	at, ok := w.spec.Load.Next(max(t.Sub(w.start), 0))
-	if !ok {
-		return time.Time{}, false
-	}
-	return w.start.Add(at), true
+	return w.spec.Load.Next(max(t, 0))
 }
 
 // account adds the time from t to next (within the start and end) to the cost and risk.
-func (w *world) account(t, next, end time.Time, sum *Summary) {
-	if t.Before(w.start) {
-		t = w.start
-	}
-	if next.After(end) {
-		next = end
-	}
-	if !next.After(t) {
+func (w *world) account(t, next, end time.Duration, sum *Summary) {
+	t, next = max(t, 0), min(next, end)
+	if next <= t {
 		return
 	}
-	dt := next.Sub(t).Seconds()
+	dt := (next - t).Seconds()
 	sum.PodSeconds += float64(len(w.pods)) * dt
 	if !w.aboveTarget() {
 		w.stretch = 0
@@ -673,7 +660,7 @@ func (w *world) aboveTarget() bool {
 		case load.Memory:
 			total = float64(w.memDemand)
 		default:
-			total = w.spec.Load.Value(r.curve, max(w.now.Sub(w.start), 0))
+			total = w.spec.Load.Value(r.curve, max(w.now, 0))
 		}
 		if !r.perPod {
 			if total > r.threshold {

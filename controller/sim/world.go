@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
@@ -23,33 +24,47 @@ import (
 // measured from its start instead of waiting for a second scrape.
 const freshContainerWindow = 10 * time.Second
 
+// The world's instants are offsets from the start (world.start), in nanoseconds: its loop
+// stops at every scrape, sync and pod change, and time.Time's Sub, Add and Before there, with
+// a pointer in every point the scrape copied (each copy a write barrier), cost a quarter of
+// tune's search. Truncations follow the absolute instant (world.truncate), and the instants
+// the controller reads become times again (world.at).
+
 // pod is one simulated pod: its API object (the pointer Pods returns, updated in place at each
 // transition), its lifecycle instants, the kubelet's counters and metrics-server's points.
 type pod struct {
-	obj     *corev1.Pod
-	created time.Time
-	started time.Time // zero until scheduled to start
-	ready   time.Time
+	obj              *corev1.Pod
+	created, started time.Duration
+	ready            time.Duration
+	// startTime is started in whole seconds: the status.startTime and
+	// container_start_time_seconds the pod reports once started.
+	startTime time.Duration
 	// state: what has happened by now.
 	isStarted, isReady bool
-	// deleteAt is when the ReplicaSet deletes it (zero: not chosen).
-	deleteAt time.Time
+	// deleting says the ReplicaSet chose it, to delete at deleteAt.
+	deleting bool
+	deleteAt time.Duration
 
 	// Kubelet counters (the node stand-in's load model): cumulative CPU seconds of the first
 	// container, integrated at cpuMilli since advanced; memBytes the working set.
 	cpuSeconds float64
 	cpuMilli   int64
 	memBytes   int64
-	advanced   time.Time
+	advanced   time.Duration
 	// metrics-server's last two points per container (index = container), and whether the
 	// pod is in its last batch / has a previous point for every container.
 	last, prev       []msPoint
 	hasLast, hasPrev bool
+	// one holds last and prev of a pod with one container (the usual pod), in the pod's own
+	// memory: the scrape and the metric read touch each pod at every sync.
+	one [2]msPoint
+	// name is obj.Name, read here without touching the object.
+	name string
 }
 
 // msPoint is metrics-server's MetricsPoint.
 type msPoint struct {
-	start, ts time.Time
+	start, ts time.Duration
 	cpu, mem  uint64
 	ok        bool
 }
@@ -63,22 +78,25 @@ type world struct {
 	spec  *Spec
 	hpa   *autoscalingv2.HorizontalPodAutoscaler
 	start time.Time
-	now   time.Time
+	// startFrac is the start's fraction of a second, which truncations to whole seconds or
+	// milliseconds of an offset need.
+	startFrac time.Duration
+	now       time.Duration
 
 	specReplicas int32
 	pods         []*pod // existing pods, oldest first
 	objs         []*corev1.Pod
 	nextName     int
 	// pending are pod creations the ReplicaSet will make (their creation instants).
-	pending []time.Time
+	pending []time.Duration
 	history replicas.History
 	scale   replicas.Scale
 	// sets are the sample sets the metric reads fill, reused from sync to sync (the sync
 	// drops its input before the next); usedSets counts those handed out this sync.
 	sets     []*sampleset.Set
 	usedSets int
-	// points is scrape's room for one pod's new points.
-	points []msPoint
+	// ev is the Evaluation every sync fills (evaluation.Options.Into).
+	ev evaluation.Evaluation
 
 	// demand at now, per curve metric index; readyCount the Ready pods.
 	cpuDemand, memDemand int64
@@ -98,6 +116,7 @@ func newWorld(s *Spec, v Variant) *world {
 		spec:         s,
 		hpa:          v.HPA.DeepCopy(),
 		start:        s.Start,
+		startFrac:    time.Duration(s.Start.Nanosecond()),
 		specReplicas: s.Workload.Replicas,
 		selector:     labels.SelectorFromSet(s.Workload.Labels).String(),
 	}
@@ -109,25 +128,41 @@ func newWorld(s *Spec, v Variant) *world {
 	return w
 }
 
+// at is the instant of offset t.
+func (w *world) at(t time.Duration) time.Time { return w.start.Add(t) }
+
+// truncate is offset t rounded down to a multiple of unit (a divisor of a second) since the
+// zero time, as time.Time's Truncate rounds the instant.
+func (w *world) truncate(t, unit time.Duration) time.Duration {
+	r := (t + w.startFrac) % unit
+	if r < 0 {
+		r += unit
+	}
+	return t - r
+}
+
 // newPod adds a pod created at t.
-func (w *world) newPod(t time.Time) *pod {
+func (w *world) newPod(t time.Duration) *pod {
 	w.nextName++
 	wl := &w.spec.Workload
+	created := w.truncate(t, time.Second)
 	obj := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("%s-%06d", wl.Name, w.nextName), Namespace: w.hpa.Namespace, Labels: wl.Labels,
-			CreationTimestamp: metav1.NewTime(t.Truncate(time.Second)),
+			CreationTimestamp: metav1.NewTime(w.at(created)),
 		},
 		Spec:   wl.Pod,
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}
 	n := len(wl.Pod.Containers)
-	p := &pod{obj: obj, created: t, last: make([]msPoint, n), prev: make([]msPoint, n)}
-	p.started = obj.CreationTimestamp.Add(w.m.PodStartDelay)
-	if p.started.Before(t) {
-		p.started = t
+	p := &pod{obj: obj, created: t, name: obj.Name}
+	if n == 1 {
+		p.last, p.prev = p.one[0:1:1], p.one[1:2:2]
+	} else {
+		p.last, p.prev = make([]msPoint, n), make([]msPoint, n)
 	}
-	p.ready = p.started.Add(w.m.PodReadyDelay)
+	p.started = max(created+w.m.PodStartDelay, t)
+	p.ready = p.started + w.m.PodReadyDelay
 	w.pods = append(w.pods, p)
 	w.objs = append(w.objs, obj)
 	return p
@@ -137,7 +172,8 @@ func (w *world) newPod(t time.Time) *pod {
 func (w *world) startPod(p *pod) {
 	p.isStarted = true
 	p.advanced = p.started
-	st := metav1.NewTime(p.started.Truncate(time.Second))
+	p.startTime = w.truncate(p.started, time.Second)
+	st := metav1.NewTime(w.at(p.startTime))
 	p.obj.Status = corev1.PodStatus{
 		Phase:     corev1.PodRunning,
 		StartTime: &st,
@@ -155,7 +191,7 @@ func (w *world) readyPod(p *pod) {
 	c := &p.obj.Status.Conditions[0]
 	if c.Status != corev1.ConditionTrue {
 		c.Status = corev1.ConditionTrue
-		c.LastTransitionTime = metav1.NewTime(p.ready.Truncate(time.Second))
+		c.LastTransitionTime = metav1.NewTime(w.at(w.truncate(p.ready, time.Second)))
 	}
 }
 
@@ -171,11 +207,17 @@ func (w *world) removePod(i int) {
 }
 
 // advance integrates every running pod's counter to t at its rate.
-func (w *world) advance(t time.Time) {
+func (w *world) advance(t time.Duration) {
+	// The pods were mostly advanced together: their interval's seconds are computed once.
+	var dt time.Duration
+	var secs float64
 	for _, p := range w.pods {
 		if p.isStarted {
-			if dt := t.Sub(p.advanced); dt > 0 {
-				p.cpuSeconds += float64(p.cpuMilli) / 1000 * dt.Seconds()
+			if d := t - p.advanced; d > 0 {
+				if d != dt {
+					dt, secs = d, d.Seconds()
+				}
+				p.cpuSeconds += float64(p.cpuMilli) / 1000 * secs
 				p.advanced = t
 			}
 		}
@@ -203,47 +245,26 @@ func (w *world) rerate() {
 // scrape is one metrics-server scrape at t (on the kubelet page's millisecond grid) and its
 // Store: points for every running pod, the previous point kept or synthesized as
 // metrics-server v0.8's podStorage does, and pods missing from the batch forgotten.
-func (w *world) scrape(t time.Time) {
-	t = t.Truncate(time.Millisecond)
+func (w *world) scrape(t time.Duration) {
+	t = w.truncate(t, time.Millisecond)
 	for _, p := range w.pods {
-		if !p.isStarted {
-			p.hasLast, p.hasPrev = false, false
-			continue
-		}
-		start := p.obj.Status.StartTime.Time // container_start_time_seconds: whole seconds
-		// A zero counter or working set reads as no data: the pod is left out of the batch.
-		inBatch := true
-		n := len(p.last)
-		pts := w.points[:0]
-		for c := range n {
-			cpu, mem := p.cpuSeconds, p.memBytes
-			if c > 0 {
-				cpu = float64(w.m.IdleCPUMilli) / 1000 * t.Sub(start).Seconds()
-				mem = w.m.IdleMemoryBytes
-			}
-			pt := msPoint{start: start, ts: t, cpu: uint64(cpu * 1e9), mem: uint64(mem), ok: true}
-			if pt.cpu == 0 || pt.mem == 0 {
-				inBatch = false
-			}
-			pts = append(pts, pt)
-		}
-		w.points = pts
-		if !inBatch {
+		if !p.isStarted || !w.hasData(p, t) {
 			p.hasLast, p.hasPrev = false, false
 			continue
 		}
 		hadLast, hadPrev := p.hasLast, p.hasPrev
 		p.hasPrev = false
-		for c, np := range pts {
+		for c := range p.last {
+			np := w.point(p, c, t)
 			var prev msPoint
 			switch {
-			case np.start.Before(np.ts) && np.ts.Sub(np.start) < w.m.ScrapeInterval && np.ts.Sub(np.start) >= freshContainerWindow:
+			case np.start < np.ts && np.ts-np.start < w.m.ScrapeInterval && np.ts-np.start >= freshContainerWindow:
 				prev = np
 				prev.ts, prev.cpu = np.start, 0
-			case hadLast && np.start.Before(p.last[c].ts):
-				if np.ts.After(p.last[c].ts) {
+			case hadLast && np.start < p.last[c].ts:
+				if np.ts > p.last[c].ts {
 					prev = p.last[c]
-				} else if hadPrev && p.prev[c].ok && p.prev[c].ts.Before(np.ts) {
+				} else if hadPrev && p.prev[c].ok && p.prev[c].ts < np.ts {
 					prev = p.prev[c]
 				}
 			}
@@ -257,6 +278,29 @@ func (w *world) scrape(t time.Time) {
 	}
 }
 
+// point is container c's point of p scraped at t: the first container carries the pod's
+// usage, the others the idle floor.
+func (w *world) point(p *pod, c int, t time.Duration) msPoint {
+	start := p.startTime // container_start_time_seconds: whole seconds
+	cpu, mem := p.cpuSeconds, p.memBytes
+	if c > 0 {
+		cpu = float64(w.m.IdleCPUMilli) / 1000 * (t - start).Seconds()
+		mem = w.m.IdleMemoryBytes
+	}
+	return msPoint{start: start, ts: t, cpu: uint64(cpu * 1e9), mem: uint64(mem), ok: true}
+}
+
+// hasData says whether every container of p has a point at t: a zero counter or working set
+// reads as no data, and leaves the pod out of the batch.
+func (w *world) hasData(p *pod, t time.Duration) bool {
+	for c := range p.last {
+		if pt := w.point(p, c, t); pt.cpu == 0 || pt.mem == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // podResource is metrics-server's GetMetrics for every existing pod, read by the HPA's
 // resource metrics client: per container, the counter difference over the window in whole
 // nanocores (a Quantity read with MilliValue, which rounds up), memory in bytes; the pod's
@@ -264,6 +308,11 @@ func (w *world) scrape(t time.Time) {
 func (w *world) podResource(res corev1.ResourceName, container string) (*sampleset.Set, time.Time, error) {
 	out := w.sampleSet()
 	var first time.Time
+	// The pods' timestamps and windows are mostly one scrape's: its Timestamp and the
+	// window's seconds are computed once.
+	var lastTs, lastWin time.Duration
+	var lastStamp int64
+	var winSecs float64
 	ci := -1
 	if container != "" {
 		for i, c := range w.spec.Workload.Pod.Containers {
@@ -289,12 +338,11 @@ func (w *world) podResource(res corev1.ResourceName, container string) (*samples
 			continue
 		}
 		var sum int64
-		var ts time.Time
-		var window time.Duration
+		var ts, window time.Duration
 		for c := range p.last {
 			l, pr := p.last[c], p.prev[c]
-			win := l.ts.Sub(pr.ts)
-			if ts.IsZero() || l.ts.Before(ts) {
+			win := l.ts - pr.ts
+			if c == 0 || l.ts < ts {
 				ts, window = l.ts, win
 			}
 			if ci >= 0 && c != ci {
@@ -302,17 +350,23 @@ func (w *world) podResource(res corev1.ResourceName, container string) (*samples
 			}
 			switch res {
 			case corev1.ResourceCPU:
-				nano := uint64(float64(l.cpu-pr.cpu) / win.Seconds())
+				if win != lastWin || winSecs == 0 {
+					lastWin, winSecs = win, win.Seconds()
+				}
+				nano := uint64(float64(l.cpu-pr.cpu) / winSecs)
 				sum += int64((nano + 999_999) / 1_000_000)
 			case corev1.ResourceMemory:
 				sum += int64(l.mem) * 1000
 			}
 		}
-		ts = ts.Truncate(time.Second)
-		if first.IsZero() {
-			first = ts
+		ts = w.truncate(ts, time.Second)
+		if lastStamp == 0 || ts != lastTs {
+			lastTs, lastStamp = ts, sampleset.Timestamp(w.at(ts))
 		}
-		out.Add(p.obj.Name, sampleset.Sample{MilliValue: sum, Timestamp: sampleset.Timestamp(ts), Window: window})
+		if first.IsZero() {
+			first = w.at(ts)
+		}
+		out.Add(p.name, sampleset.Sample{MilliValue: sum, Timestamp: lastStamp, Window: window})
 	}
 	if out.Len() == 0 {
 		return nil, time.Time{}, errors.New("no metrics returned from resource metrics API")
@@ -367,7 +421,7 @@ func (w *world) PodsMetric(_ context.Context, _ string, name string, _, _ labels
 
 func (w *world) ObjectMetric(_ context.Context, _ string, name string, _ autoscalingv2.CrossVersionObjectReference, _ labels.Selector) (int64, time.Time, error) {
 	v, err := w.total(name)
-	return v, w.now.Truncate(time.Second), err
+	return v, w.at(w.truncate(w.now, time.Second)), err
 }
 
 func (w *world) ExternalMetric(_ context.Context, _ string, name string, _ labels.Selector) ([]int64, time.Time, error) {
@@ -375,7 +429,7 @@ func (w *world) ExternalMetric(_ context.Context, _ string, name string, _ label
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	return []int64{v}, w.now.Truncate(time.Second), nil
+	return []int64{v}, w.at(w.truncate(w.now, time.Second)), nil
 }
 
 func (w *world) Source() string { return "simulation" }
@@ -401,7 +455,7 @@ func (w *world) total(name string) (int64, error) {
 	if !w.spec.Load.Has(name) {
 		return 0, fmt.Errorf("the load gives no demand for metric %q", name)
 	}
-	return milli(w.spec.Load.Value(name, w.now.Sub(w.start))), nil
+	return milli(w.spec.Load.Value(name, w.now)), nil
 }
 
 // podsMetric spreads a Pods metric's demand evenly over the Ready pods (the others report 0),
@@ -411,7 +465,7 @@ func (w *world) podsMetric(name string) (*sampleset.Set, time.Time, error) {
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	ts := w.now.Truncate(time.Second)
+	ts := w.at(w.truncate(w.now, time.Second))
 	out := w.sampleSet()
 	for _, p := range w.pods {
 		if !p.isStarted {
@@ -421,7 +475,7 @@ func (w *world) podsMetric(name string) (*sampleset.Set, time.Time, error) {
 		if p.isReady && w.readyCount > 0 {
 			v = total / w.readyCount
 		}
-		out.Add(p.obj.Name, sampleset.Sample{MilliValue: v, Timestamp: sampleset.Timestamp(ts), Window: time.Minute})
+		out.Add(p.name, sampleset.Sample{MilliValue: v, Timestamp: sampleset.Timestamp(ts), Window: time.Minute})
 	}
 	if out.Len() == 0 {
 		return nil, time.Time{}, errors.New("no metrics returned from custom metrics API")

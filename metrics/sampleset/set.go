@@ -93,6 +93,24 @@ func (p *Set) Get(pod string) (Sample, bool) {
 	return p.recs[p.slots[i]-1].sample, true
 }
 
+// GetNear is Get trying the record at position i first (the position in the order added),
+// which skips the index when the caller reads the pods in the order their samples were added
+// and passes the position after the last one found; at is the sample's position.
+func (p *Set) GetNear(pod string, i int) (s Sample, at int, ok bool) {
+	if p == nil || len(p.recs) == 0 {
+		return Sample{}, 0, false
+	}
+	if i >= 0 && i < len(p.recs) && p.recs[i].pod == pod {
+		return p.recs[i].sample, i, true
+	}
+	k, found := p.find(pod)
+	if !found {
+		return Sample{}, 0, false
+	}
+	at = int(p.slots[k] - 1)
+	return p.recs[at].sample, at, true
+}
+
 // find returns the slot holding pod, or the empty slot where it would go.
 func (p *Set) find(pod string) (int, bool) {
 	mask := uint64(len(p.slots) - 1)

@@ -179,6 +179,12 @@ func FuzzSetActsLikeAMap(f *testing.F) {
 			if got, ok := p.Get(name); !ok || got != want {
 				t.Fatalf("Get(%q) = %+v, %v, want %+v", name, got, ok, want)
 			}
+			at := slices.Index(order, name)
+			for _, i := range []int{at, at + 1, at - 1, 0, -1, len(order)} {
+				if got, gotAt, ok := p.GetNear(name, i); !ok || got != want || gotAt != at {
+					t.Fatalf("GetNear(%q, %d) = %+v at %d, %v, want %+v at %d", name, i, got, gotAt, ok, want, at)
+				}
+			}
 			if _, ok := p.Get(name + "\x01"); ok && !mapHas(m, name+"\x01") {
 				t.Fatalf("Get found %q, never added", name+"\x01")
 			}
