@@ -481,8 +481,17 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	deleted, reported, err := c.reconcileKey(ctx, key)
+	var stale staleCacheError
 	switch {
 	case err == nil:
+	case errors.As(err, &stale):
+		// Counted (stale_sync_skips_total) and retried within a second: a line per retry would
+		// flood the output while a watch is down.
+		klog.FromContext(ctx).V(2).Info("Not reconciling HPA from a cache older than our own status write; retrying", "hpa", key, "err", err)
+		if ctx.Err() == nil {
+			c.queue.AddAfter(key, min(staleCacheRetry, c.opts.SyncPeriod))
+		}
+		return true
 	case reported:
 		// The sink shows the failure in run's output once per sync already; a log line
 		// at -v 0 would say it twice.
@@ -548,6 +557,20 @@ func (c *Controller) History(_ context.Context, namespace, name string) history.
 	return history.Kept(c.history[namespace+"/"+name])
 }
 
+// staleCacheError is upstream's consistency guard refusing a sync: the HPA informer has not
+// seen the controller's own last status write of the HPA yet.
+type staleCacheError struct{ read, wrote string }
+
+func (e staleCacheError) Error() string {
+	return fmt.Sprintf("read version: %s is not as new as written version: %s for group resource horizontalpodautoscalers.autoscaling", e.read, e.wrote)
+}
+
+// staleCacheRetry is how soon a sync the guard refused is tried again. Upstream requeues it a
+// period later, a period without a decision; the guard is only a look at the cache, so trying
+// again every second decides the HPA as soon as the informer has caught up (a watch delayed
+// under load, or re-established after the API server came back).
+const staleCacheRetry = time.Second
+
 // ensureCaughtUp refuses to reconcile from an HPA cache older than our own last status
 // write, so a decision never reads the status it just replaced.
 func (c *Controller) ensureCaughtUp(key string) error {
@@ -563,7 +586,7 @@ func (c *Controller) ensureCaughtUp(key string) error {
 	}
 	if cmp, err := resourceversion.CompareResourceVersion(wrote, read); err == nil && cmp > 0 {
 		c.monitor.ObserveStaleSyncSkip("autoscaling", "horizontalpodautoscalers")
-		return fmt.Errorf("read version: %s is not as new as written version: %s for group resource horizontalpodautoscalers.autoscaling", read, wrote)
+		return staleCacheError{read: read, wrote: wrote}
 	}
 	delete(c.written, key)
 	return nil

@@ -379,6 +379,40 @@ func TestReconcileWaitsForTheCacheToSeeOurStatusWrite(t *testing.T) {
 	}
 }
 
+// TestAStaleCacheSkipIsRetriedWithinASecondNotAPeriodLater: a sync skipped because the
+// HPA informer has not seen run's own last status write is retried a second later, so the HPA
+// is decided as soon as the cache catches up (upstream waits a whole period, a lost decision).
+func TestAStaleCacheSkipIsRetriedWithinASecondNotAPeriodLater(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2},
+		cpuMetrics(cpuAt(50, "web-1", "web-2")))
+	if err := f.sync(t, "web"); err != nil {
+		t.Fatal(err)
+	}
+	f.c.written["default/web"] = "7"
+	store := f.c.hpaFactory.Autoscaling().V2().HorizontalPodAutoscalers().Informer().GetStore().(interface{ Bookmark(string) })
+	store.Bookmark("5")
+	f.c.queue.Add(ns + "/web")
+	if !f.c.processNext(context.Background()) {
+		t.Fatal("the queue is shut down")
+	}
+	if len(f.reports) != 1 {
+		t.Fatalf("%d reports after the skipped sync, want only the first sync's", len(f.reports))
+	}
+	f.clock.Step(staleCacheRetry)
+	deadline := time.Now().Add(5 * time.Second)
+	for f.c.queue.Len() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if f.c.queue.Len() != 1 {
+		t.Fatalf("the skipped HPA is not due %s after its skip", staleCacheRetry)
+	}
+	store.Bookmark("7")
+	f.c.processNext(context.Background())
+	if len(f.reports) != 2 {
+		t.Errorf("%d reports once the cache caught up, want the retry's too", len(f.reports))
+	}
+}
+
 type failingPods struct{ err error }
 
 func (f failingPods) Pods(context.Context, string, labels.Selector) ([]*corev1.Pod, error) {

@@ -765,10 +765,21 @@ func (f *churnFigures) decidedEachPeriod(t *testing.T, rec *recording.Recording,
 // reads of namespace ns with the slowest one's latency (the audit log's).
 func churnMeanwhile(rec *recording.Recording, reqs []cluster.AuditRequest, user, ns string, a, b time.Time) string {
 	syncs := 0
+	// The longest stretch with no sync of any HPA tells a stalled process (or starved workers)
+	// from an HPA left out of the queue.
+	var times []time.Time
 	for _, s := range rec.Syncs {
 		if s.Now.After(a) && s.Now.Before(b) {
 			syncs++
+			times = append(times, s.Now)
 		}
+	}
+	slices.SortFunc(times, time.Time.Compare)
+	var pause time.Duration
+	prev := a
+	for _, at := range append(times, b) {
+		pause = max(pause, at.Sub(prev))
+		prev = at
 	}
 	reads := 0
 	var slowest time.Duration
@@ -780,7 +791,7 @@ func churnMeanwhile(rec *recording.Recording, reqs []cluster.AuditRequest, user,
 			}
 		}
 	}
-	return fmt.Sprintf("meanwhile %d syncs of all HPAs, %d metrics reads of %s, the slowest %s", syncs, reads, ns, slowest.Round(time.Millisecond))
+	return fmt.Sprintf("meanwhile %d syncs of all HPAs, none for %s at most, %d metrics reads of %s, the slowest %s", syncs, pause.Round(time.Millisecond), reads, ns, slowest.Round(time.Millisecond))
 }
 
 // churnFailedSyncs says which syncs of the HPA key run logged as failed between a and b (klog's
