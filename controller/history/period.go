@@ -19,8 +19,8 @@ import (
 // at every sync of one sync phase: the replay explain makes of the last stabilization window,
 // made of the whole period, for kubectl hpa timeline.
 type PeriodReplay struct {
-	// Source is the Prometheus asked; Queries the PromQL sent, the metrics' then
-	// kube-state-metrics' when read.
+	// Source is the Prometheus asked; Queries the PromQL sent: the metrics', the scrapes'
+	// (when the grid is aligned with them), then kube-state-metrics' when read.
 	Source  string
 	Queries []string
 	// From and To bound the syncs returned; the replay starts a stabilization window
