@@ -19,21 +19,44 @@ import (
 // at every sync of one sync phase: the replay explain makes of the last stabilization window,
 // made of the whole period, for kubectl hpa timeline.
 type PeriodReplay struct {
-	// Source is the Prometheus asked; Queries the PromQL sent, the metrics' then
-	// kube-state-metrics' when read.
+	// Source is the Prometheus asked; Queries the PromQL sent: the metrics', the scrapes'
+	// (when the grid is aligned with them), then kube-state-metrics' when read.
 	Source  string
 	Queries []string
 	// From and To bound the syncs returned; the replay starts a stabilization window
 	// earlier, so that the window is full at From.
-	From, To               time.Time
-	SyncPeriod, Phase      time.Duration
-	PhaseAnchor            string
+	From, To          time.Time
+	SyncPeriod, Phase time.Duration
+	PhaseAnchor       string
+	// PhaseFrom and PhaseTo are the range the anchor puts the controller's phase in (the
+	// whole period without one); Phase is within it.
+	PhaseFrom, PhaseTo time.Duration
+	// Grid is where the metrics were read.
+	Grid                   Grid
 	Step, RateWindow       time.Duration
 	Syncs                  []PeriodSync
 	KubeStateMetrics       bool
 	Notes                  []string
 	firstSeen              map[string]time.Time
 	observed, observedWant prometheus.Series
+}
+
+// What a replay's grid is aligned with, best first.
+const (
+	// GridAtSyncs: the controller's syncs, as its status puts them.
+	GridAtSyncs = "syncs"
+	// GridAtScrapes: Prometheus' scrapes of the pods' cpu counters.
+	GridAtScrapes = "scrapes"
+	// GridAtEpoch: multiples of the step since the epoch, when neither is known.
+	GridAtEpoch = "epoch"
+)
+
+// Grid is where a replay read the metrics: every Step, at Phase past each multiple of it
+// (Unix time), aligned with AlignedWith (Grid* constants) as Anchor puts it.
+type Grid struct {
+	Step, Phase time.Duration
+	AlignedWith string
+	Anchor      string
 }
 
 // PeriodSync is one replayed sync.
@@ -58,7 +81,8 @@ func KubeStateMetricsQueries(namespace, name string) (current, desired string) {
 
 // ReplayPeriod replays in.HPA's metrics over [from, in.Now] at every sync of the controller's
 // phase (the one its status' latest write puts it at, as explain narrows it; the middle of
-// the range), every syncPeriod. in is the live input: the HPA, its target's scale and pods
+// the range), every syncPeriod, reading the metrics at those syncs (else at Prometheus'
+// scrapes: alignGrid). in is the live input: the HPA, its target's scale and pods
 // now. At each sync the pods are those with a sample then (the current ones as they are; a
 // pod gone since as a copy of a current one, Ready from its first sample), the target's
 // replicas kube-state-metrics' status.currentReplicas when Prometheus has it, else the
@@ -78,12 +102,24 @@ func ReplayPeriod(ctx context.Context, r *prometheus.Reader, in replicas.Input, 
 	if span := in.Now.Sub(start); span/rp.Step > maxPoints {
 		rp.Step = (span/maxPoints + time.Second).Truncate(time.Second)
 	}
-	grid := prometheus.Grid{Start: start.Add(-2 * rp.Step).Truncate(rp.Step), End: in.Now, Step: rp.Step}
+	var anchor string
+	rp.PhaseFrom, rp.PhaseTo, anchor, _ = syncPhaseRange(in.HPA, syncPeriod)
+	// Whole seconds: a timeline's times are written to the second.
+	rp.Phase, rp.PhaseAnchor = ((rp.PhaseFrom + (rp.PhaseTo-rp.PhaseFrom)/2) % syncPeriod).Truncate(time.Second), anchor
+	pods := replayPods(in)
+	scrapeQuery, err := rp.alignGrid(ctx, r, pods, in.Now)
+	if err != nil {
+		return nil, err
+	}
+	grid := prometheus.Grid{Start: firstSyncAtOrAfter(start.Add(-2*rp.Step), rp.Grid.Phase, rp.Step), End: in.Now, Step: rp.Step}
 	rp.RateWindow = r.Window(0)
-	series, queries, err := readSeries(ctx, r, in.HPA, replayPods(in), rp.RateWindow, grid)
+	series, queries, err := readSeries(ctx, r, in.HPA, pods, rp.RateWindow, grid)
 	rp.Queries = queries
 	if err != nil {
 		return nil, err
+	}
+	if scrapeQuery != "" {
+		rp.Queries = append(rp.Queries, scrapeQuery)
 	}
 	rp.firstSeen = firstSeen(series)
 	current, desired := KubeStateMetricsQueries(in.HPA.Namespace, in.HPA.Name)
@@ -106,12 +142,6 @@ func ReplayPeriod(ctx context.Context, r *prometheus.Reader, in replicas.Input, 
 		}
 	}
 
-	from0, to0, anchor, _ := syncPhaseRange(in.HPA, syncPeriod)
-	// Whole seconds: a timeline's times are written to the second.
-	rp.Phase, rp.PhaseAnchor = ((from0 + (to0-from0)/2) % syncPeriod).Truncate(time.Second), anchor
-	if anchor == "" {
-		rp.Notes = append(rp.Notes, fmt.Sprintf("the controller's sync phase is unknown (no status write to anchor it): the syncs are placed %s into each period", rp.Phase))
-	}
 	rp.Notes = append(rp.Notes, "a pod is counted from its first sample on, Ready, with the requests of the pods there now (a pod gone since is a copy of one); pods that never had a sample (Pending) are not seen")
 
 	hpa := in.HPA.DeepCopy()
@@ -159,6 +189,31 @@ func ReplayPeriod(ctx context.Context, r *prometheus.Reader, in replicas.Input, 
 		rp.Syncs = append(rp.Syncs, s)
 	}
 	return rp, nil
+}
+
+// alignGrid sets where the metrics are read: at the controller's syncs when its status puts
+// them (rp.Phase), so that each sync reads the window ending at it, as the controller read
+// metrics-server's latest sample; else at Prometheus' scrapes of the pods' cpu counters, so
+// that a sync reads the latest scrape before it (between two scrapes a counter is
+// interpolated towards the next one, which no reader had then); else at multiples of the
+// step since the epoch. It returns the query that found the scrapes, if one was sent.
+func (rp *PeriodReplay) alignGrid(ctx context.Context, r *prometheus.Reader, pods prometheus.Pods, now time.Time) (string, error) {
+	rp.Grid = Grid{Step: rp.Step, AlignedWith: GridAtEpoch}
+	if rp.PhaseAnchor != "" {
+		rp.Grid.Phase, rp.Grid.AlignedWith, rp.Grid.Anchor = rp.Phase%rp.Step, GridAtSyncs, rp.PhaseAnchor
+		return "", nil
+	}
+	last, q, err := r.LastCPUScrape(ctx, pods, now)
+	switch {
+	case errors.Is(err, prometheus.ErrNoSeries):
+		rp.Notes = append(rp.Notes, fmt.Sprintf("the metrics are read at multiples of %s since the epoch: neither the controller's syncs nor Prometheus' scrapes of %s are known, so a sync may see a change up to a sync before or after the controller did", rp.Step, prometheus.CPUSeries))
+		return "", nil
+	case err != nil:
+		return q, err
+	}
+	rp.Grid.Phase = time.Duration(last.UnixNano() % int64(rp.Step))
+	rp.Grid.AlignedWith, rp.Grid.Anchor = GridAtScrapes, fmt.Sprintf("Prometheus' scrape of %s at %s", prometheus.CPUSeries, last.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	return q, nil
 }
 
 // valueAt is a single-series count at t (the latest sample at or before it, at most 5

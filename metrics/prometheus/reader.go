@@ -367,6 +367,25 @@ func (r *Reader) CPUAverages(ctx context.Context, pods Pods, container string, w
 	return out, q, nil
 }
 
+// LastCPUScrape is when Prometheus last scraped the pods' cpu usage counters at or before
+// at (within its lookback): the phase of its scrapes, which a reader of the counters can
+// align its instants with.
+func (r *Reader) LastCPUScrape(ctx context.Context, pods Pods, at time.Time) (time.Time, string, error) {
+	q := fmt.Sprintf("max(timestamp(%s{%s}))", CPUSeries, r.matchers(pods, ""))
+	v, _, err := r.api.Query(ctx, q, at)
+	if err != nil {
+		return time.Time{}, q, r.fail(q, err)
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return time.Time{}, q, fmt.Errorf("prometheus at %s: query %s answered a %s, not a vector", r.address, q, v.Type())
+	}
+	if len(vec) == 0 {
+		return time.Time{}, q, fmt.Errorf("prometheus at %s: query %s at %s: %w", r.address, q, at.UTC().Format(time.RFC3339), ErrNoSeries)
+	}
+	return time.UnixMilli(int64(math.Round(float64(vec[0].Value) * 1000))), q, nil
+}
+
 // CPUResets counts the resets of the pods' CPU usage counters (a restarted container
 // starts its counter from zero) from g.Start to g.End. rate() and CPUAverages count across
 // a reset; what they cannot give is the demand a container did not serve while it was down.

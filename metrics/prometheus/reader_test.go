@@ -362,3 +362,38 @@ func TestWindowIsTheFlagsOrTheLiveSamples(t *testing.T) {
 		t.Errorf("--prometheus-rate-window 30s: %s", got)
 	}
 }
+
+// LastCPUScrape is the latest scrape of the pods' cpu counters, to the millisecond; none is
+// ErrNoSeries.
+func TestLastCPUScrapeIsTheLatestSampleOfTheCounters(t *testing.T) {
+	tests := []struct {
+		name    string
+		result  []any
+		want    time.Time
+		wantErr error
+	}{
+		{name: "the latest over the pods", result: []any{map[string]any{"metric": map[string]string{}, "value": []any{float64(t0.Unix()), "1796133596.123"}}},
+			want: time.UnixMilli(1796133596123)},
+		{name: "no series", result: []any{}, wantErr: ErrNoSeries},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeProm{t: t, handle: func(q string, form map[string][]string) (string, any, int) {
+				if want := `max(timestamp(container_cpu_usage_seconds_total{namespace="shop",pod=~"web-1",container!="",container!="POD"}))`; q != want {
+					t.Errorf("query %s, want %s", q, want)
+				}
+				return "vector", tc.result, http.StatusOK
+			}}
+			srv := httptest.NewServer(f)
+			defer srv.Close()
+			r, err := New(Config{URL: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := r.LastCPUScrape(context.Background(), Pods{Namespace: "shop", Names: []string{"web-1"}}, t0)
+			if !errors.Is(err, tc.wantErr) || !got.Equal(tc.want) {
+				t.Errorf("%s, %v; want %s, %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}

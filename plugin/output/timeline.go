@@ -61,8 +61,25 @@ type TimelineSource struct {
 	Exact bool `json:"exact"`
 	// Queries are the PromQL sent (prometheus).
 	Queries []string `json:"queries,omitempty"`
+	// SyncPhase is where the deciding controller's syncs fall past each sync period, as its
+	// status puts them (prometheus; absent when unknown).
+	SyncPhase *SyncPhase `json:"syncPhase,omitempty"`
+	// Grid is where the replay read the metrics (prometheus).
+	Grid *TimelineGrid `json:"grid,omitempty"`
 	// Notes say what makes the timeline less than exact, or what was checked.
 	Notes []string `json:"notes,omitempty"`
+}
+
+// TimelineGrid is where a replay read the metrics: every StepSeconds, PhaseSeconds past each
+// multiple of it (Unix time).
+type TimelineGrid struct {
+	StepSeconds  float64 `json:"stepSeconds"`
+	PhaseSeconds float64 `json:"phaseSeconds"`
+	// AlignedWith is what the phase comes from: syncs (the controller's, SyncPhase), scrapes
+	// (Prometheus' of the pods' cpu counters) or epoch (neither known; history.GridAt*);
+	// Anchor is the timestamp that put it.
+	AlignedWith string `json:"alignedWith"`
+	Anchor      string `json:"anchor,omitempty"`
 }
 
 // TimelineSync is one sync of the controller.

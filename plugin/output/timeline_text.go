@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 )
 
 // RenderTimelineText writes t for people: the period and where its past came from first (so
@@ -80,6 +82,32 @@ func sourceSentence(s TimelineSource) string {
 		return fmt.Sprintf("%s: the rescales only (coarse: no sync between them is known; --prometheus-url replays every one)", s.Name)
 	}
 	return s.Kind + " " + s.Name
+}
+
+// replayLine says where a replay placed the syncs and read the metrics, and from what: the
+// controller's syncs as its status puts them, else Prometheus' scrapes, else the epoch.
+func replayLine(t *Timeline) string {
+	g := t.Source.Grid
+	if g == nil || t.SyncPeriodSeconds <= 0 || len(t.Syncs) == 0 {
+		return ""
+	}
+	period := time.Duration(t.SyncPeriodSeconds * float64(time.Second))
+	syncs := fmt.Sprintf("syncs at %s past each %s period", time.Duration(t.Syncs[0].Time.UnixNano()%int64(period)), period)
+	step := seconds(g.StepSeconds)
+	switch g.AlignedWith {
+	case history.GridAtSyncs:
+		line := syncs + ", the metrics read at each"
+		if g.StepSeconds != t.SyncPeriodSeconds {
+			line = fmt.Sprintf("%s, the metrics read every %s at %s past", syncs, step, seconds(g.PhaseSeconds))
+		}
+		if ph := t.Source.SyncPhase; ph != nil {
+			line += fmt.Sprintf(" (the controller syncs %s to %s past each period, from %s, written to the second)", seconds(ph.FromSeconds), seconds(ph.ToSeconds), ph.Anchor)
+		}
+		return line
+	case history.GridAtScrapes:
+		return fmt.Sprintf("%s (the controller's unknown), the metrics read every %s at %s past, at Prometheus' scrapes (from its scrape of %s)", syncs, step, seconds(g.PhaseSeconds), strings.TrimPrefix(g.Anchor, "Prometheus' scrape of "))
+	}
+	return fmt.Sprintf("%s (the controller's unknown), the metrics read every %s since the epoch (Prometheus' scrapes unknown too)", syncs, step)
 }
 
 func syncRow(s TimelineSync, clock string) []string {
@@ -160,6 +188,9 @@ func writeTimelineHeader(b *bytes.Buffer, t *Timeline, clock string) {
 	fmt.Fprintf(b, "Timeline of %s/%s from %s to %s UTC (%s)\n", t.Metadata.Namespace, t.Metadata.Name,
 		from.Format("2006-01-02 15:04:05"), to.Format(clock), to.Sub(from).Round(time.Second))
 	fmt.Fprintf(b, "Source:    %s\n", sourceSentence(t.Source))
+	if line := replayLine(t); line != "" {
+		fmt.Fprintf(b, "Replay:    %s\n", line)
+	}
 	for _, n := range t.Source.Notes {
 		fmt.Fprintf(b, "           note: %s\n", n)
 	}

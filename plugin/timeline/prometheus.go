@@ -38,9 +38,11 @@ func (o *Options) fromPrometheus(ctx context.Context, c *cmdutil.Clients, now ti
 	if err != nil {
 		return nil, &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("replaying %s/%s from Prometheus %s: %w", hpa.Namespace, hpa.Name, o.prom.Address(), err)}
 	}
-	src := output.TimelineSource{Kind: output.TimelinePrometheus, Name: rp.Source, Queries: rp.Queries, Notes: rp.Notes}
+	src := output.TimelineSource{Kind: output.TimelinePrometheus, Name: rp.Source, Queries: rp.Queries, Notes: rp.Notes,
+		Grid: &output.TimelineGrid{StepSeconds: rp.Grid.Step.Seconds(), PhaseSeconds: rp.Grid.Phase.Seconds(), AlignedWith: rp.Grid.AlignedWith, Anchor: rp.Grid.Anchor}}
 	if rp.PhaseAnchor != "" {
-		src.Notes = append([]string{fmt.Sprintf("the syncs fall %s into each %s period, as %s puts them; the controller's own drift later by the time each takes", rp.Phase, rp.SyncPeriod, rp.PhaseAnchor)}, src.Notes...)
+		src.SyncPhase = &output.SyncPhase{FromSeconds: rp.PhaseFrom.Seconds(), ToSeconds: rp.PhaseTo.Seconds(), Anchor: rp.PhaseAnchor}
+		src.Notes = append([]string{"the controller's syncs drift later by the time each takes and move when it restarts; the replay's stay where its latest status write puts them"}, src.Notes...)
 	}
 	t := newTimeline(hpa, rp.From, rp.To, src)
 	t.SyncPeriodSeconds = rp.SyncPeriod.Seconds()

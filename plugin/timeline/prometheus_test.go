@@ -87,6 +87,12 @@ func (p *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	unix := func(v float64) time.Time { return time.Unix(0, int64(v*1e9)) }
 	result := []any{}
 	switch {
+	case strings.HasSuffix(r.URL.Path, "/query") && strings.Contains(q, "timestamp("): // the last scrape, every 15s
+		last := unix(f("time")).Truncate(15 * time.Second)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "vector",
+			"result": []any{map[string]any{"metric": map[string]string{}, "value": []any{f("time"), strconv.FormatInt(last.Unix(), 10)}}}}})
+		return
 	case strings.HasSuffix(r.URL.Path, "/query"): // the raw counters over a range
 		span, err := time.ParseDuration(q[strings.LastIndex(q, "[")+1 : len(q)-1])
 		if err != nil {
@@ -130,9 +136,9 @@ func (p *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "matrix", "result": result}})
 }
 
-// promTimeline runs timeline --prometheus-url over the fixture (web's 4 pods at 200m
-// requested, cpu target 50%, max 8) and fake Prometheus p.
-func promTimeline(t *testing.T, p *fakeProm, args ...string) output.Timeline {
+// promRun runs timeline --prometheus-url --since 1h over the fixture (web's 4 pods at 200m
+// requested, cpu target 50%, max 8), changed by fix when given, and fake Prometheus p.
+func promRun(t *testing.T, p *fakeProm, fix func(*cmdtest.Fixture), args ...string) result {
 	t.Helper()
 	srv := httptest.NewServer(p)
 	defer srv.Close()
@@ -147,11 +153,23 @@ func promTimeline(t *testing.T, p *fakeProm, args ...string) output.Timeline {
 	}
 	f.HPA.Spec.MaxReplicas = 8
 	f.HPA.Spec.Metrics[0].Resource.Target.AverageUtilization = ptr.To[int32](50)
+	if fix != nil {
+		fix(f)
+	}
 	ec, _ := f.Build()
-	r := runTimeline(t, ec, append([]string{"web", "-n", "shop", "--since", "1h", "--prometheus-url", srv.URL, "--all-syncs", "-o", "json"}, args...)...)
+	r := runTimeline(t, ec, append([]string{"web", "-n", "shop", "--since", "1h", "--prometheus-url", srv.URL}, args...)...)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
+	// The server's port changes from run to run.
+	r.stdout = strings.ReplaceAll(r.stdout, srv.URL, "http://prometheus.test")
+	return r
+}
+
+// promTimeline is promRun's every sync, -o json.
+func promTimeline(t *testing.T, p *fakeProm, fix func(*cmdtest.Fixture), args ...string) output.Timeline {
+	t.Helper()
+	r := promRun(t, p, fix, append([]string{"--all-syncs", "-o", "json"}, args...)...)
 	var tl output.Timeline
 	if err := json.Unmarshal([]byte(r.stdout), &tl); err != nil {
 		t.Fatal(err)
@@ -171,7 +189,7 @@ func rescaleLines(tl output.Timeline) string {
 // surge whose one-minute average is above the tolerance, held at max while the gone pods
 // ran, and the scale-down to 2 once the 5-minute window passed over the calm.
 func TestTimelineFromPrometheusReplaysEverySyncOfThePeriod(t *testing.T) {
-	tl := promTimeline(t, &fakeProm{})
+	tl := promTimeline(t, &fakeProm{}, nil)
 	if tl.Source.Kind != output.TimelinePrometheus || tl.Source.Exact || len(tl.Syncs) != 240 {
 		t.Errorf("source %s (exact %v), %d syncs; want a replay from prometheus, not exact, 240 syncs", tl.Source.Kind, tl.Source.Exact, len(tl.Syncs))
 	}
@@ -229,14 +247,14 @@ func TestTimelineFromPrometheusReplaysEverySyncOfThePeriod(t *testing.T) {
 // the controller the replay is, so the timeline is the same,
 // and the output says the replay decided what the controller set at every sync.
 func TestTimelineFromPrometheusTakesTheReplicasKubeStateMetricsSaw(t *testing.T) {
-	alone := promTimeline(t, &fakeProm{})
+	alone := promTimeline(t, &fakeProm{}, nil)
 	// Each sync writes the replicas it read and those it decided; kube-state-metrics scrapes
 	// them a second later.
 	p := &fakeProm{}
 	for _, s := range alone.Syncs {
 		p.ksm = append(p.ksm, ksmPoint{s.Time.Add(time.Second), s.Replicas, s.Desired})
 	}
-	tl := promTimeline(t, p)
+	tl := promTimeline(t, p, nil)
 	if got, want := rescaleLines(tl), rescaleLines(alone); got != want {
 		t.Errorf("rescales %s, want the replay's own %s", got, want)
 	}
@@ -247,5 +265,47 @@ func TestTimelineFromPrometheusTakesTheReplicasKubeStateMetricsSaw(t *testing.T)
 	}
 	if notes := strings.Join(tl.Source.Notes, "\n"); !strings.Contains(notes, "kube-state-metrics saw the controller's decision at 240 of 240 syncs; the replay decided the same at 240") {
 		t.Errorf("notes %q, want the agreement at every sync", notes)
+	}
+}
+
+// The replay says where it placed the syncs and read the metrics, and from what: at the
+// controller's syncs when the HPA's last status write puts them, else at Prometheus' scrapes.
+func TestTimelineFromPrometheusSaysWhereItReadTheMetrics(t *testing.T) {
+	tests := []struct {
+		name, golden string
+		fix          func(*cmdtest.Fixture)
+		want         output.TimelineGrid
+		wantPhase    *output.SyncPhase
+	}{
+		{
+			name: "at the syncs the status write puts", golden: "timeline-prometheus-syncs.txt",
+			fix: func(f *cmdtest.Fixture) {
+				f.HPA.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
+					Subresource: "status", Time: ptr.To(metav1.NewTime(cmdtest.Now.Add(-2*time.Minute + 7*time.Second)))}}
+			},
+			want:      output.TimelineGrid{StepSeconds: 15, PhaseSeconds: 7, AlignedWith: "syncs", Anchor: "the status write by kube-controller-manager at 2026-11-30T11:58:07Z"},
+			wantPhase: &output.SyncPhase{FromSeconds: 7, ToSeconds: 8, Anchor: "the status write by kube-controller-manager at 2026-11-30T11:58:07Z"},
+		},
+		{
+			name: "at the scrapes when the syncs are unknown", golden: "timeline-prometheus-scrapes.txt",
+			want: output.TimelineGrid{StepSeconds: 15, PhaseSeconds: 0, AlignedWith: "scrapes", Anchor: "Prometheus' scrape of container_cpu_usage_seconds_total at 2026-11-30T12:00:00.000Z"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := promTimeline(t, &fakeProm{}, tc.fix)
+			if g := tl.Source.Grid; g == nil || *g != tc.want {
+				t.Errorf("grid %+v, want %+v", g, tc.want)
+			}
+			if got := tl.Source.SyncPhase; (got == nil) != (tc.wantPhase == nil) || got != nil && *got != *tc.wantPhase {
+				t.Errorf("sync phase %+v, want %+v", got, tc.wantPhase)
+			}
+			for _, s := range tl.Syncs {
+				if off := time.Duration(s.Time.UnixNano() % int64(15*time.Second)); tc.wantPhase != nil && off != 7*time.Second {
+					t.Fatalf("sync at %s, %s past its period, want at 7s", s.Time.UTC().Format(time.TimeOnly), off)
+				}
+			}
+			cmdtest.CheckGolden(t, tc.golden, promRun(t, &fakeProm{}, tc.fix).stdout)
+		})
 	}
 }

@@ -282,6 +282,36 @@ func tlShow(points []tlPoint, from time.Time) string {
 	return b.String()
 }
 
+// tlAround lists, within d of at, the statuses kube-controller-manager wrote (when they
+// arrived, the cpu utilization it read, the replicas it set) and the timeline's syncs (the
+// same): where the two part, which saw the load differently.
+func tlAround(seen []tlStatus, syncs []output.TimelineSync, at time.Time, d time.Duration) string {
+	var b strings.Builder
+	for _, s := range seen {
+		if s.at.Before(at.Add(-d)) || s.at.After(at.Add(d)) {
+			continue
+		}
+		util := "?"
+		for _, m := range s.CurrentMetrics {
+			if m.Resource != nil && m.Resource.Current.AverageUtilization != nil {
+				util = fmt.Sprintf("%d%%", *m.Resource.Current.AverageUtilization)
+			}
+		}
+		fmt.Fprintf(&b, "\n    kube-controller-manager %s: cpu %s, %d -> %d", s.at.Format(time.StampMilli), util, s.CurrentReplicas, s.DesiredReplicas)
+	}
+	for _, s := range syncs {
+		if s.Time.Time.Before(at.Add(-d)) || s.Time.Time.After(at.Add(d)) {
+			continue
+		}
+		util := "?"
+		if len(s.Metrics) > 0 {
+			util = s.Metrics[0].Current
+		}
+		fmt.Fprintf(&b, "\n    timeline %s: cpu %s, %d -> %d", s.Time.Format(time.TimeOnly), util, s.Replicas, s.Desired)
+	}
+	return b.String()
+}
+
 // tlTimeline runs kubectl hpa timeline -o json with args.
 func tlTimeline(t *testing.T, k cluster.Kubectl, ns string, args ...string) output.Timeline {
 	t.Helper()
@@ -467,6 +497,7 @@ func tlCheckUpstreamTimeline(t *testing.T, ns string, prom *cluster.Prometheus, 
 		off := got.Time.Sub(want.at)
 		t.Logf("rescale %d->%d: kube-controller-manager wrote it at %s (status: %q), the timeline puts it at %s (%+.1fs, %q)",
 			want.from, want.to, want.at.Format(time.StampMilli), want.class, got.Time.Format(time.TimeOnly), off.Seconds(), got.Constraint)
+		t.Logf("  around it, what each saw:%s", tlAround(seen, tl.Syncs, want.at, 2*tlSync))
 		if got.From == nil || *got.From != want.from || got.To != want.to {
 			t.Errorf("rescale %d: timeline %d -> %d, kube-controller-manager %d -> %d", i, ptr.Deref(got.From, -1), got.To, want.from, want.to)
 		}
