@@ -246,7 +246,7 @@ E2E_PARALLEL ?= 6
 # cluster in its own network namespace: these tests in one, in sequence, the others in the
 # other. (A sequential test missing here still passes, in the second process, ahead of its
 # parallel tests.)
-E2E_SERIAL := TestDeployInClusterManifestsAutoscaleAsTheServiceAccount|TestFaultAPIServerOutageRunResumesAndDecidesAsUpstream|TestFaultMetricsAPIUnavailableStopsScalingUntilItIsBack|TestAPIServerRestartKeepsTheClusterWorking|TestOutageLongerThanTheRenewDeadlineRunCampaignsAgainAndWritesAgain|TestOutageMetricsServerDownIsReportedUnavailableNotUninstalled|TestRunLeavesHPAsOfTheUpstreamControllerAlone|TestTimelineAndTuneFromPrometheusFollowTheUpstreamController
+E2E_SERIAL := TestDeployInClusterManifestsAutoscaleAsTheServiceAccount|TestChurnAndFaultsEveryLiveHPADecidedEachPeriodAndEveryWriteExplained|TestFaultAPIServerOutageRunResumesAndDecidesAsUpstream|TestFaultMetricsAPIUnavailableStopsScalingUntilItIsBack|TestAPIServerRestartKeepsTheClusterWorking|TestOutageLongerThanTheRenewDeadlineRunCampaignsAgainAndWritesAgain|TestOutageMetricsServerDownIsReportedUnavailableNotUninstalled|TestRunLeavesHPAsOfTheUpstreamControllerAlone|TestTimelineAndTuneFromPrometheusFollowTheUpstreamController
 
 .PHONY: testbin test-e2e demo
 
@@ -373,7 +373,7 @@ record-fidelity: build
 # it asserts that every live HPA is decided each 1.5 sync periods outside the faults, no
 # decision on stale samples, no write for a deleted HPA or without the Lease, and every scale
 # write a recorded decision's, whose replay is exact (test/e2e/churn_test.go);
-# SOAK_RUN=^TestChurnAndFaults runs its short version, 200 HPAs for 2 minutes. SOAK_SIZE picks
+# (its short version, 200 HPAs for 2 minutes, is in test-e2e). SOAK_SIZE picks
 # the size: 1k (1,000 HPAs over 10,000 pods) or 5k (5,000 over 50,000); SOAK_HPAS and
 # SOAK_PODS override it. Built without -race by default: the node stand-in and the load
 # model run in the test process, and the race detector would multiply their CPU on a shared

@@ -334,6 +334,14 @@ func (s *churnServed) newestBy(pod string, by time.Time) (time.Time, bool) {
 	return ts, !ts.IsZero()
 }
 
+// TestChurnAndFaultsEveryLiveHPADecidedEachPeriodAndEveryWriteExplained is churnRun at 200
+// HPAs over 400 pods in 10 namespaces for 2 minutes at 5 changes a second, with a 10 s sync
+// period; TestSoakChurnAndFaults (make soak) is the same at the soak's size. It restarts the
+// API server and metrics-server, so it runs with the serial tests (E2E_SERIAL).
+func TestChurnAndFaultsEveryLiveHPADecidedEachPeriodAndEveryWriteExplained(t *testing.T) {
+	churnRun(t, churnConfig{hpas: 200, namespaces: 10, podsPerHPA: 2, steady: 2 * time.Minute, sync: 10 * time.Second, rate: 5})
+}
+
 // churnRun runs `kubectl hpa run -A` over cfg.hpas HPAs, each on its own Deployment, spread
 // evenly over cfg.namespaces namespaces, through cfg.steady of churn at cfg.rate changes a
 // second and four faults one after another: metrics-server restarted, a namespace deleted
