@@ -16,10 +16,10 @@ import (
 // durations and, read by read, would each need a list of their own.
 //
 // A namespace's instants start at its first requeue (anchor) and go on every period. An HPA
-// is requeued to the first instant at least a third of a period away: an HPA synced at an
+// is requeued to the first instant at least a quarter of a period away: an HPA synced at an
 // instant is due again exactly a period later, and one synced off them (created, or edited to a
-// new generation, which upstream syncs at once) joins them after between a third of a period
-// and a period and a third. Requeues from the HPA informer (resync, updates) ask for the same
+// new generation, which upstream syncs at once) joins them after between a quarter of a period
+// and a period and a quarter. Requeues from the HPA informer (resync, updates) ask for the same
 // instant or a later one; the queue keeps the earlier.
 type namespacePasses struct {
 	period time.Duration
@@ -36,7 +36,7 @@ type passAnchor struct{ at, used time.Time }
 
 // passLeadDivisor sets the least time from a requeue to the instant it is given: a period
 // divided by it.
-const passLeadDivisor = 3
+const passLeadDivisor = 4
 
 func newNamespacePasses(period time.Duration, c clock.PassiveClock) *namespacePasses {
 	return &namespacePasses{period: period, clock: c, anchors: map[string]passAnchor{}}

@@ -43,11 +43,12 @@ func TestNamespacePassesRequeueEachNamespacesHPAsToItsInstants(t *testing.T) {
 			},
 		},
 		{
-			name: "an HPA synced off the instants joins the next one at least a third of a period away",
+			name: "an HPA synced off the instants joins the next one at least a quarter of a period away",
 			requeues: []requeue{
 				{at: 0, key: "a/one", want: p},
 				{at: 5 * time.Second, key: "a/new", want: 10 * time.Second},
-				{at: 11 * time.Second, key: "a/edited", want: p + 4*time.Second},
+				{at: 11 * time.Second, key: "a/edited", want: 4 * time.Second},
+				{at: 12 * time.Second, key: "a/edited-later", want: p + 3*time.Second},
 			},
 		},
 		{
