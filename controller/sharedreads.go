@@ -20,7 +20,8 @@ type MetricsReads string
 
 const (
 	// MetricsReadsPerNamespace reads a namespace's PodMetrics once and serves every HPA of the
-	// namespace synced within sharedReadValidity of that read from it.
+	// namespace synced within sharedReadValidity of that read from it; the loop brings the
+	// namespace's HPAs due together each period (namespacePasses).
 	MetricsReadsPerNamespace MetricsReads = "per-namespace"
 	// MetricsReadsPerHPA reads each HPA's pod metrics with its own selector at each sync, as
 	// upstream's controller does.

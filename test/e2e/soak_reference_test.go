@@ -166,26 +166,26 @@ func (c soakController) passBusy() time.Duration {
 func (c soakController) hpaRequests() int {
 	n := 0
 	for k, v := range c.perKind {
-		if k != "lease" && k != "informer list/watch" && k != "discovery" {
+		if !soakPerProcess(k) {
 			n += v
 		}
 	}
 	return n
 }
 
-// extra is what a process spent in the window beyond its baseline's rate.
-func extra(u, base soakUse) (time.Duration, float64) {
+// soakBeyond is what a process spent in the window beyond its baseline's rate.
+func soakBeyond(u, base soakUse) (time.Duration, float64) {
 	cpu, bytes := base.over(u.wall)
 	return u.cpu - cpu, float64(u.bytes) - bytes
 }
 
 func (c soakController) metricsServerCPUPerPass() time.Duration {
-	cpu, _ := extra(c.metricsServer, c.metricsServerIdle)
+	cpu, _ := soakBeyond(c.metricsServer, c.metricsServerIdle)
 	return time.Duration(float64(cpu) / c.passes())
 }
 
 func (c soakController) perPass() (cpu time.Duration, bytes float64) {
-	cpu, bytes = extra(c.self, c.selfBase)
+	cpu, bytes = soakBeyond(c.self, c.selfBase)
 	return time.Duration(float64(cpu) / c.passes()), bytes / c.passes()
 }
 
@@ -347,7 +347,7 @@ func soakSideBySide(cs ...soakController) string {
 	for _, c := range cs {
 		var kinds []string
 		for k, v := range c.perKind {
-			if k != "lease" && k != "informer list/watch" && k != "discovery" {
+			if !soakPerProcess(k) {
 				kinds = append(kinds, fmt.Sprintf("%s %.1f", k, float64(v)/c.passes()))
 			}
 		}

@@ -613,6 +613,12 @@ func soakKind(r cluster.AuditRequest) string {
 	return "other"
 }
 
+// soakPerProcess reports whether requests of kind are the process's own (its Lease, informers
+// and discovery) rather than made for its HPAs.
+func soakPerProcess(kind string) bool {
+	return kind == "lease" || kind == "informer list/watch" || kind == "discovery"
+}
+
 // soakSelector is the label selector of a metrics read (one HPA's pods).
 func soakSelector(r cluster.AuditRequest) string {
 	u, err := url.Parse(r.RequestURI)
@@ -743,7 +749,7 @@ func (f *soakFigures) steady(t *testing.T, reqs []cluster.AuditRequest, from, to
 	if f.reconcileCount > 0 {
 		perHPA := 0
 		for k, c := range f.perKind {
-			if k != "lease" && k != "informer list/watch" && k != "discovery" {
+			if !soakPerProcess(k) {
 				perHPA += c
 			}
 		}
