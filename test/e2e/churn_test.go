@@ -683,17 +683,20 @@ func churnWaitAllDecided(t *testing.T, nss []string, want int) {
 
 // churnFigures are what the run measured, and what its checks counted.
 type churnFigures struct {
-	cfg                churnConfig
-	steadyFor          time.Duration
-	windows            []churnWindow
-	victim             string
-	applied, failed    map[string]int
-	lastErr            map[string]error
-	appliedAt          []time.Time
-	skipped            int
-	hpasSeen, deleted  int
-	syncs              int
-	gaps               []time.Duration
+	cfg               churnConfig
+	steadyFor         time.Duration
+	windows           []churnWindow
+	victim            string
+	applied, failed   map[string]int
+	lastErr           map[string]error
+	appliedAt         []time.Time
+	skipped           int
+	hpasSeen, deleted int
+	syncs             int
+	gaps              []time.Duration
+	// clearGaps are the gaps that neither overlap a fault window nor start within 1.5 periods
+	// of its end: the intervals the loop's schedule alone explains.
+	clearGaps          []time.Duration
 	excused            int
 	samplesChecked     int
 	scaleWrites        int
@@ -743,6 +746,9 @@ func (f *churnFigures) decidedEachPeriod(t *testing.T, rec *recording.Recording,
 		for i := 1; i < len(points); i++ {
 			a, b := points[i-1], points[i]
 			gap := b.Sub(a)
+			if !f.nearFault(a, b, bound) {
+				f.clearGaps = append(f.clearGaps, gap)
+			}
 			if gap <= bound {
 				f.gaps = append(f.gaps, gap)
 				continue
@@ -767,6 +773,17 @@ func (f *churnFigures) decidedEachPeriod(t *testing.T, rec *recording.Recording,
 		t.Errorf("%d times an HPA went undecided for more than 1.5 sync periods (%s) outside the fault windows or past their end + 1.5 periods; the first 20:\n%s",
 			len(late), bound, strings.Join(late[:min(20, len(late))], "\n"))
 	}
+}
+
+// nearFault reports whether the interval from a to b overlaps a fault window or the recovery
+// after it (bound).
+func (f *churnFigures) nearFault(a, b time.Time, bound time.Duration) bool {
+	for _, w := range f.windows {
+		if a.Before(w.to.Add(bound)) && b.After(w.from) {
+			return true
+		}
+	}
+	return false
 }
 
 // churnMeanwhile says what run did between a and b: its syncs of every HPA, and its metrics
@@ -1024,6 +1041,16 @@ func (f *churnFigures) String() string {
 	w("  HPAs live in the steady state %d (%d deleted), syncs recorded %d", f.hpasSeen, f.deleted, f.syncs)
 	w("  interval between two decisions of one HPA outside fault windows: p50 %s, p99 %s, max %s (%d intervals; %d across a fault window)",
 		churnPercentile(f.gaps, 0.5), churnPercentile(f.gaps, 0.99), churnPercentile(f.gaps, 1), len(f.gaps), f.excused)
+	// An HPA synced off its namespace's instants (created, or edited to a new generation) is
+	// next due after at most 1.25 periods: longer intervals clear of the faults are queue waits.
+	late := 0
+	for _, g := range f.clearGaps {
+		if g > f.cfg.sync*5/4 {
+			late++
+		}
+	}
+	w("  of them clear of the faults and of 1.5 periods after each: p50 %s, p99 %s, max %s (%d intervals; %d longer than 1.25 periods)",
+		churnPercentile(f.clearGaps, 0.5), churnPercentile(f.clearGaps, 0.99), churnPercentile(f.clearGaps, 1), len(f.clearGaps), late)
 	w("  pod samples checked against what metrics.k8s.io had served (the test's reads, a namespace every %s: %d): %d", churnFollowEvery, f.polls, f.samplesChecked)
 	w("  run's writes: %d scale (each a recorded decision's, at most %s after it), %d HPA (%d within %s of the HPA's deletion); %d Lease writes, a write at most %s after the last",
 		f.scaleWrites, f.maxDecisionToWrite.Round(time.Millisecond), f.hpaWrites, f.writesInGrace, churnDeleteGrace, f.leaseWrites, f.maxAfterLeaseWrite.Round(time.Millisecond))
