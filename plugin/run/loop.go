@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -106,9 +107,21 @@ func (l *loop) healthz() error {
 	return c.Healthz()
 }
 
-// handler serves the latest controller's /metrics and /healthz.
-func (l *loop) handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { l.mon.Load().Handler(l.healthz).ServeHTTP(w, req) })
+// handler serves the latest controller's /metrics and /healthz, and with profiling Go's
+// profiles under /debug/pprof/.
+func (l *loop) handler(profiling bool) http.Handler {
+	monitored := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { l.mon.Load().Handler(l.healthz).ServeHTTP(w, req) })
+	if !profiling {
+		return monitored
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", monitored)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // note shows a line about run itself (the Lease, the HPAs watched).

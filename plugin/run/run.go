@@ -78,6 +78,8 @@ type Options struct {
 	LeaseName          string
 	LeaseNamespace     string
 	MetricsBindAddress string
+	// Profiling is --profiling: Go's profiles on /debug/pprof/ beside /metrics.
+	Profiling bool
 	// Record is --record: the file every sync is written to, for replay.
 	Record       string
 	KubeAPIQPS   float32
@@ -174,6 +176,7 @@ func newCmd(o *Options) *cobra.Command {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second each API client (Kubernetes, scales, metrics) may send; in steady state a sync pass costs one metrics request per namespace (per HPA with --metrics-reads=per-hpa)")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests each API client may send in a burst above --kube-api-qps")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address serving Prometheus /metrics and /healthz, e.g. 127.0.0.1:8080 (off when empty)")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's runtime profiles (heap, CPU, goroutines) on /debug/pprof/ at --metrics-bind-address, as kube-controller-manager's --profiling does")
 	fs.StringVar(&o.Record, "record", o.Record, "Write every input and result of every sync to this file (JSON Lines, gzipped when it ends in .gz), to replay run's decisions exactly")
 	cmdutil.AddMetricsFlags(fs, &o.Metrics)
 	fs.StringVarP(&o.Output, "output", "o", o.Output, `Output format: "" (a live table on a terminal, one line per decision otherwise) or "json" (one hpa.kubectl-hpa.io/v1alpha1 Explanation per decision, the schema of explain -o json; history.source is "controller" and a DryRun warning says when nothing was applied)`)
@@ -234,6 +237,9 @@ func (o *Options) Validate() error {
 	}
 	if o.writes() && o.LeaderElect && (o.LeaseName == "" || o.LeaseNamespace == "") {
 		return cmdutil.UsageErrorf("--leader-elect needs --leader-elect-lease-name and --leader-elect-lease-namespace")
+	}
+	if o.Profiling && o.MetricsBindAddress == "" {
+		return cmdutil.UsageErrorf("--profiling serves on --metrics-bind-address: give both")
 	}
 	if o.writes() && o.LeaderElect {
 		if err := o.leaseConfig().Validate(); err != nil {
@@ -299,12 +305,16 @@ func (o *Options) Run(ctx context.Context) (err error) {
 		l.activate(c)
 	}
 	if o.MetricsBindAddress != "" {
-		stop, bound, err := serveMetrics(ctx, o.MetricsBindAddress, l.handler())
+		stop, bound, err := serveMetrics(ctx, o.MetricsBindAddress, l.handler(o.Profiling))
 		if err != nil {
 			return err
 		}
 		defer stop()
-		l.note("serving /metrics and /healthz on " + bound)
+		served := "/metrics and /healthz"
+		if o.Profiling {
+			served = "/metrics, /healthz and /debug/pprof/"
+		}
+		l.note("serving " + served + " on " + bound)
 	}
 	renderDone := r.start(ctx)
 	defer renderDone()

@@ -154,6 +154,8 @@ func TestRunValidate(t *testing.T) {
 		{"zero api qps", func(o *Options) { o.KubeAPIQPS = 0 }, true},
 		{"zero api burst", func(o *Options) { o.KubeAPIBurst = 0 }, true},
 		{"bad metrics source", func(o *Options) { o.Metrics.Source = "carrier-pigeon" }, true},
+		{"profiling without an address to serve it on", func(o *Options) { o.Profiling = true }, true},
+		{"profiling beside /metrics", func(o *Options) { o.Profiling = true; o.MetricsBindAddress = "127.0.0.1:0" }, false},
 		{"lease timings a standby could beat by its whole-second view", func(o *Options) {
 			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
 		}, true},

@@ -8,6 +8,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -37,6 +38,7 @@ var (
 	soakReads    = flag.String("soak.metrics-reads", "per-namespace", "run's --metrics-reads: per-namespace (one PodMetrics list per namespace shared by the HPAs synced within a second) or per-hpa (upstream's read per HPA and sync)")
 	soakNSs      = flag.Int("soak.namespaces", 50, "namespaces the HPAs are spread over, evenly")
 	soakRate     = flag.Float64("soak.churn-rate", 5, "TestSoakChurnAndFaults's changes per second: HPAs created, edited (target, behavior) and deleted, Deployments scaled by hand")
+	soakProfiles = flag.String("soak.profiles", os.TempDir(), "directory that keeps run's heap profile at the end of the steady state (run --profiling)")
 )
 
 const (
@@ -127,6 +129,7 @@ func TestSoak(t *testing.T) {
 	ssEnd := time.Now()
 	m2, p2, ms2 := run.scrape(t), soakProcOf(t, run.pid), soakProcOf(t, msPID)
 	rss2 := p2.rss
+	run.heapProfile(t)
 	modified := watcher.stop()
 	fig.rss = sampler.stop()
 	run.stop(t)
@@ -304,10 +307,44 @@ func soakChangeLoad(t *testing.T, ns, name string, perDep int32) (setAt, sampleA
 type soakRun struct {
 	cmd *exec.Cmd
 	// pid is the host's id of the process (/proc is the host's).
-	pid     int
-	out     string
-	metrics string
-	done    chan error
+	pid int
+	out string
+	// endpoint serves run's /metrics and /debug/pprof/.
+	endpoint string
+	done     chan error
+}
+
+// heapProfile keeps run's heap profile (after a collection) in soak.profiles and logs its
+// largest holders of live memory, so that an RSS over its target says what holds it.
+func (r *soakRun) heapProfile(t *testing.T) {
+	t.Helper()
+	resp, err := http.Get(r.endpoint + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		t.Errorf("heap profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("heap profile: %s", resp.Status)
+		return
+	}
+	path := filepath.Join(*soakProfiles, fmt.Sprintf("soak-heap-%s.pb.gz", time.Now().Format("20060102-150405")))
+	f, err := os.Create(path)
+	if err != nil {
+		t.Errorf("heap profile: %v", err)
+		return
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		t.Errorf("heap profile: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("heap profile: %v", err)
+	}
+	top, err := exec.Command("go", "tool", "pprof", "-top", "-sample_index=inuse_space", "-nodecount=30", path).CombinedOutput()
+	if err != nil {
+		t.Logf("go tool pprof %s: %v", path, err)
+	}
+	t.Logf("run's heap in use at the end of the steady state (%s):\n%s", path, top)
 }
 
 // soakStartRun starts run -A on the HPAs labelled soakLabel=leaseNS, with its Lease in leaseNS.
@@ -320,7 +357,7 @@ func soakStartRun(t *testing.T, leaseNS string) *soakRun {
 	addr := l.Addr().String()
 	l.Close()
 	dir := t.TempDir()
-	r := &soakRun{out: filepath.Join(dir, "run.out"), metrics: "http://" + addr + "/metrics", done: make(chan error, 1)}
+	r := &soakRun{out: filepath.Join(dir, "run.out"), endpoint: "http://" + addr, done: make(chan error, 1)}
 	stdout, err := os.Create(r.out)
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +367,7 @@ func soakStartRun(t *testing.T, leaseNS string) *soakRun {
 		t.Fatal(err)
 	}
 	r.cmd = pluginAs(t, soakUser).Command(context.Background(), "hpa", "run", "-A", "-l", soakLabel+"="+leaseNS, "--leader-elect-lease-namespace="+leaseNS,
-		"--workers="+strconv.Itoa(soakWorkers), "--metrics-bind-address="+addr, "--metrics-reads="+*soakReads)
+		"--workers="+strconv.Itoa(soakWorkers), "--metrics-bind-address="+addr, "--profiling", "--metrics-reads="+*soakReads)
 	r.cmd.Stdout, r.cmd.Stderr = stdout, stderr
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -434,7 +471,7 @@ type soakScrape struct {
 
 func (r *soakRun) scrape(t *testing.T) soakScrape {
 	t.Helper()
-	return soakScrapeURL(t, http.DefaultClient, r.metrics)
+	return soakScrapeURL(t, http.DefaultClient, r.endpoint+"/metrics")
 }
 
 // soakScrapeURL reads the figures from an HPA controller's /metrics: run's and
