@@ -143,7 +143,7 @@ type Deps struct {
 	// Recorder records events; nil makes Run create one that writes to Kube.
 	Recorder record.EventRecorder
 	// Clock defaults to the real clock.
-	Clock clock.WithTicker
+	Clock clock.WithTickerAndDelayedExecution
 	// Monitor defaults to a fresh one.
 	Monitor *monitor.Monitor
 	// Sink receives every reconcile's report; it must not block for long.
@@ -168,7 +168,7 @@ type Controller struct {
 	opts     Options
 	kube     kubernetes.Interface
 	scales   ScaleTarget
-	clock    clock.WithTicker
+	clock    clock.WithTickerAndDelayedExecution
 	monitor  *monitor.Monitor
 	sink     func(Report)
 	recorder record.EventRecorder

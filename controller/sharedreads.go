@@ -54,14 +54,13 @@ type sharedMetrics struct {
 	evaluation.MetricsReader
 	lister   metrics.NamespaceLister
 	pods     evaluation.PodReader
-	clock    clock.PassiveClock
+	clock    clock.WithDelayedExecution
 	validity time.Duration
 
 	mu sync.Mutex
-	// reads are the last reads by sharedKey.
+	// reads are the reads still valid (or in flight) by sharedKey; each is dropped when it
+	// expires, so that between passes no namespace's list stays in memory.
 	reads map[sharedKey]*sharedRead
-	// swept is when the map was last cleared of expired reads (namespaces no longer synced).
-	swept time.Time
 }
 
 // sharedKey names a shared read: a namespace's PodMetrics (metric empty), or its Pods metric
@@ -82,7 +81,7 @@ type readResult interface{ Err() error }
 
 // newSharedMetrics wraps m, reading Pods metrics' pods from pods; a client that cannot list
 // a namespace's metrics is returned as it is.
-func newSharedMetrics(m metrics.Client, pods evaluation.PodReader, clk clock.PassiveClock, validity time.Duration) evaluation.MetricsReader {
+func newSharedMetrics(m metrics.Client, pods evaluation.PodReader, clk clock.WithDelayedExecution, validity time.Duration) evaluation.MetricsReader {
 	l, ok := m.(metrics.NamespaceLister)
 	if !ok {
 		return m
@@ -142,15 +141,12 @@ func (s *sharedMetrics) read(ctx context.Context, key sharedKey, send func() rea
 	if !ok || !now.Before(r.started.Add(s.validity)) {
 		r = &sharedRead{started: now, done: make(chan struct{})}
 		s.reads[key] = r
-		s.sweep(now)
 		s.mu.Unlock()
 		r.res = send()
 		if r.res.Err() != nil {
-			s.mu.Lock()
-			if s.reads[key] == r {
-				delete(s.reads, key)
-			}
-			s.mu.Unlock()
+			s.drop(key, r)
+		} else {
+			s.clock.AfterFunc(r.started.Add(s.validity).Sub(s.clock.Now()), func() { s.drop(key, r) })
 		}
 		close(r.done)
 		return r.res, nil
@@ -164,16 +160,11 @@ func (s *sharedMetrics) read(ctx context.Context, key sharedKey, send func() rea
 	}
 }
 
-// sweep drops the reads that expired, once per validity, so that namespaces no longer
-// synced do not keep their lists; s.mu is held.
-func (s *sharedMetrics) sweep(now time.Time) {
-	if now.Sub(s.swept) < s.validity {
-		return
-	}
-	s.swept = now
-	for key, r := range s.reads {
-		if !now.Before(r.started.Add(s.validity)) {
-			delete(s.reads, key)
-		}
+// drop forgets r unless a newer read of key replaced it; the syncs it is serving keep it.
+func (s *sharedMetrics) drop(key sharedKey, r *sharedRead) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reads[key] == r {
+		delete(s.reads, key)
 	}
 }

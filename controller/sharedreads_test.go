@@ -311,6 +311,32 @@ func TestSharedReadIsNeverServedPastItsValidity(t *testing.T) {
 	}
 }
 
+func TestASharedReadIsDroppedWhenItExpiresNotAtTheNextRead(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	api := &metricsAPI{pods: twoNamespaces()}
+	s := newSharedMetrics(api.client(t, clk), api.cache(), clk, time.Second).(*sharedMetrics)
+	podResource(t, s, "shop", "app=web", "")
+	podResource(t, s, "bank", "app=web", "")
+	held := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.reads)
+	}
+	if got := held(); got != 2 {
+		t.Fatalf("%d reads held within their validity, want both namespaces'", got)
+	}
+	// The last namespaces read in a pass are not read again for a period: their lists must
+	// not stay in memory until then.
+	clk.Step(time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for held() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := held(); got != 0 {
+		t.Errorf("%d reads still held once expired, with no read since, want none", got)
+	}
+}
+
 func TestSharedReadKeepsNoFailure(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	api := &metricsAPI{pods: twoNamespaces(), err: apierrors.NewServiceUnavailable("metrics-server is restarting")}
