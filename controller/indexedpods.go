@@ -6,8 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/selectors"
 )
 
 // labelPairIndex indexes pods by "namespace/key=value" for each of their labels, so a
@@ -36,8 +37,8 @@ type IndexedPods struct {
 // Pods implements PodReader.
 func (p IndexedPods) Pods(_ context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
 	var out []*corev1.Pod
-	if key, whole, ok := equalityKey(selector); ok {
-		objs, err := p.Indexer.ByIndex(labelPairIndex, namespace+"/"+key)
+	if key, value, whole, ok := selectors.Pinned(selector); ok {
+		objs, err := p.Indexer.ByIndex(labelPairIndex, namespace+"/"+key+"="+value)
 		if err != nil {
 			return nil, fmt.Errorf("reading the pod cache: %w", err)
 		}
@@ -56,22 +57,4 @@ func (p IndexedPods) Pods(_ context.Context, namespace string, selector labels.S
 		}
 	})
 	return out, err
-}
-
-// equalityKey returns "key=value" of the selector's first requirement that pins a label to
-// one value, and whether that requirement is the whole selector.
-func equalityKey(selector labels.Selector) (key string, whole, ok bool) {
-	reqs, selectable := selector.Requirements()
-	if !selectable {
-		return "", false, false
-	}
-	for _, r := range reqs {
-		switch r.Operator() {
-		case selection.Equals, selection.DoubleEquals, selection.In:
-			if vals := r.ValuesUnsorted(); len(vals) == 1 {
-				return r.Key() + "=" + vals[0], len(reqs) == 1, true
-			}
-		}
-	}
-	return "", false, false
 }

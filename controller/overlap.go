@@ -9,6 +9,8 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/selectors"
 )
 
 // SelectorTracker remembers the target selector of every HPA the controller knows, as
@@ -83,7 +85,8 @@ func (n *nsSelectors) unindex(name string) {
 func (n *nsSelectors) put(name string, sel labels.Selector) {
 	n.unindex(name)
 	n.sel[name] = sel
-	if key, _, ok := equalityKey(sel); ok {
+	if key, value, _, ok := selectors.Pinned(sel); ok {
+		key := key + "=" + value
 		if n.byPair[key] == nil {
 			n.byPair[key] = map[string]struct{}{}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -24,6 +25,7 @@ import (
 	externalclient "k8s.io/metrics/pkg/client/external_metrics"
 	"k8s.io/utils/clock"
 
+	"github.com/kubectl-hpa/kubectl-hpa/internal/selectors"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/decode"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
@@ -123,6 +125,12 @@ type PodResources struct {
 	clock     clock.PassiveClock
 	maxAge    time.Duration
 	err       error
+
+	// byLabel indexes items by label key and value, built once by the first selector that
+	// pins a label (every HPA of a namespace reads the same list: a Deployment's selector
+	// picks a few of its pods, and a scan would match every pod of the namespace per HPA).
+	indexOnce sync.Once
+	byLabel   map[string]map[string][]int32
 }
 
 // Err is why the list failed (nil when it was read).
@@ -178,15 +186,7 @@ func (p *PodResources) PodResource(res corev1.ResourceName, selector labels.Sele
 		return nil, time.Time{}, p.err
 	}
 	selector = orEverything(selector)
-	items := p.items
-	if !selector.Empty() {
-		items = make([]decode.PodUsage, 0, len(p.items))
-		for i := range p.items {
-			if selector.Matches(labels.Set(p.labels[i])) {
-				items = append(items, p.items[i])
-			}
-		}
-	}
+	items := p.matching(selector)
 	if len(items) == 0 {
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from resource metrics API (%s) for pods in %s matching %q; metrics-server may not have scraped them yet", p.gv, p.namespace, selector.String())}
 	}
@@ -195,6 +195,46 @@ func (p *PodResources) PodResource(res corev1.ResourceName, selector labels.Sele
 		return nil, time.Time{}, SourceFailure{fmt.Errorf("resource metrics API (%s): %s usage: %w", p.gv, res, err)}
 	}
 	return got, ts, nil
+}
+
+// matching returns the items whose labels selector matches, in the list's order.
+func (p *PodResources) matching(selector labels.Selector) []decode.PodUsage {
+	if selector.Empty() {
+		return p.items
+	}
+	key, value, whole, ok := selectors.Pinned(selector)
+	if !ok {
+		var items []decode.PodUsage
+		for i := range p.items {
+			if selector.Matches(labels.Set(p.labels[i])) {
+				items = append(items, p.items[i])
+			}
+		}
+		return items
+	}
+	p.indexOnce.Do(p.index)
+	pos := p.byLabel[key][value]
+	items := make([]decode.PodUsage, 0, len(pos))
+	for _, i := range pos {
+		if whole || selector.Matches(labels.Set(p.labels[i])) {
+			items = append(items, p.items[i])
+		}
+	}
+	return items
+}
+
+func (p *PodResources) index() {
+	p.byLabel = map[string]map[string][]int32{}
+	for i, l := range p.labels {
+		for k, v := range l {
+			values := p.byLabel[k]
+			if values == nil {
+				values = map[string][]int32{}
+				p.byLabel[k] = values
+			}
+			values[v] = append(values[v], int32(i))
+		}
+	}
 }
 
 // podUsages turns a PodMetrics list of either served version into the decoder's input, one

@@ -570,7 +570,7 @@ func TestNamespacePodResourcesServeEachSelectorWhatItsOwnListWould(t *testing.T)
 	if lists != 1 {
 		t.Fatalf("the namespace read sent %d lists, want 1", lists)
 	}
-	for _, s := range []string{"app=web", "app=api", "tier=front", "app in (api,web)", "app=web,tier!=front", "app=none", ""} {
+	for _, s := range []string{"app=web", "app=api", "tier=front", "app in (web)", "tier=front,app=web", "app in (api,web)", "app=web,tier!=front", "app=none", ""} {
 		t.Run(s, func(t *testing.T) {
 			sel, err := labels.Parse(s)
 			if err != nil {
@@ -585,5 +585,43 @@ func TestNamespacePodResourcesServeEachSelectorWhatItsOwnListWould(t *testing.T)
 				t.Errorf("namespace list gave %v at %s, the selector's own list %v at %s", got.Map(), gotTS, want.Map(), wantTS)
 			}
 		})
+	}
+}
+
+// BenchmarkNamespacePodResourcesServeItsHPAs is one namespace's share of a steady pass of run
+// with --metrics-reads=per-namespace at the soak's 5,000-HPA size: a list of 1,000 pods, 100
+// Deployments of 10, each HPA served its Deployment's pods from that one list.
+func BenchmarkNamespacePodResourcesServeItsHPAs(b *testing.B) {
+	const deployments, perDeployment = 100, 10
+	list := &metricsv1beta1.PodMetricsList{}
+	sels := make([]labels.Selector, deployments)
+	for d := range deployments {
+		app := fmt.Sprintf("soak-%04d", d)
+		sels[d] = labels.SelectorFromSet(labels.Set{"app": app})
+		for i := range perDeployment {
+			list.Items = append(list.Items, metricsv1beta1.PodMetrics{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-7d4b9c8f6d-%05d", app, i), Namespace: "ns",
+					Labels: map[string]string{"app": app, "pod-template-hash": "7d4b9c8f6d"}},
+				Timestamp: metav1.NewTime(apiNow.Add(-10 * time.Second)), Window: metav1.Duration{Duration: 15 * time.Second},
+				Containers: []metricsv1beta1.ContainerMetrics{{Name: "app", Usage: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")}}},
+			})
+		}
+	}
+	f := newAPIFixture("metrics.k8s.io/v1beta1")
+	f.resource.PrependReactor("list", "pods", func(core.Action) (bool, runtime.Object, error) { return true, list, nil })
+	c, err := NewAPIClient(f.apiClients(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		read := c.(NamespaceLister).NamespacePodResources(context.Background(), "ns")
+		for _, sel := range sels {
+			set, _, err := read.PodResource(corev1.ResourceCPU, sel, "")
+			if err != nil || set.Len() != perDeployment {
+				b.Fatalf("%s: %v samples, %v", sel, set, err)
+			}
+		}
 	}
 }
