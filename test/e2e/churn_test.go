@@ -46,6 +46,8 @@ type churnConfig struct {
 	rate float64
 	// workers is run's --workers (its default when 0).
 	workers int
+	// qps is run's --kube-api-qps, with a burst twice as large (its defaults when 0).
+	qps int
 }
 
 const (
@@ -390,6 +392,9 @@ func churnRun(t *testing.T, cfg churnConfig) {
 		"--sync-period=" + cfg.sync.String(), "-o", "json", "--record", recorded}, histLease...)
 	if cfg.workers > 0 {
 		args = append(args, fmt.Sprintf("--workers=%d", cfg.workers))
+	}
+	if cfg.qps > 0 {
+		args = append(args, fmt.Sprintf("--kube-api-qps=%d", cfg.qps), fmt.Sprintf("--kube-api-burst=%d", 2*cfg.qps))
 	}
 	stopRun := churnStartRun(t, k, args...)
 	churnWaitAllDecided(t, nss, cfg.hpas)
