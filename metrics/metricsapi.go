@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -101,7 +100,11 @@ func (a *apiClient) PodResource(ctx context.Context, namespace string, res corev
 
 // NamespacePodResources implements NamespaceLister: one PodMetrics list of the whole namespace.
 func (a *apiClient) NamespacePodResources(ctx context.Context, namespace string) *PodResources {
-	return a.listPodResources(ctx, namespace, labels.Everything())
+	p := a.listPodResources(ctx, namespace, labels.Everything())
+	if p.err == nil {
+		p.index()
+	}
+	return p
 }
 
 // NamespaceLister is a Client that reads a whole namespace's resource metrics in one request
@@ -126,11 +129,11 @@ type PodResources struct {
 	maxAge    time.Duration
 	err       error
 
-	// byLabel indexes items by label key and value, built once by the first selector that
-	// pins a label (every HPA of a namespace reads the same list: a Deployment's selector
-	// picks a few of its pods, and a scan would match every pod of the namespace per HPA).
-	indexOnce sync.Once
-	byLabel   map[string]map[string][]int32
+	// byLabel indexes a namespace's list (NamespacePodResources) by label key and value:
+	// every HPA of the namespace reads that one list, and a Deployment's selector picks a few
+	// of its pods, which a scan would find by matching every pod of the namespace per HPA. A
+	// list read with an HPA's own selector holds its pods only and has no index.
+	byLabel map[string]map[string][]int32
 }
 
 // Err is why the list failed (nil when it was read).
@@ -203,8 +206,8 @@ func (p *PodResources) matching(selector labels.Selector) []decode.PodUsage {
 		return p.items
 	}
 	key, value, whole, ok := selectors.Pinned(selector)
-	if !ok {
-		var items []decode.PodUsage
+	if !ok || p.byLabel == nil {
+		items := make([]decode.PodUsage, 0, len(p.items))
 		for i := range p.items {
 			if selector.Matches(labels.Set(p.labels[i])) {
 				items = append(items, p.items[i])
@@ -212,7 +215,6 @@ func (p *PodResources) matching(selector labels.Selector) []decode.PodUsage {
 		}
 		return items
 	}
-	p.indexOnce.Do(p.index)
 	pos := p.byLabel[key][value]
 	items := make([]decode.PodUsage, 0, len(pos))
 	for _, i := range pos {
@@ -223,6 +225,7 @@ func (p *PodResources) matching(selector labels.Selector) []decode.PodUsage {
 	return items
 }
 
+// index builds byLabel; the list is not shared yet.
 func (p *PodResources) index() {
 	p.byLabel = map[string]map[string][]int32{}
 	for i, l := range p.labels {

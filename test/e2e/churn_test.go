@@ -1047,7 +1047,8 @@ func (f *churnFigures) String() string {
 	w("  interval between two decisions of one HPA outside fault windows: p50 %s, p99 %s, max %s (%d intervals; %d across a fault window)",
 		churnPercentile(f.gaps, 0.5), churnPercentile(f.gaps, 0.99), churnPercentile(f.gaps, 1), len(f.gaps), f.excused)
 	// An HPA synced off its namespace's instants (created, or edited to a new generation) is
-	// next due after at most 1.25 periods: longer intervals clear of the faults are queue waits.
+	// next due after at most 1.25 periods: longer intervals clear of the faults are ones the
+	// schedule does not explain.
 	late := 0
 	for _, g := range f.clearGaps {
 		if g > f.cfg.sync*5/4 {
