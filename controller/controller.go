@@ -140,7 +140,11 @@ type Deps struct {
 	Kube    kubernetes.Interface
 	Scales  ScaleTarget
 	Metrics metrics.Client
-	// Recorder records events; nil makes Run create one that writes to Kube.
+	// Events is the client the events are written through; nil means Kube. A client of its
+	// own keeps its own request budget: after a fault every HPA's status changes at once,
+	// and the events that go with those changes then do not hold back the status writes.
+	Events kubernetes.Interface
+	// Recorder records events; nil makes Run create one that writes to Events.
 	Recorder record.EventRecorder
 	// Clock defaults to the real clock.
 	Clock clock.WithTickerAndDelayedExecution
@@ -167,6 +171,7 @@ type Deps struct {
 type Controller struct {
 	opts     Options
 	kube     kubernetes.Interface
+	events   kubernetes.Interface
 	scales   ScaleTarget
 	clock    clock.WithTickerAndDelayedExecution
 	monitor  *monitor.Monitor
@@ -227,6 +232,7 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	c := &Controller{
 		opts:     opts,
 		kube:     deps.Kube,
+		events:   deps.Events,
 		scales:   deps.Scales,
 		clock:    deps.Clock,
 		monitor:  deps.Monitor,
@@ -246,6 +252,9 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	}
 	if c.monitor == nil {
 		c.monitor = monitor.New()
+	}
+	if c.events == nil {
+		c.events = c.kube
 	}
 	if opts.ScaleFromCache {
 		c.cachedScales = NewCachedScales(deps.Kube, opts.Namespace, deps.Scales)
@@ -315,7 +324,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	logger := klog.FromContext(ctx)
 	var events *eventsink.Writer
 	if c.recorder == nil {
-		events = eventsink.New(ctx, c.kube, c.clock, EventComponent)
+		events = eventsink.New(ctx, c.events, c.clock, EventComponent)
 		// On an early return there is nothing to wait for; after the workers ran, the
 		// flush below waits for their events first.
 		defer events.Flush(ctx)

@@ -285,3 +285,36 @@ func TestRunWritesTheEventsOfADecisionAppliedDuringTheStop(t *testing.T) {
 		t.Errorf("stored events %q, want the SuccessfulRescale of 2 -> 4", got)
 	}
 }
+
+// TestEventsAreWrittenThroughTheirOwnClient: with Deps.Events set, the events of a decision
+// go through that client and none through Kube, whose request budget the status and scale
+// writes keep to themselves.
+func TestEventsAreWrittenThroughTheirOwnClient(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), nil, nil, map[string]int32{"web": 2}, cpuMetrics(cpuAt(100, "web-1", "web-2")))
+	kube := fake.NewClientset(newHPA("web"), webPods()[0], webPods()[1])
+	events := fake.NewClientset()
+	c, err := New(DefaultOptions(), Deps{Kube: kube, Events: events, Scales: &live.ScaleClient{Scales: f.scales, Mapper: testMapper()}, Metrics: f.metrics, Clock: f.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, 1) }()
+	want := "SuccessfulRescale: New size: 4; reason: cpu resource utilization (percentage of request) above target x1"
+	deadline := time.Now().Add(30 * time.Second)
+	for !slices.Contains(storedEvents(t, events), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("events client holds %q after 30s, want the SuccessfulRescale of 2 -> 4", storedEvents(t, events))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, a := range kube.Actions() {
+		if a.GetResource().Resource == "events" {
+			t.Errorf("Kube client sent %s events, want no event request through it", a.GetVerb())
+		}
+	}
+}

@@ -1,10 +1,11 @@
-// Package eventsink writes the controller's events to the API server and lets a stop wait
-// until the events already recorded are written.
+// Package eventsink records the controller's events and writes them to the API server, and
+// lets a stop wait until the events already queued are written.
 package eventsink
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/record/util"
 	"k8s.io/client-go/tools/reference"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -28,55 +30,100 @@ const (
 	eventRetryWait = 10 * time.Second
 )
 
-// Writer sends the controller's events to the API server as client-go's broadcaster
-// sink does (correlation, aggregation, the spam filter, retries while the server is
-// away), but it knows which recorded events are not written yet, so a stop can wait for
-// them: the events of a decision whose writes finish during the stop's grace are
-// written too, not dropped with the broadcaster.
-type Writer struct {
-	kube       kubernetes.Interface
-	clock      clock.Clock
-	correlator *record.EventCorrelator
+// queueLength is how many recorded events wait to be written, as in client-go's broadcaster;
+// an event recorded while the queue is full is dropped and counted.
+const queueLength = 1000
 
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
+// Writer records the controller's events and writes them to the API server as client-go's
+// broadcaster and sink do (a bounded queue, correlation, aggregation, the spam filter,
+// retries while the server is away), but it knows which recorded events are not written
+// yet, so a stop can wait for them: the events of a decision whose writes finish during the
+// stop's grace are written too. An event the full queue drops is counted as dropped, not
+// waited for.
+type Writer struct {
+	kube  kubernetes.Interface
+	clock clock.Clock // times the retries
+	// stamps times the events: the real clock, as client-go's recorder and the correlator,
+	// whose windows it must agree with, use; an event's name is its object's and this time.
+	stamps     clock.PassiveClock
+	correlator *record.EventCorrelator
+	source     corev1.EventSource
+	logger     klog.Logger
+	queue      chan *corev1.Event
 
 	mu        sync.Mutex
-	pending   int             // recorded and not yet written or given up; guarded by mu
+	pending   int             // queued and not yet written or given up; guarded by mu
+	dropped   int             // recorded while the queue was full; guarded by mu
+	dropping  bool            // the last event recorded was dropped; guarded by mu
+	flushed   bool            // Flush has returned: nothing more is queued; guarded by mu
 	drained   []chan struct{} // closed when pending drops to 0; guarded by mu
 	stopping  chan struct{}   // closed by Flush: no more retries
+	quit      chan struct{}   // closed when Flush returns: the writing goroutine ends
 	flushOnce sync.Once
 }
 
 // New starts a Writer whose events name component as their source. ctx carries the
 // logger; the Writer outlives it, until Flush.
 func New(ctx context.Context, kube kubernetes.Interface, clk clock.Clock, component string) *Writer {
+	return newWriter(ctx, kube, clk, component, queueLength)
+}
+
+// newWriter is New with a queue of the given length.
+func newWriter(ctx context.Context, kube kubernetes.Interface, clk clock.Clock, component string, queue int) *Writer {
 	w := &Writer{
-		kube: kube, clock: clk,
+		kube: kube, clock: clk, stamps: clock.RealClock{},
 		correlator: record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{}),
+		source:     corev1.EventSource{Component: component},
+		logger:     klog.FromContext(ctx),
+		queue:      make(chan *corev1.Event, queue),
 		stopping:   make(chan struct{}),
+		quit:       make(chan struct{}),
 	}
-	// The broadcaster outlives ctx: it is shut down by Flush, after the last decision.
-	w.broadcaster = record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx)))
-	w.broadcaster.StartEventWatcher(func(e *corev1.Event) { w.write(klog.FromContext(ctx), e) })
-	w.recorder = &countingRecorder{EventRecorder: w.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component}), w: w}
+	go w.run()
 	return w
 }
 
 // Recorder records the events this Writer writes.
-func (w *Writer) Recorder() record.EventRecorder { return w.recorder }
+func (w *Writer) Recorder() record.EventRecorder { return recorder{w} }
 
-// Flush waits until every recorded event is written or given up, or until ctx is done,
-// then shuts the broadcaster down; calls after the first do nothing.
+// Dropped is how many recorded events were dropped because the queue was full.
+func (w *Writer) Dropped() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dropped
+}
+
+// Flush waits until every queued event is written or given up, or until ctx is done, then
+// stops the Writer: events recorded after it are not written. Calls after the first do
+// nothing.
 func (w *Writer) Flush(ctx context.Context) {
 	w.flushOnce.Do(func() {
 		close(w.stopping)
-		defer w.broadcaster.Shutdown()
 		w.wait(ctx)
+		w.mu.Lock()
+		w.flushed = true
+		dropped := w.dropped
+		w.mu.Unlock()
+		close(w.quit)
+		if dropped > 0 {
+			w.logger.Info("Events were dropped while the queue of events to write was full", "dropped", dropped, "queue", cap(w.queue))
+		}
 	})
 }
 
-// wait returns once every recorded event is written or given up, or ctx has ended.
+// run writes the queued events one after the other until Flush returns.
+func (w *Writer) run() {
+	for {
+		select {
+		case e := <-w.queue:
+			w.write(w.logger, e)
+		case <-w.quit:
+			return
+		}
+	}
+}
+
+// wait returns once every queued event is written or given up, or ctx has ended.
 func (w *Writer) wait(ctx context.Context) {
 	w.mu.Lock()
 	if w.pending == 0 {
@@ -90,14 +137,28 @@ func (w *Writer) wait(ctx context.Context) {
 	select {
 	case <-ch:
 	case <-ctx.Done():
-		klog.FromContext(ctx).Error(nil, "Stopping before every event was written", "unwritten", left)
+		w.logger.Error(nil, "Stopping before every event was written", "unwritten", left)
 	}
 }
 
-func (w *Writer) add() {
+// enqueue queues e, or drops it when the queue is full; it logs the first drop of a burst.
+func (w *Writer) enqueue(e *corev1.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.pending++
+	if w.flushed {
+		return
+	}
+	select {
+	case w.queue <- e:
+		w.pending++
+		w.dropping = false
+	default:
+		w.dropped++
+		if !w.dropping {
+			w.logger.Error(nil, "Dropping events: the queue of events to write is full", "queue", cap(w.queue), "droppedSoFar", w.dropped, "event", klog.KObj(e), "reason", e.Reason)
+		}
+		w.dropping = true
+	}
 }
 
 func (w *Writer) done() {
@@ -111,8 +172,8 @@ func (w *Writer) done() {
 	}
 }
 
-// write sends one event, retrying transport errors until it is written, refused, out of
-// tries, or the writer is stopping.
+// write sends one queued event, retrying transport errors until it is written, refused,
+// out of tries, or the writer is stopping.
 func (w *Writer) write(logger klog.Logger, e *corev1.Event) {
 	defer w.done()
 	res, err := w.correlator.EventCorrelate(e)
@@ -176,36 +237,49 @@ func (w *Writer) send(e *corev1.Event, patch []byte) error {
 	return nil
 }
 
-// countingRecorder counts each event before the broadcaster queues it. Events the
-// recorder would drop before queuing (an object without a reference, an unknown type) are
-// not counted; one the broadcaster drops because its queue is full (1000 events) is, and
-// makes the stop wait for its full grace.
-type countingRecorder struct {
-	record.EventRecorder
-	w *Writer
-}
+// recorder builds the events of the objects it is given, as client-go's recorder does,
+// and queues them on its Writer. An object without a reference or an event of an unknown
+// type is logged and not queued.
+type recorder struct{ w *Writer }
 
-func (r *countingRecorder) count(object runtime.Object, eventtype string) {
-	if _, err := reference.GetReference(scheme.Scheme, object); err != nil {
+func (r recorder) record(object runtime.Object, annotations map[string]string, eventtype, reason, message string) {
+	ref, err := reference.GetReference(scheme.Scheme, object)
+	if err != nil {
+		r.w.logger.Error(err, "Could not construct reference, will not report event", "object", object, "eventType", eventtype, "reason", reason)
 		return
 	}
-	if eventtype != corev1.EventTypeNormal && eventtype != corev1.EventTypeWarning {
+	if !util.ValidateEventType(eventtype) {
+		r.w.logger.Error(nil, "Unsupported event type", "eventType", eventtype, "reason", reason)
 		return
 	}
-	r.w.add()
+	now := metav1.Time{Time: r.w.stamps.Now()}
+	namespace := ref.Namespace
+	if namespace == "" {
+		namespace = metav1.NamespaceDefault
+	}
+	r.w.enqueue(&corev1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: util.GenerateEventName(ref.Name, now.UnixNano()), Namespace: namespace, Annotations: annotations},
+		InvolvedObject:      *ref,
+		Reason:              reason,
+		Message:             message,
+		FirstTimestamp:      now,
+		LastTimestamp:       now,
+		Count:               1,
+		Type:                eventtype,
+		Source:              r.w.source,
+		ReportingController: r.w.source.Component,
+		ReportingInstance:   r.w.source.Host,
+	})
 }
 
-func (r *countingRecorder) Event(object runtime.Object, eventtype, reason, message string) {
-	r.count(object, eventtype)
-	r.EventRecorder.Event(object, eventtype, reason, message)
+func (r recorder) Event(object runtime.Object, eventtype, reason, message string) {
+	r.record(object, nil, eventtype, reason, message)
 }
 
-func (r *countingRecorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	r.count(object, eventtype)
-	r.EventRecorder.Eventf(object, eventtype, reason, messageFmt, args...)
+func (r recorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	r.record(object, nil, eventtype, reason, fmt.Sprintf(messageFmt, args...))
 }
 
-func (r *countingRecorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
-	r.count(object, eventtype)
-	r.EventRecorder.AnnotatedEventf(object, annotations, eventtype, reason, messageFmt, args...)
+func (r recorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
+	r.record(object, annotations, eventtype, reason, fmt.Sprintf(messageFmt, args...))
 }

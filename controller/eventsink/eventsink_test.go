@@ -182,3 +182,37 @@ func TestWriterDoesNotResendWhatTheServerRefused(t *testing.T) {
 		t.Errorf("%d create attempts, want 1", attempts)
 	}
 }
+
+// TestWriterCountsTheEventsABurstDrops: a burst larger than the queue, recorded while the
+// API server holds the first write, drops what the queue cannot hold. Those are counted as
+// dropped, and the stop waits only for the queued ones: it returns at once, not at its
+// deadline, with every queued event written.
+func TestWriterCountsTheEventsABurstDrops(t *testing.T) {
+	const queue, burst = 10, 15
+	kube := fake.NewClientset()
+	release := make(chan struct{})
+	var once sync.Once
+	kube.PrependReactor("create", "events", func(core.Action) (bool, runtime.Object, error) {
+		once.Do(func() { <-release })
+		return false, nil, nil
+	})
+	w := newWriter(context.Background(), kube, testingclock.NewFakeClock(time.Now()), "horizontal-pod-autoscaler", queue)
+	for i := range burst {
+		w.Recorder().Event(newHPA(fmt.Sprintf("web-%d", i)), corev1.EventTypeNormal, "SuccessfulRescale", "New size: 4")
+	}
+	close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w.Flush(ctx)
+	if ctx.Err() != nil {
+		t.Error("flush waited for its deadline for events the burst dropped")
+	}
+	written := len(storedEvents(t, kube))
+	dropped := w.Dropped()
+	if written+dropped != burst || dropped == 0 {
+		t.Errorf("%d events written and %d dropped, want %d in all, some dropped", written, dropped, burst)
+	}
+	if written < queue {
+		t.Errorf("%d events written, want at least the %d the queue holds", written, queue)
+	}
+}

@@ -43,23 +43,35 @@ func newLoop(o *Options, mc metrics.Client, r *renderer, rec *recorder) *loop {
 	return l
 }
 
-// loopClients are the clients a controller writes through, built from cfg: for a Lease term
-// its fenced configuration, whose requests all end with the term.
-func loopClients(cfg *rest.Config) (kubernetes.Interface, *live.ScaleClient, error) {
+// clients are the clients a controller works through, built from one configuration: for a
+// Lease term its fenced one, whose requests all end with the term. Each has its own request
+// budget (--kube-api-qps): events have one apart from the status writes, so that the events
+// following a fault that changed every HPA's status do not halve the pace of those writes.
+type clients struct {
+	kube   kubernetes.Interface
+	events kubernetes.Interface
+	scales *live.ScaleClient
+}
+
+func loopClients(cfg *rest.Config) (clients, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+		return clients{}, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	events, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return clients{}, fmt.Errorf("creating the events client: %w", err)
 	}
 	scales, err := live.NewScaleClient(cfg)
 	if err != nil {
-		return nil, nil, err
+		return clients{}, err
 	}
-	return kube, scales, nil
+	return clients{kube: kube, events: events, scales: scales}, nil
 }
 
-// newController builds a controller over kube and scales that writes as holder (the
-// previous holder last seen at prevSeen), reporting to the renderer and the recording.
-func (l *loop) newController(kube kubernetes.Interface, scales controller.ScaleTarget, holder string, prevSeen time.Time) (*controller.Controller, error) {
+// newController builds a controller over cl that writes as holder (the previous holder
+// last seen at prevSeen), reporting to the renderer and the recording.
+func (l *loop) newController(cl clients, holder string, prevSeen time.Time) (*controller.Controller, error) {
 	sink := l.render.report
 	if l.rec != nil {
 		// A new controller starts from what it restores: the recording says where each one starts.
@@ -70,7 +82,7 @@ func (l *loop) newController(kube kubernetes.Interface, scales controller.ScaleT
 		}
 	}
 	// A fresh monitor per controller: a new term's informers count every HPA again.
-	return controller.New(l.opts, controller.Deps{Kube: kube, Scales: scales, Metrics: l.metrics, Monitor: monitor.New(), Sink: sink, Count: l.count,
+	return controller.New(l.opts, controller.Deps{Kube: cl.kube, Events: cl.events, Scales: cl.scales, Metrics: l.metrics, Monitor: monitor.New(), Sink: sink, Count: l.count,
 		Note: l.note, Holder: holder, PreviousHolderSeen: prevSeen})
 }
 
@@ -84,17 +96,30 @@ func (l *loop) activate(c *controller.Controller) {
 // term's clients ends with the term: a write even already sent is cancelled the moment the
 // Lease is lost, before a successor may take it.
 func (l *loop) runTerm(ctx context.Context, cfg *rest.Config, identity string, term lease.Term) error {
-	kube, scales, err := loopClients(lease.FenceConfig(term.Leading, cfg))
+	cl, err := loopClients(lease.FenceConfig(term.Leading, cfg))
 	if err != nil {
 		return err
 	}
-	c, err := l.newController(kube, scales, identity, term.PreviousHolderSeen)
+	c, err := l.newController(cl, identity, term.PreviousHolderSeen)
 	if err != nil {
 		return cmdutil.UsageErrorf("%w", err)
 	}
 	l.activate(c)
 	defer l.active.Store(nil)
-	return c.Run(ctx, l.workers)
+	err = c.Run(ctx, l.workers)
+	if ctx.Err() != nil && term.Leading.Err() == nil {
+		// run is stopping (the Lease is still held): this was the last controller.
+		l.stopped()
+	}
+	return err
+}
+
+// stopped closes the recording once the last controller has returned; run's end closes it
+// again to learn how that went.
+func (l *loop) stopped() {
+	if l.rec != nil {
+		_ = l.rec.close()
+	}
 }
 
 // healthz is the active controller's health; a standby waiting for the Lease is healthy: a

@@ -33,6 +33,9 @@ type recorder struct {
 	err error
 
 	stop, stopped chan struct{}
+	// closeOnce closes the file once; closeErr is what that close returned.
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // openRecording creates the --record file before run connects anywhere, so that a path that
@@ -107,8 +110,16 @@ func (r *recorder) failed(err error) {
 
 // close flushes what is buffered and closes the file; it returns the first failure, if any,
 // so that run exits non-zero with an incomplete recording. Without a header (run failed
-// before it started) the empty file is removed.
+// before it started) the empty file is removed. Calls after the first return its result. A
+// stop closes it as soon as the last controller has returned (loop.stopped), before the Lease
+// is released: should the stop then outlast its deadline, the forced exit cuts the release
+// short, not the recording.
 func (r *recorder) close() error {
+	r.closeOnce.Do(func() { r.closeErr = r.closeFile() })
+	return r.closeErr
+}
+
+func (r *recorder) closeFile() error {
 	if r.w == nil {
 		_ = r.file.Close()
 		_ = os.Remove(r.path)

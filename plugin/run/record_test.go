@@ -1,8 +1,11 @@
 package run
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/lease"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 )
 
@@ -126,3 +133,42 @@ func TestARunThatNeverStartedLeavesNoRecordingBehind(t *testing.T) {
 		t.Errorf("an empty recording was left behind: %v", err)
 	}
 }
+
+// TestAStopClosesTheRecordingBeforeTheLeaseIsReleased: a stop that ends a Lease term leaves
+// the recording complete as soon as the term's controller has returned, before run releases
+// the Lease: a stop cut short by its deadline during the release loses no sync.
+func TestAStopClosesTheRecordingBeforeTheLeaseIsReleased(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.jsonl.gz")
+	rec, err := openRecording(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _, _ := notesOptions("", "")
+	r := newRenderer(o, "metrics.k8s.io/v1beta1", func() {})
+	if err := rec.start(o.recordingHeader("metrics.k8s.io/v1beta1", now), r.note); err != nil {
+		t.Fatal(err)
+	}
+	// No sync runs: the informers never sync, so no metrics are read.
+	l := newLoop(o, unreadMetrics{}, r, rec)
+	api := httptest.NewServer(http.NotFoundHandler())
+	defer api.Close()
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	// The Lease is still held: the term ends because run stops, not because it was lost.
+	if err := l.runTerm(stopped, &rest.Config{Host: api.URL}, "ops-1_abc", lease.Term{Leading: context.Background()}); err != nil {
+		t.Fatalf("runTerm: %v", err)
+	}
+	got, err := recording.Open(path)
+	if err != nil {
+		t.Fatalf("the recording once the stopped term's controller returned: %v", err)
+	}
+	if len(got.Terms) != 1 {
+		t.Errorf("%d terms recorded, want 1", len(got.Terms))
+	}
+	if err := rec.close(); err != nil {
+		t.Errorf("closing the recording again at run's end: %v", err)
+	}
+}
+
+// unreadMetrics is a metrics client no test calls.
+type unreadMetrics struct{ metrics.Client }

@@ -20,7 +20,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/lease"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
@@ -173,7 +172,7 @@ func newCmd(o *Options) *cobra.Command {
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a standby waits after the holder's last renewal before taking the Lease over (whole seconds)")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the holder keeps retrying a renewal before it stops writing and campaigns for the Lease again; with the retry period and 1s more, less than the lease duration")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often the holder renews and a standby tries to acquire the Lease")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second each API client (Kubernetes, scales, metrics) may send; in steady state a sync pass costs one metrics request per namespace (per HPA with --metrics-reads=per-hpa)")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second each API client (Kubernetes, events, scales, metrics) may send; in steady state a sync pass costs one metrics request per namespace (per HPA with --metrics-reads=per-hpa)")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests each API client may send in a burst above --kube-api-qps")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address serving Prometheus /metrics and /healthz, e.g. 127.0.0.1:8080 (off when empty)")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's runtime profiles (heap, CPU, goroutines) on /debug/pprof/ at --metrics-bind-address, as kube-controller-manager's --profiling does")
@@ -277,7 +276,7 @@ func (o *Options) Run(ctx context.Context) (err error) {
 			}
 		}()
 	}
-	cfg, kube, scales, err := o.connect()
+	cfg, cl, err := o.connect()
 	if err != nil {
 		return err
 	}
@@ -285,7 +284,7 @@ func (o *Options) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := o.preflight(ctx, kube, sel, scales.Mapper); err != nil {
+	if err := o.preflight(ctx, cl.kube, sel, cl.scales.Mapper); err != nil {
 		return err
 	}
 	r := newRenderer(o, mc.Source(), stopOnClosedOutput)
@@ -294,12 +293,12 @@ func (o *Options) Run(ctx context.Context) (err error) {
 	}
 	l := newLoop(o, mc, r, rec)
 	if o.Controller.DryRun != controller.DryRunNone {
-		o.noteOtherWriter(ctx, kube, r)
+		o.noteOtherWriter(ctx, cl.kube, r)
 	}
 	host, _ := os.Hostname()
 	var c *controller.Controller
 	if !o.leased() {
-		if c, err = l.newController(kube, scales, host, time.Time{}); err != nil {
+		if c, err = l.newController(cl, host, time.Time{}); err != nil {
 			return cmdutil.UsageErrorf("%w", err)
 		}
 		l.activate(c)
@@ -319,9 +318,11 @@ func (o *Options) Run(ctx context.Context) (err error) {
 	renderDone := r.start(ctx)
 	defer renderDone()
 	if !o.leased() {
-		return c.Run(ctx, o.Workers)
+		err := c.Run(ctx, o.Workers)
+		l.stopped()
+		return err
 	}
-	return o.runLeased(ctx, cfg, kube, l, host)
+	return o.runLeased(ctx, cfg, cl.kube, l, host)
 }
 
 // leased reports whether run holds a Lease: only while it writes.
@@ -346,23 +347,23 @@ func (o *Options) startRecording(rec *recorder, metricsSource string, r *rendere
 
 // connect builds the clients of the API server the kubeconfig names, at run's request
 // rates, and checks that it is one.
-func (o *Options) connect() (*rest.Config, kubernetes.Interface, *live.ScaleClient, error) {
+func (o *Options) connect() (*rest.Config, clients, error) {
 	cfg, err := cmdutil.RESTConfig(o.ConfigFlags)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, clients{}, err
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
-	kube, scales, err := loopClients(cfg)
+	cl, err := loopClients(cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, clients{}, err
 	}
 	// Bad credentials, a wrong address or a server that is not an API server fail here,
 	// as what they are, rather than as a metrics source that could not be chosen.
-	if err := cmdutil.CheckAPIServer(kube.Discovery(), cfg.Host); err != nil {
-		return nil, nil, nil, err
+	if err := cmdutil.CheckAPIServer(cl.kube.Discovery(), cfg.Host); err != nil {
+		return nil, clients{}, err
 	}
-	return cfg, kube, scales, nil
+	return cfg, cl, nil
 }
 
 // chooseMetrics chooses the metrics source: a cluster that cannot be reached is reported as
