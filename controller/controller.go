@@ -489,6 +489,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	if ctx.Err() != nil {
+		// Stopping: what is still due is left undone, as the stop note says. A sync started
+		// now would only fail on its cancelled reads and say so, with events, for every HPA.
+		return true
+	}
 	deleted, reported, err := c.reconcileKey(ctx, key)
 	var stale staleCacheError
 	switch {

@@ -489,3 +489,27 @@ func TestReportCarriesWhatAReplayNeeds(t *testing.T) {
 		})
 	}
 }
+
+// TestAWorkerTakesNoNewSyncOnceStopping: HPAs already due when the stop comes are not synced:
+// a sync started then would only fail on its cancelled reads, report that failure and record
+// its events (FailedGetResourceMetric for every HPA due), all for a stop.
+func TestAWorkerTakesNoNewSyncOnceStopping(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{newHPA("web")}, webPods(), map[string]int32{"web": 2},
+		cpuMetrics(cpuAt(100, "web-1", "web-2")))
+	ctx, stop := context.WithCancel(context.Background())
+	stop()
+	if !f.c.processNext(ctx) {
+		t.Fatal("the queue is shut down")
+	}
+	if len(f.reports) != 0 {
+		t.Errorf("%d reports of a sync taken after the stop (first: %v), want none", len(f.reports), f.reports[0].Err)
+	}
+	select {
+	case e := <-f.recorder.Events:
+		t.Errorf("event %q recorded by a sync taken after the stop, want none", e)
+	default:
+	}
+	if n := f.c.queue.Len(); n != 0 {
+		t.Errorf("%d HPAs queued again after the stop, want none", n)
+	}
+}

@@ -51,15 +51,15 @@ type Writer struct {
 	logger     klog.Logger
 	queue      chan *corev1.Event
 
-	mu        sync.Mutex
-	pending   int             // queued and not yet written or given up; guarded by mu
-	dropped   int             // recorded while the queue was full; guarded by mu
-	dropping  bool            // the last event recorded was dropped; guarded by mu
-	flushed   bool            // Flush has returned: nothing more is queued; guarded by mu
-	drained   []chan struct{} // closed when pending drops to 0; guarded by mu
-	stopping  chan struct{}   // closed by Flush: no more retries
-	quit      chan struct{}   // closed when Flush returns: the writing goroutine ends
-	flushOnce sync.Once
+	mu           sync.Mutex
+	pending      int             // queued and not yet written or given up; guarded by mu
+	dropped      int             // recorded while the queue was full; guarded by mu
+	lastDropSaid time.Time       // when a drop was last logged; guarded by mu
+	flushed      bool            // Flush has returned: nothing more is queued; guarded by mu
+	drained      []chan struct{} // closed when pending drops to 0; guarded by mu
+	stopping     chan struct{}   // closed by Flush: no more retries
+	quit         chan struct{}   // closed when Flush returns: the writing goroutine ends
+	flushOnce    sync.Once
 }
 
 // New starts a Writer whose events name component as their source. ctx carries the
@@ -141,23 +141,33 @@ func (w *Writer) wait(ctx context.Context) {
 	}
 }
 
-// enqueue queues e, or drops it when the queue is full; it logs the first drop of a burst.
+// dropLogEvery spaces the lines saying events are dropped: a burst drops thousands, and a
+// line each would flood the output the person watching reads.
+const dropLogEvery = 10 * time.Second
+
+// enqueue queues e, or drops it when the queue is full, saying so at most every dropLogEvery.
 func (w *Writer) enqueue(e *corev1.Event) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.flushed {
+		w.mu.Unlock()
 		return
 	}
 	select {
 	case w.queue <- e:
 		w.pending++
-		w.dropping = false
+		w.mu.Unlock()
+		return
 	default:
-		w.dropped++
-		if !w.dropping {
-			w.logger.Error(nil, "Dropping events: the queue of events to write is full", "queue", cap(w.queue), "droppedSoFar", w.dropped, "event", klog.KObj(e), "reason", e.Reason)
-		}
-		w.dropping = true
+	}
+	w.dropped++
+	dropped, now := w.dropped, w.clock.Now()
+	say := w.lastDropSaid.IsZero() || now.Sub(w.lastDropSaid) >= dropLogEvery
+	if say {
+		w.lastDropSaid = now
+	}
+	w.mu.Unlock()
+	if say {
+		w.logger.Error(nil, "Dropping events: the queue of events to write is full", "queue", cap(w.queue), "droppedSoFar", dropped, "event", klog.KObj(e), "reason", e.Reason)
 	}
 }
 

@@ -1,10 +1,12 @@
 package eventsink
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
@@ -196,7 +200,9 @@ func TestWriterCountsTheEventsABurstDrops(t *testing.T) {
 		once.Do(func() { <-release })
 		return false, nil, nil
 	})
-	w := newWriter(context.Background(), kube, testingclock.NewFakeClock(time.Now()), "horizontal-pod-autoscaler", queue)
+	var logged bytes.Buffer
+	logCtx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&logged))))
+	w := newWriter(logCtx, kube, testingclock.NewFakeClock(time.Now()), "horizontal-pod-autoscaler", queue)
 	for i := range burst {
 		w.Recorder().Event(newHPA(fmt.Sprintf("web-%d", i)), corev1.EventTypeNormal, "SuccessfulRescale", "New size: 4")
 	}
@@ -214,5 +220,9 @@ func TestWriterCountsTheEventsABurstDrops(t *testing.T) {
 	}
 	if written < queue {
 		t.Errorf("%d events written, want at least the %d the queue holds", written, queue)
+	}
+	// The clock did not move: one line for the whole burst.
+	if n := strings.Count(logged.String(), "Dropping events"); n != 1 {
+		t.Errorf("%d lines say events are dropped, want 1 for one burst:\n%s", n, logged.String())
 	}
 }
