@@ -392,6 +392,8 @@ SOAK_NAMESPACES ?= 50
 SOAK_CHURN_RATE ?= 5
 # SOAK_KUBE_API_QPS: TestSoakChurnAndFaults's run --kube-api-qps (burst twice that); 0 keeps run's default.
 SOAK_KUBE_API_QPS ?= 0
+# SOAK_CHURN_WORKERS: TestSoakChurnAndFaults's run --workers.
+SOAK_CHURN_WORKERS ?= 5
 SOAK_DURATION ?= 10m
 SOAK_TIMEOUT ?= 180m
 SOAK_GOFLAGS ?=
@@ -409,7 +411,7 @@ soak: build
 	cd test/e2e && KUBECTL_HPA_TESTBIN=$$testbin KUBECTL_HPA_PLUGIN_DIR=$(BIN) \
 		$(BIN)/e2e-soak.test -test.v -test.timeout $(SOAK_TIMEOUT) -test.run '$(SOAK_RUN)' \
 		-soak.hpas=$(SOAK_HPAS) -soak.pods=$(SOAK_PODS) -soak.duration=$(SOAK_DURATION) -soak.metrics-reads=$(SOAK_METRICS_READS) \
-		-soak.namespaces=$(SOAK_NAMESPACES) -soak.churn-rate=$(SOAK_CHURN_RATE) -soak.kube-api-qps=$(SOAK_KUBE_API_QPS) \
+		-soak.namespaces=$(SOAK_NAMESPACES) -soak.churn-rate=$(SOAK_CHURN_RATE) -soak.kube-api-qps=$(SOAK_KUBE_API_QPS) -soak.churn-workers=$(SOAK_CHURN_WORKERS) \
 		-soak.reference=$(SOAK_REFERENCE) -soak.baseline=$(SOAK_BASELINE)
 
 # soak-list: TestSoakList, `kubectl hpa list -A` over SOAK_LIST_HPAS HPAs on as many Deployments,

@@ -1009,8 +1009,15 @@ func (f *churnFigures) writes(t *testing.T, reqs []cluster.AuditRequest, user, l
 func (f *churnFigures) String() string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
-	w("CHURN FIGURES: %d HPAs over %d pods in %d namespaces (%d each), run -A --sync-period=%s, churn at %.0f changes/s for %s",
-		f.cfg.hpas, int32(f.cfg.hpas)*f.cfg.podsPerHPA, f.cfg.namespaces, f.cfg.hpas/f.cfg.namespaces, f.cfg.sync, f.cfg.rate, f.steadyFor.Round(time.Second))
+	flags := ""
+	if f.cfg.workers > 0 {
+		flags += fmt.Sprintf(" --workers=%d", f.cfg.workers)
+	}
+	if f.cfg.qps > 0 {
+		flags += fmt.Sprintf(" --kube-api-qps=%d", f.cfg.qps)
+	}
+	w("CHURN FIGURES: %d HPAs over %d pods in %d namespaces (%d each), run -A --sync-period=%s%s, churn at %.0f changes/s for %s",
+		f.cfg.hpas, int32(f.cfg.hpas)*f.cfg.podsPerHPA, f.cfg.namespaces, f.cfg.hpas/f.cfg.namespaces, f.cfg.sync, flags, f.cfg.rate, f.steadyFor.Round(time.Second))
 	total := 0
 	kinds := []string{churnEditTarget, churnEditBehavior, churnScaleByHand, churnDelete, churnCreate}
 	var parts []string

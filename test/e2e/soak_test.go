@@ -39,6 +39,7 @@ var (
 	soakNSs      = flag.Int("soak.namespaces", 50, "namespaces the HPAs are spread over, evenly")
 	soakRate     = flag.Float64("soak.churn-rate", 5, "TestSoakChurnAndFaults's changes per second: HPAs created, edited (target, behavior) and deleted, Deployments scaled by hand")
 	soakQPS      = flag.Int("soak.kube-api-qps", 0, "TestSoakChurnAndFaults's run --kube-api-qps, with a burst twice as large (run's defaults when 0)")
+	soakChurnWkr = flag.Int("soak.churn-workers", soakWorkers, "TestSoakChurnAndFaults's run --workers")
 	soakProfiles = flag.String("soak.profiles", os.TempDir(), "directory that keeps run's heap profile at the end of the steady state (run --profiling)")
 )
 
@@ -919,5 +920,5 @@ func TestSoakChurnAndFaults(t *testing.T) {
 		t.Fatalf("-soak.pods=%d must be a multiple of -soak.hpas=%d, which must be at least -soak.namespaces=%d", total, n, *soakNSs)
 	}
 	churnRun(t, churnConfig{hpas: n, namespaces: *soakNSs, podsPerHPA: int32(total / n), steady: *soakDuration,
-		sync: 15 * time.Second, rate: *soakRate, workers: soakWorkers, qps: *soakQPS})
+		sync: 15 * time.Second, rate: *soakRate, workers: *soakChurnWkr, qps: *soakQPS})
 }
