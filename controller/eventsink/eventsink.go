@@ -116,7 +116,7 @@ func (w *Writer) run() {
 	for {
 		select {
 		case e := <-w.queue:
-			w.write(w.logger, e)
+			w.write(e)
 		case <-w.quit:
 			return
 		}
@@ -184,7 +184,8 @@ func (w *Writer) done() {
 
 // write sends one queued event, retrying transport errors until it is written, refused,
 // out of tries, or the writer is stopping.
-func (w *Writer) write(logger klog.Logger, e *corev1.Event) {
+func (w *Writer) write(e *corev1.Event) {
+	logger := w.logger
 	defer w.done()
 	res, err := w.correlator.EventCorrelate(e)
 	if err != nil {

@@ -46,7 +46,7 @@ func newLoop(o *Options, mc metrics.Client, r *renderer, rec *recorder) *loop {
 // clients are the clients a controller works through, built from one configuration: for a
 // Lease term its fenced one, whose requests all end with the term. Each has its own request
 // budget (--kube-api-qps): events have one apart from the status writes, so that the events
-// following a fault that changed every HPA's status do not halve the pace of those writes.
+// following a fault that changed every HPA's status take nothing from those writes' budget.
 type clients struct {
 	kube   kubernetes.Interface
 	events kubernetes.Interface

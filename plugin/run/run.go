@@ -318,7 +318,7 @@ func (o *Options) Run(ctx context.Context) (err error) {
 	renderDone := r.start(ctx)
 	defer renderDone()
 	if !o.leased() {
-		err := c.Run(ctx, o.Workers)
+		err = c.Run(ctx, o.Workers)
 		l.stopped()
 		return err
 	}
