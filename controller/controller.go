@@ -530,9 +530,15 @@ func (c *Controller) reconcileKey(ctx context.Context, key string) (deleted, rep
 		return false, false, err
 	}
 	start := c.clock.Now()
+	// The decision is timed by the wall clock alone. A time read from the clock also carries
+	// a monotonic reading, and two such times compare by it; the status, the persisted
+	// history and the recording keep only the wall clock. Had the host stepped its wall clock
+	// between two syncs, a recommendation at a window's edge would fall on one side for this
+	// decision and on the other for a replay of it.
+	now := start.Round(0)
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "hpa", klog.KRef(ns, name))
 	ctx = klog.NewContext(ctx, logger)
-	ev, err := evaluation.Evaluate(ctx, c.source, ns, name, evaluation.Options{Now: start, Config: c.opts.Config, Overlaps: c.tracker, OmitPodTreatments: c.opts.OmitPodTreatments})
+	ev, err := evaluation.Evaluate(ctx, c.source, ns, name, evaluation.Options{Now: now, Config: c.opts.Config, Overlaps: c.tracker, OmitPodTreatments: c.opts.OmitPodTreatments})
 	if apierrors.IsNotFound(err) {
 		c.mu.Lock()
 		delete(c.history, key)
@@ -606,14 +612,16 @@ func (c *Controller) ensureCaughtUp(key string) error {
 	return nil
 }
 
-// reconcile applies one evaluation, started at start: writes, events, status, history.
+// reconcile applies one evaluation, started at start (its duration is measured from it):
+// writes, events, status, history.
 func (c *Controller) reconcile(ctx context.Context, ev *evaluation.Evaluation, start time.Time) Report {
 	hpa, in, d, took := ev.Read, ev.Input, ev.Decision, ev.MetricTimes
+	now := in.Now
 	key := hpa.Namespace + "/" + hpa.Name
 	logger := klog.FromContext(ctx)
 	rep := Report{Key: key, Input: in, Decision: d, PodsErr: ev.PodsErr}
 
-	dryRun, reason := c.writeMode(hpa, start)
+	dryRun, reason := c.writeMode(hpa, now)
 	rep.DryRunReason = reason
 	write := reason == "" || c.opts.DryRun == DryRunServer
 	events := reason == ""
@@ -639,7 +647,7 @@ func (c *Controller) reconcile(ctx context.Context, ev *evaluation.Evaluation, s
 	var annotate func(*autoscalingv2.HorizontalPodAutoscaler)
 	historyChanged := false
 	if reason == "" {
-		annotate, historyChanged = c.historyAnnotation(hpa, kept, start)
+		annotate, historyChanged = c.historyAnnotation(hpa, kept, now)
 	}
 	if (out.StatusChanged || historyChanged) && write {
 		startIfStopping := ctx

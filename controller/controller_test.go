@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	core "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
@@ -272,6 +273,42 @@ func TestOverlappingHPAsDoNotScale(t *testing.T) {
 	}
 	if got := f.reports[1].Input.OtherHPAsSelectingPods; !cmp.Equal(got, []string{"default/a"}) {
 		t.Errorf("OtherHPAsSelectingPods = %q, want [default/a]", got)
+	}
+}
+
+// TestDecisionsAreTimedByTheWallClockTheRecordingKeeps: a time read from the clock carries a
+// monotonic reading, and two such times compare by it. The recording, the status and the
+// persisted history keep the wall clock alone, so when the host steps its wall clock between
+// two syncs (an NTP correction), a kept recommendation at a window's edge fell on one side for
+// run and on the other for a replay of its recording. Every time a decision holds must be the
+// wall clock's.
+func TestDecisionsAreTimedByTheWallClockTheRecordingKeeps(t *testing.T) {
+	hpa := newHPA("web", func(h *autoscalingv2.HorizontalPodAutoscaler) {
+		h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{}
+	})
+	f := newFixture(t, DefaultOptions(), []*autoscalingv2.HorizontalPodAutoscaler{hpa}, webPods(), map[string]int32{"web": 2},
+		cpuMetrics(cpuAt(100, "web-1", "web-2")))
+	f.c.clock = clock.RealClock{}
+	for range 2 {
+		_ = f.sync(t, "web")
+	}
+	wallOnly := func(what string, at time.Time) {
+		t.Helper()
+		if at != at.Round(0) {
+			t.Errorf("%s %v carries a monotonic reading", what, at)
+		}
+	}
+	for i, rep := range f.reports {
+		wallOnly(fmt.Sprintf("sync %d: the decision time", i), rep.Input.Now)
+		for _, r := range rep.Kept.Recommendations {
+			wallOnly(fmt.Sprintf("sync %d: a kept recommendation's time", i), r.Timestamp)
+		}
+		for _, e := range rep.Kept.ScaleUpEvents {
+			wallOnly(fmt.Sprintf("sync %d: a kept scale-up's time", i), e.Timestamp)
+		}
+	}
+	if len(f.reports) != 2 || len(f.reports[1].Kept.ScaleUpEvents) == 0 {
+		t.Fatalf("want 2 syncs keeping a scale-up, got %d reports", len(f.reports))
 	}
 }
 
