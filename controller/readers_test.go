@@ -18,38 +18,53 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
 
+// TestIndexedPodsMatchesAFullScan: whatever the selector, and whether the cache holds pods
+// whole or stripped, the pods read are those a scan of every pod matches, whole again.
 func TestIndexedPodsMatchesAFullScan(t *testing.T) {
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
-		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, labelPairIndex: podLabelPairs})
-	pods := []*corev1.Pod{newPod("a-1", "a"), newPod("a-2", "a"), newPod("b-1", "b"), newPod("c-1", "c")}
-	pods[1].Labels["tier"] = "web"
-	elsewhere := newPod("a-9", "a")
-	elsewhere.Namespace = "other"
-	for _, p := range append(pods, elsewhere) {
-		if err := idx.Add(p); err != nil {
-			t.Fatal(err)
+	for _, stored := range []struct {
+		name  string
+		store func(*corev1.Pod) any
+	}{
+		{"whole", func(p *corev1.Pod) any { return p }},
+		{"stripped", func(p *corev1.Pod) any { obj, _ := NewPodStripper().Transform(p); return obj }},
+	} {
+		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
+			cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, labelPairIndex: podLabelPairs})
+		pods := []*corev1.Pod{newPod("a-1", "a"), newPod("a-2", "a"), newPod("b-1", "b"), newPod("c-1", "c")}
+		pods[1].Labels["tier"] = "web"
+		elsewhere := newPod("a-9", "a")
+		elsewhere.Namespace = "other"
+		for _, p := range append(pods, elsewhere) {
+			if err := idx.Add(stored.store(p.DeepCopy())); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	for _, sel := range []string{"app=a", "app==a", "app in (a)", "app in (a,b)", "app=a,tier=web", "tier", "!tier", "app!=a", "app=zzz", ""} {
-		t.Run(sel, func(t *testing.T) {
-			s, err := labels.Parse(sel)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := IndexedPods{Indexer: idx}.Pods(context.Background(), ns, s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want []string
-			for _, p := range pods {
-				if s.Matches(labels.Set(p.Labels)) {
-					want = append(want, p.Name)
+		for _, sel := range []string{"app=a", "app==a", "app in (a)", "app in (a,b)", "app=a,tier=web", "tier", "!tier", "app!=a", "app=zzz", ""} {
+			t.Run(stored.name+"/"+sel, func(t *testing.T) {
+				s, err := labels.Parse(sel)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if diff := cmp.Diff(want, names(got), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
-				t.Errorf("pods (-full scan +indexed):\n%s", diff)
-			}
-		})
+				got, err := IndexedPods{Indexer: idx}.Pods(context.Background(), ns, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []string
+				for _, p := range pods {
+					if s.Matches(labels.Set(p.Labels)) {
+						want = append(want, p.Name)
+					}
+				}
+				if diff := cmp.Diff(want, names(got), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+					t.Errorf("pods (-full scan +indexed):\n%s", diff)
+				}
+				for _, p := range got {
+					if p.Namespace != ns || p.Status.Phase != corev1.PodRunning || len(p.Spec.Containers) == 0 {
+						t.Errorf("pod %s read back without its namespace, phase or containers: %+v", p.Name, p)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -111,7 +126,7 @@ func TestPodStripperKeepsWhatDecisionsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := obj.(*corev1.Pod)
+	got := obj.(*cachedPod).pod()
 	want := &corev1.Pod{}
 	want.Name, want.Namespace, want.ResourceVersion, want.Labels = full.Name, full.Namespace, full.ResourceVersion, full.Labels
 	want.Spec.Containers = []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: full.Spec.Containers[0].Resources.Requests}}}
@@ -192,7 +207,7 @@ func TestPodStripperKeepsTheRequestTheCoreReads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := replicas.PodRequest(obj.(*corev1.Pod), "", corev1.ResourceCPU, true); err != nil || got != want {
+			if got, err := replicas.PodRequest(obj.(*cachedPod).pod(), "", corev1.ResourceCPU, true); err != nil || got != want {
 				t.Errorf("stripped pod's request = %dm (%v), want %dm", got, err, want)
 			}
 		})
@@ -211,7 +226,7 @@ func TestPodStripperSharesEqualContainerLists(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return obj.(*corev1.Pod)
+		return obj.(*cachedPod).pod()
 	}
 	base := strip(func(*corev1.Pod) {})
 	same := strip(func(p *corev1.Pod) { p.Name, p.Spec.Containers[0].Image = "web-other", "other:2" })
