@@ -68,6 +68,9 @@ func TestIndexedPodsMatchesAFullScan(t *testing.T) {
 	}
 }
 
+// whole is the pod a stripped obj holds, as IndexedPods reads it.
+func whole(obj any) *corev1.Pod { return wholePods([]any{obj}, labels.Everything())[0] }
+
 func names(pods []*corev1.Pod) []string {
 	var out []string
 	for _, p := range pods {
@@ -126,7 +129,7 @@ func TestPodStripperKeepsWhatDecisionsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := obj.(*cachedPod).pod()
+	got := whole(obj)
 	want := &corev1.Pod{}
 	want.Name, want.Namespace, want.ResourceVersion, want.Labels = full.Name, full.Namespace, full.ResourceVersion, full.Labels
 	want.Spec.Containers = []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: full.Spec.Containers[0].Resources.Requests}}}
@@ -207,7 +210,7 @@ func TestPodStripperKeepsTheRequestTheCoreReads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := replicas.PodRequest(obj.(*cachedPod).pod(), "", corev1.ResourceCPU, true); err != nil || got != want {
+			if got, err := replicas.PodRequest(whole(obj), "", corev1.ResourceCPU, true); err != nil || got != want {
 				t.Errorf("stripped pod's request = %dm (%v), want %dm", got, err, want)
 			}
 		})
@@ -226,7 +229,7 @@ func TestPodStripperSharesEqualContainerLists(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return obj.(*cachedPod).pod()
+		return whole(obj)
 	}
 	base := strip(func(*corev1.Pod) {})
 	same := strip(func(p *corev1.Pod) { p.Name, p.Spec.Containers[0].Image = "web-other", "other:2" })
