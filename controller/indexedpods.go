@@ -67,21 +67,21 @@ func (p IndexedPods) Pods(_ context.Context, namespace string, selector labels.S
 func wholePods(objs []any, selector labels.Selector) []*corev1.Pod {
 	everything := selector.Empty()
 	out := make([]*corev1.Pod, 0, len(objs))
-	var stripped []*cachedPod
+	stripped := make([]*cachedPod, 0, len(objs))
 	ready := 0
 	for _, o := range objs {
+		m, ok := o.(metav1.Object)
+		if !ok || !everything && !selector.Matches(labels.Set(m.GetLabels())) {
+			continue
+		}
 		switch pod := o.(type) {
 		case *cachedPod:
-			if everything || selector.Matches(labels.Set(pod.Labels)) {
-				stripped = append(stripped, pod)
-				if pod.ready != "" {
-					ready++
-				}
+			stripped = append(stripped, pod)
+			if pod.ready != "" {
+				ready++
 			}
 		case *corev1.Pod:
-			if everything || selector.Matches(labels.Set(pod.Labels)) {
-				out = append(out, pod)
-			}
+			out = append(out, pod)
 		}
 	}
 	pods := make([]corev1.Pod, len(stripped))
