@@ -21,16 +21,19 @@ const parallelNamespaces = 8
 
 // readCluster lists the HPAs (the only read whose failure fails the command) and reads the
 // objects beside them namespace by namespace through the reader list and explain share. The
-// cluster's served metrics APIs feed HPA017.
-func (o *Options) readCluster(ctx context.Context) (lint.Objects, error) {
+// cluster's served metrics APIs feed HPA017. Every HPA of the namespace is read, so that
+// the rules check the named ones against the others (HPA011), as explain does; checked says
+// which are reported.
+func (o *Options) readCluster(ctx context.Context) (lint.Objects, func(lint.ObjectRef) bool, error) {
 	c, err := o.newClients()
 	if err != nil {
-		return lint.Objects{}, err
+		return lint.Objects{}, nil, err
 	}
 	hpas, err := o.listHPAs(ctx, c)
 	if err != nil {
-		return lint.Objects{}, err
+		return lint.Objects{}, nil, err
 	}
+	checked := func(ref lint.ObjectRef) bool { return len(o.Names) == 0 || slices.Contains(o.Names, ref.Name) }
 	served := cmdutil.ServedGroupVersions(c.Discovery)
 	o.Lint.Manifests = false
 	if len(served) > 0 {
@@ -42,6 +45,12 @@ func (o *Options) readCluster(ctx context.Context) (lint.Objects, error) {
 	for _, h := range hpas {
 		byNS[h.Namespace] = append(byNS[h.Namespace], h)
 	}
+	// A namespace without a checked HPA has nothing to report.
+	maps.DeleteFunc(byNS, func(_ string, list []*autoscalingv2.HorizontalPodAutoscaler) bool {
+		return !slices.ContainsFunc(list, func(h *autoscalingv2.HorizontalPodAutoscaler) bool {
+			return checked(lint.ObjectRef{Kind: "HorizontalPodAutoscaler", Namespace: h.Namespace, Name: h.Name})
+		})
+	})
 	reader := cmdutil.LintReader{Kube: c.Kube, Dynamic: c.Dynamic, Served: served}
 	read := map[string]lint.Objects{}
 	notes := map[string][]string{}
@@ -76,11 +85,12 @@ func (o *Options) readCluster(ctx context.Context) (lint.Objects, error) {
 			fmt.Fprintf(o.ErrOut, "warning: %s\n", n)
 		}
 	}
-	return all, nil
+	return all, checked, nil
 }
 
-// listHPAs lists the HPAs of the namespace (every namespace with -A), only the named ones when
-// names are given, by namespace and name: one request.
+// listHPAs lists the HPAs of the namespace (every namespace with -A) by namespace and name:
+// one request. A name given that none has is an error when none of the names is found, a
+// warning otherwise.
 func (o *Options) listHPAs(ctx context.Context, c *cmdutil.Clients) ([]*autoscalingv2.HorizontalPodAutoscaler, error) {
 	ns := o.Namespace
 	if o.AllNamespaces {
@@ -101,13 +111,12 @@ func (o *Options) listHPAs(ctx context.Context, c *cmdutil.Clients) ([]*autoscal
 			}
 		}
 	}
-	var out []*autoscalingv2.HorizontalPodAutoscaler
+	out := make([]*autoscalingv2.HorizontalPodAutoscaler, len(list.Items))
 	for i := range list.Items {
-		if len(o.Names) == 0 || slices.Contains(o.Names, list.Items[i].Name) {
-			out = append(out, &list.Items[i])
-		}
+		out[i] = &list.Items[i]
 	}
-	if len(o.Names) > 0 && len(out) == 0 {
+	named := slices.ContainsFunc(out, func(h *autoscalingv2.HorizontalPodAutoscaler) bool { return slices.Contains(o.Names, h.Name) })
+	if len(o.Names) > 0 && !named {
 		return nil, &cmdutil.ExitError{Code: cmdutil.ExitHPANotFound, Err: fmt.Errorf("no horizontalpodautoscaler named %s in namespace %q (kubectl get hpa -n %s lists them)", strings.Join(o.Names, ", "), ns, ns)}
 	}
 	for _, n := range o.Names {

@@ -134,6 +134,7 @@ func TestClusterMode(t *testing.T) {
 	tests := []struct {
 		name      string
 		servedVPA bool
+		setup     func(*fakeCluster)
 		args      []string
 		golden    string
 		code      int
@@ -146,10 +147,23 @@ func TestClusterMode(t *testing.T) {
 			golden: "cluster-shop-novpa", code: cmdutil.ExitLintFindings},
 		{name: "NAME lints only that HPA", servedVPA: true, args: []string{"-n", "shop", "worker"},
 			golden: "cluster-worker", code: cmdutil.ExitLintFindings},
+		{name: "NAME is checked against the namespace's other HPAs, whose own findings are not reported", servedVPA: true,
+			setup: func(c *fakeCluster) {
+				// web-2 scales web as well (HPA011); it has findings of its own (HPA006, HPA010) too.
+				web2 := testbuild.HPA("shop", "web-2", testbuild.Target("apps/v1", "Deployment", "web"), testbuild.Min(2), testbuild.Max(10), testbuild.Metrics(testbuild.CPUUtilization(60)))
+				if err := c.kube.Tracker().Add(web2); err != nil {
+					t.Fatal(err)
+				}
+			},
+			args: []string{"-n", "shop", "web"}, golden: "cluster-web-overlap", code: cmdutil.ExitLintFindings},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := runCluster(t, shopCluster(tc.servedVPA), tc.args...)
+			c := shopCluster(tc.servedVPA)
+			if tc.setup != nil {
+				tc.setup(c)
+			}
+			r := runCluster(t, c, tc.args...)
 			if r.code != tc.code {
 				t.Fatalf("exit %d, want %d; stderr %q", r.code, tc.code, r.stderr)
 			}

@@ -178,11 +178,11 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		r = check(read, o.Lint)
 	} else {
-		objs, err := o.readCluster(ctx)
+		objs, checked, err := o.readCluster(ctx)
 		if err != nil {
 			return err
 		}
-		r = report(objs, o.Lint, nil)
+		r = report(objs, o.Lint, checked, nil)
 	}
 	if err := o.print(r); err != nil {
 		return err

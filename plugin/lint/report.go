@@ -94,7 +94,7 @@ func check(read []manifest.Object, opts lint.Options) *Report {
 			where[ref] = o
 		}
 	}
-	return report(objs, opts, func(ref lint.ObjectRef, path string) *Source {
+	return report(objs, opts, nil, func(ref lint.ObjectRef, path string) *Source {
 		o, ok := where[ref]
 		if !ok {
 			return nil
@@ -103,19 +103,28 @@ func check(read []manifest.Object, opts lint.Options) *Report {
 	})
 }
 
-// report runs the rules on objs; sourceOf places a field in the manifests (nil for objects
-// read from a cluster).
-func report(objs lint.Objects, opts lint.Options, sourceOf func(ref lint.ObjectRef, path string) *Source) *Report {
+// report runs the rules on objs and reports the HPAs checked says (every HPA when nil): the
+// others are read so that the rules see them beside the checked ones. sourceOf places a
+// field in the manifests (nil for objects read from a cluster).
+func report(objs lint.Objects, opts lint.Options, checked func(lint.ObjectRef) bool, sourceOf func(ref lint.ObjectRef, path string) *Source) *Report {
+	if checked == nil {
+		checked = func(lint.ObjectRef) bool { return true }
+	}
 	if sourceOf == nil {
 		sourceOf = func(lint.ObjectRef, string) *Source { return nil }
 	}
 	r := &Report{TypeMeta: metav1.TypeMeta{APIVersion: output.SchemeGroupVersion.String(), Kind: ReportKind}, HPAs: []CheckedHPA{}, Findings: []Finding{}}
 	for _, h := range objs.HPAs {
 		ref := lint.ObjectRef{Kind: "HorizontalPodAutoscaler", Namespace: h.Namespace, Name: h.Name}
-		r.HPAs = append(r.HPAs, CheckedHPA{ObjectRef: ref, Source: sourceOf(ref, "")})
+		if checked(ref) {
+			r.HPAs = append(r.HPAs, CheckedHPA{ObjectRef: ref, Source: sourceOf(ref, "")})
+		}
 	}
-	r.Summary.HPAs = len(objs.HPAs)
+	r.Summary.HPAs = len(r.HPAs)
 	for _, f := range lint.Check(objs, opts) {
+		if !checked(f.HPA) {
+			continue
+		}
 		r.Findings = append(r.Findings, Finding{Finding: f, Source: sourceOf(f.Object, f.Path)})
 		switch f.Severity {
 		case lint.SeverityError:
