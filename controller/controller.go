@@ -275,12 +275,7 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	c.hpaStore = hpaInformer.Informer().GetStore()
 	c.synced = []cache.InformerSynced{hpaInformer.Informer().HasSynced, podInformer.Informer().HasSynced}
 
-	var requeue workqueue.TypedRateLimiter[string] = fixedInterval{opts.SyncPeriod}
-	if opts.MetricsReads == MetricsReadsPerNamespace {
-		requeue = newNamespacePasses(opts.SyncPeriod, c.clock)
-	}
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig[string](requeue,
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName, MetricsProvider: c.monitor.WorkqueueProvider(), Clock: c.clock})
+	c.queue = newWorkQueue(opts, c.clock, c.monitor.WorkqueueProvider())
 	if _, err := hpaInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: c.update,
@@ -397,6 +392,21 @@ func (c *Controller) stopInformers(ctx context.Context) {
 	case <-t.C:
 		klog.FromContext(ctx).V(2).Info("Informers are still backing off; not waiting for them to stop")
 	}
+}
+
+// newWorkQueue is client-go's work queue, named as upstream's. With per-HPA metrics reads it
+// is upstream's: first in, first out, each HPA requeued a period after its sync. With
+// per-namespace reads, the HPAs are requeued to their namespace's instants (namespacePasses)
+// and handed out grouped by namespace (namespaceOrder).
+func newWorkQueue(opts Options, clk clock.WithTicker, metrics workqueue.MetricsProvider) workqueue.TypedRateLimitingInterface[string] {
+	if opts.MetricsReads != MetricsReadsPerNamespace {
+		return workqueue.NewTypedRateLimitingQueueWithConfig[string](fixedInterval{opts.SyncPeriod},
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName, MetricsProvider: metrics, Clock: clk})
+	}
+	ordered := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: queueName, MetricsProvider: metrics, Clock: clk, Queue: newNamespaceOrder()})
+	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: queueName, MetricsProvider: metrics, Clock: clk, Queue: ordered})
+	return workqueue.NewTypedRateLimitingQueueWithConfig[string](newNamespacePasses(opts.SyncPeriod, clk),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName, MetricsProvider: metrics, Clock: clk, DelayingQueue: delaying})
 }
 
 // fixedInterval is upstream's HPA rate limiter: every requeue waits exactly the sync
