@@ -20,6 +20,9 @@ type Recording struct {
 	Terms  []Term
 	// Syncs in file order; Line is each one's line in the file.
 	Syncs []Sync
+	// CutLine is the last line when it was cut short and left out (a run that ended while
+	// writing it: no newline, and it does not decode); 0 when the file ends whole.
+	CutLine int
 }
 
 // ParseError is a recording that cannot be read: the file, the line (0 when the file as a
@@ -85,6 +88,8 @@ func Open(path string) (*Recording, error) {
 const maxLine = 256 << 20
 
 // Read decodes a recording from r; name is used in messages. Every error is a *ParseError.
+// A last line without its newline that does not decode is left out (CutLine): a run stopped
+// by force while writing it leaves the lines before it whole.
 func Read(name string, r io.Reader) (*Recording, error) {
 	rec := &Recording{Name: name}
 	br := bufio.NewReaderSize(r, 64<<10)
@@ -97,6 +102,10 @@ func Read(name string, r io.Reader) (*Recording, error) {
 				return nil, &ParseError{File: name, Line: line, Err: fmt.Errorf("line longer than %d bytes", maxLine)}
 			}
 			if perr := rec.decodeLine(line, bytes.TrimSpace(data)); perr != nil {
+				if errors.Is(err, io.EOF) && line > 1 && data[len(data)-1] != '\n' {
+					rec.CutLine = line
+					break
+				}
 				perr.File = name
 				return nil, perr
 			}

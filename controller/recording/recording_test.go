@@ -235,7 +235,8 @@ func TestReadSaysWhichFileLineAndFieldIsWrong(t *testing.T) {
 		{"metrics not matching the spec", header + term + replace(sync, `"metrics":[{"podSamples"`, `"metrics":[{},{"podSamples"`), "rec.jsonl:3: field metrics: has 2 entries for the HPA's 1 spec.metrics"},
 		{"two values on a line", header + term + strings.TrimSuffix(sync, "\n") + "{}\n", "rec.jsonl:3: not valid JSON at byte "},
 		{"a blank line", header + "\n" + term, "rec.jsonl:2: empty line: every line is one JSON object"},
-		{"a truncated last line", header + term + sync[:len(sync)/2], "rec.jsonl:3: not valid JSON"},
+		{"a header cut short", header[:len(header)/2], "rec.jsonl:1: not a recording header: not valid JSON"},
+		{"a bad last line that ends whole", header + term + sync[:len(sync)/2] + "\n", "rec.jsonl:3: not valid JSON"},
 		{"bad scale error stage", header + term + replace(replace(sync, `"scale":{"specReplicas":3,"statusReplicas":3,"selector":"app=web"}`, `"scaleError":{"stage":"Later","message":"x"}`), `,"pods":[`, `,"podz":[`), "rec.jsonl:3: field podz: unknown to this schema version"},
 	}
 	for _, tt := range tests {
@@ -252,6 +253,34 @@ func TestReadSaysWhichFileLineAndFieldIsWrong(t *testing.T) {
 			}
 			if _, ok := errors.AsType[*ParseError](err); !ok {
 				t.Errorf("error %T is not a *ParseError", err)
+			}
+		})
+	}
+}
+
+// TestALastLineCutShortIsLeftOut reads the recording of a run stopped by force while it wrote
+// its last line: the lines before it are read, and the cut line is named.
+func TestALastLineCutShortIsLeftOut(t *testing.T) {
+	good := string(encode(t, SyncOf(reconciles()["cpu scale-up with a held history"])))
+	lines := strings.SplitAfter(good, "\n")
+	header, term, sync := lines[0], lines[1], lines[2]
+	tests := []struct {
+		name        string
+		data        string
+		syncs, line int
+	}{
+		{name: "after a whole sync", data: header + term + sync + sync[:len(sync)/2], syncs: 1, line: 4},
+		{name: "right after the header", data: header + term[:len(term)/2], line: 2},
+		{name: "a file that ends whole has none", data: header + term + sync, syncs: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec, err := Read("rec.jsonl", strings.NewReader(tt.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.Syncs) != tt.syncs || rec.CutLine != tt.line {
+				t.Errorf("%d syncs, line %d cut; want %d syncs, line %d cut", len(rec.Syncs), rec.CutLine, tt.syncs, tt.line)
 			}
 		})
 	}

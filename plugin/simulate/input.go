@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -78,6 +79,9 @@ func (o *Options) openRecording() (*recording.Recording, error) {
 			return nil, cmdutil.UsageErrorf("%v", err)
 		}
 		return nil, cmdutil.UsageErrorf("--from-recording: %v", err)
+	}
+	if rec.CutLine > 0 {
+		fmt.Fprintf(o.ErrOut, "warning: %s:%d: the last line was cut short (run was stopped while writing it), so it is left out\n", rec.Name, rec.CutLine)
 	}
 	return rec, nil
 }

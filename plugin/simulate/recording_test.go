@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,32 @@ func TestSimulateFromARecordingReplaysRunsDecisionsExactly(t *testing.T) {
 	}
 	if want := "replayed 17 syncs of shop/web from " + recordedRun + ": every decision, outcome and history kept is run's\n"; r.stderr != want {
 		t.Errorf("-o json: stderr %q, want the verdict %q", r.stderr, want)
+	}
+}
+
+// TestSimulateFromARecordingCutShortReplaysTheLinesBefore replays the recording of a run killed
+// while it wrote its last sync: the 16 whole syncs are replayed, and the cut line is named.
+func TestSimulateFromARecordingCutShortReplaysTheLinesBefore(t *testing.T) {
+	data, err := os.ReadFile(recordedRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := strings.TrimSuffix(string(data), "\n")
+	last := strings.LastIndex(whole, "\n") + 1
+	cut := filepath.Join(t.TempDir(), "cut.jsonl")
+	if err := os.WriteFile(cut, []byte(whole[:last+(len(whole)-last)/2]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Count(whole, "\n") + 1
+	r := runSimulate(t, nil, "--from-recording", cut)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if want := fmt.Sprintf("warning: %s:%d: the last line was cut short (run was stopped while writing it), so it is left out\n", cut, lines); r.stderr != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", r.stderr, want)
+	}
+	if want := "replayed 16 syncs of shop/web from " + cut + ": every decision, outcome and history kept is run's\n"; !strings.HasSuffix(r.stdout, want) {
+		t.Errorf("stdout ends:\n%s\nwant:\n%s", r.stdout[max(0, len(r.stdout)-300):], want)
 	}
 }
 

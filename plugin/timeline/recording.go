@@ -37,6 +37,9 @@ func fromRecording(ctx context.Context, path, namespace string, explicitNS bool,
 		from = first
 	}
 	src := output.TimelineSource{Kind: output.TimelineRecording, Name: path, Exact: rep.Equal()}
+	if rec.CutLine > 0 {
+		src.Notes = append(src.Notes, fmt.Sprintf("line %d, the last, was cut short (run was stopped while writing it) and is left out", rec.CutLine))
+	}
 	if covered := to.Sub(rep.Syncs[0].Now); covered < since {
 		src.Notes = append(src.Notes, fmt.Sprintf("the recording covers %s of the %s asked (--since)", covered.Round(time.Second), since))
 	}

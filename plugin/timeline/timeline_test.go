@@ -1,11 +1,14 @@
 package timeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +103,32 @@ func TestTimelineOfARecordingHoldsEverySyncAsRunMadeIt(t *testing.T) {
 	// and at 19:02:00 (1m30s); the scale-down 1m30s after the last scale-up is a reversal.
 	if !found[output.FindingBlind] || !found[output.FindingAboveTarget] || !found[output.FindingFlapping] || found[output.FindingCappedAtMax] {
 		t.Errorf("findings %v, want blind, above target and flapping, not capped", found)
+	}
+}
+
+// A recording whose last line was cut (run killed while writing it) gives the syncs before
+// it, and the source's notes name the line left out.
+func TestTimelineOfARecordingCutShortNotesTheLineLeftOut(t *testing.T) {
+	data, err := os.ReadFile(recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(t.TempDir(), "cut.jsonl")
+	if err := os.WriteFile(cut, data[:len(data)-100], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runTimeline(t, nil, "web", "-n", "shop", "--record", cut, "--all-syncs", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var tl output.Timeline
+	if err := json.Unmarshal([]byte(r.stdout), &tl); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Count(data, []byte("\n"))
+	want := fmt.Sprintf("line %d, the last, was cut short (run was stopped while writing it) and is left out", lines)
+	if len(tl.Syncs) != 16 || !slices.Contains(tl.Source.Notes, want) {
+		t.Errorf("%d syncs, notes %q; want 16, and the note %q", len(tl.Syncs), tl.Source.Notes, want)
 	}
 }
 
