@@ -8,8 +8,9 @@
 // of the built-in kinds (CachedScales), the label-indexed pod cache (IndexedPods) and its
 // transform that keeps only what decisions read (PodStripper), the tracker of overlapping
 // HPAs (SelectorTracker), and, with --metrics-reads=per-namespace, the metrics reads a
-// namespace's syncs share (sharedMetrics) and the requeue schedule that brings its HPAs due
-// together each period (namespacePasses).
+// namespace's syncs share (sharedMetrics), the requeue schedule that brings its HPAs due
+// together each period (namespacePasses) and the work queue's order that hands them out
+// together (namespaceOrder).
 //
 // Subpackages, each with one job: replicas is the pure decision core (upstream's
 // calculation, no I/O); evaluation is the one gather-and-decide path every command shares, and
