@@ -43,10 +43,9 @@ func newNamespaceOrder() *namespaceOrder {
 
 // Push adds a key that became due.
 func (o *namespaceOrder) Push(key string) {
-	ns, _, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		ns = ""
-	}
+	// A key it cannot split (none is: they are the informer's) groups with those without a
+	// namespace.
+	ns, _, _ := cache.SplitMetaNamespaceKey(key)
 	g, ok := o.joinable[ns]
 	if !ok {
 		g = &namespaceGroup{namespace: ns}

@@ -33,7 +33,8 @@ func (o *Options) readCluster(ctx context.Context) (lint.Objects, func(lint.Obje
 	if err != nil {
 		return lint.Objects{}, nil, err
 	}
-	checked := func(ref lint.ObjectRef) bool { return len(o.Names) == 0 || slices.Contains(o.Names, ref.Name) }
+	named := func(name string) bool { return len(o.Names) == 0 || slices.Contains(o.Names, name) }
+	checked := func(ref lint.ObjectRef) bool { return named(ref.Name) }
 	served := cmdutil.ServedGroupVersions(c.Discovery)
 	o.Lint.Manifests = false
 	if len(served) > 0 {
@@ -47,9 +48,7 @@ func (o *Options) readCluster(ctx context.Context) (lint.Objects, func(lint.Obje
 	}
 	// A namespace without a checked HPA has nothing to report.
 	maps.DeleteFunc(byNS, func(_ string, list []*autoscalingv2.HorizontalPodAutoscaler) bool {
-		return !slices.ContainsFunc(list, func(h *autoscalingv2.HorizontalPodAutoscaler) bool {
-			return checked(lint.ObjectRef{Kind: "HorizontalPodAutoscaler", Namespace: h.Namespace, Name: h.Name})
-		})
+		return !slices.ContainsFunc(list, func(h *autoscalingv2.HorizontalPodAutoscaler) bool { return named(h.Name) })
 	})
 	reader := cmdutil.LintReader{Kube: c.Kube, Dynamic: c.Dynamic, Served: served}
 	read := map[string]lint.Objects{}
@@ -115,14 +114,17 @@ func (o *Options) listHPAs(ctx context.Context, c *cmdutil.Clients) ([]*autoscal
 	for i := range list.Items {
 		out[i] = &list.Items[i]
 	}
-	named := slices.ContainsFunc(out, func(h *autoscalingv2.HorizontalPodAutoscaler) bool { return slices.Contains(o.Names, h.Name) })
-	if len(o.Names) > 0 && !named {
-		return nil, &cmdutil.ExitError{Code: cmdutil.ExitHPANotFound, Err: fmt.Errorf("no horizontalpodautoscaler named %s in namespace %q (kubectl get hpa -n %s lists them)", strings.Join(o.Names, ", "), ns, ns)}
-	}
+	var missing []string
 	for _, n := range o.Names {
 		if !slices.ContainsFunc(out, func(h *autoscalingv2.HorizontalPodAutoscaler) bool { return h.Name == n }) {
-			fmt.Fprintf(o.ErrOut, "warning: no horizontalpodautoscaler named %q in namespace %q\n", n, ns)
+			missing = append(missing, n)
 		}
+	}
+	if len(o.Names) > 0 && len(missing) == len(o.Names) {
+		return nil, &cmdutil.ExitError{Code: cmdutil.ExitHPANotFound, Err: fmt.Errorf("no horizontalpodautoscaler named %s in namespace %q (kubectl get hpa -n %s lists them)", strings.Join(o.Names, ", "), ns, ns)}
+	}
+	for _, n := range missing {
+		fmt.Fprintf(o.ErrOut, "warning: no horizontalpodautoscaler named %q in namespace %q\n", n, ns)
 	}
 	slices.SortFunc(out, func(a, b *autoscalingv2.HorizontalPodAutoscaler) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
