@@ -159,6 +159,9 @@ type Deps struct {
 	// Note, when set, is told in one line each what history was restored and what was
 	// ignored, and when the controller stops taking work.
 	Note func(msg string)
+	// Pods is the pod cache to read, already started by the caller, which stops it; nil for
+	// one of the controller's own, started by Run and stopped when it returns.
+	Pods *PodCache
 	// Holder names this process in the history it persists (its Lease identity).
 	Holder string
 	// PreviousHolderSeen is when the previous Lease holder was last seen alive (its last
@@ -189,7 +192,9 @@ type Controller struct {
 	counted  int
 
 	hpaFactory informers.SharedInformerFactory
-	podFactory informers.SharedInformerFactory
+	pods       *PodCache
+	// ownPods is set when pods is the controller's own: Run starts and stops it.
+	ownPods bool
 	// cachedScales is nil without Options.ScaleFromCache.
 	cachedScales *CachedScales
 	hpaLister    autoscalinglisters.HorizontalPodAutoscalerLister
@@ -263,17 +268,18 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	c.hpaFactory = informers.NewSharedInformerFactoryWithOptions(deps.Kube, opts.SyncPeriod,
 		informers.WithNamespace(opts.Namespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = opts.HPASelector }))
-	// Pods change often and are many: no resync, and only the fields decisions read.
-	c.podFactory = informers.NewSharedInformerFactoryWithOptions(deps.Kube, 0,
-		informers.WithNamespace(opts.Namespace), informers.WithTransform(NewPodStripper().Transform))
-	hpaInformer := c.hpaFactory.Autoscaling().V2().HorizontalPodAutoscalers()
-	podInformer := c.podFactory.Core().V1().Pods()
-	if err := podInformer.Informer().AddIndexers(cache.Indexers{labelPairIndex: podLabelPairs}); err != nil {
-		return nil, fmt.Errorf("adding the pod label index: %w", err)
+	c.pods = deps.Pods
+	if c.pods == nil {
+		pods, err := NewPodCache(deps.Kube, opts.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		c.pods, c.ownPods = pods, true
 	}
+	hpaInformer := c.hpaFactory.Autoscaling().V2().HorizontalPodAutoscalers()
 	c.hpaLister = hpaInformer.Lister()
 	c.hpaStore = hpaInformer.Informer().GetStore()
-	c.synced = []cache.InformerSynced{hpaInformer.Informer().HasSynced, podInformer.Informer().HasSynced}
+	c.synced = []cache.InformerSynced{hpaInformer.Informer().HasSynced, c.pods.HasSynced}
 
 	c.queue = newWorkQueue(opts, c.clock, c.monitor.WorkqueueProvider())
 	if _, err := hpaInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
@@ -283,7 +289,7 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	}, cache.HandlerOptions{ResyncPeriod: &opts.SyncPeriod}); err != nil {
 		return nil, fmt.Errorf("adding the HPA event handler: %w", err)
 	}
-	pods := IndexedPods{Indexer: podInformer.Informer().GetIndexer()}
+	pods := c.pods.Pods()
 	var mr evaluation.MetricsReader = deps.Metrics
 	if opts.MetricsReads == MetricsReadsPerNamespace {
 		mr = newSharedMetrics(deps.Metrics, pods, c.clock, sharedReadValidity(opts.SyncPeriod))
@@ -309,8 +315,8 @@ func (c *Controller) Healthz() error {
 // Monitor returns the controller's metrics.
 func (c *Controller) Monitor() *monitor.Monitor { return c.monitor }
 
-// Run starts the informers, waits for their caches (no decision is made from a cache that
-// has not synced), runs workers until ctx is cancelled, then stops taking work and waits
+// Run starts the informers (the pod cache only when it is the controller's own), waits for
+// their caches (no decision is made from a cache that has not synced), runs workers until ctx is cancelled, then stops taking work and waits
 // for the workers to return.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	if workers < 1 {
@@ -326,7 +332,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		c.recorder = events.Recorder()
 	}
 	c.hpaFactory.Start(ctx.Done())
-	c.podFactory.Start(ctx.Done())
+	if c.ownPods {
+		c.pods.Start(ctx.Done())
+	}
 	if c.cachedScales != nil {
 		// Scale informers start when an HPA first targets their kind; no sync waits for
 		// them, since reads fall back to the API until they have synced.
@@ -379,7 +387,9 @@ func (c *Controller) stopInformers(ctx context.Context) {
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		c.podFactory.Shutdown()
+		if c.ownPods {
+			c.pods.Shutdown()
+		}
 		c.hpaFactory.Shutdown()
 		if c.cachedScales != nil {
 			c.cachedScales.Shutdown()

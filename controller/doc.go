@@ -5,8 +5,9 @@
 // history kept for the next sync (in memory, and persisted in the HPA's annotation).
 //
 // Besides the loop it holds what only the loop reads through: the informer-backed scale cache
-// of the built-in kinds (CachedScales), the label-indexed pod cache (IndexedPods) and its
-// transform that keeps only what decisions read (PodStripper), the tracker of overlapping
+// of the built-in kinds (CachedScales), the label-indexed pod cache (PodCache, read through
+// IndexedPods), which may outlive a controller (run keeps one across the terms of its Lease),
+// and its transform that keeps only what decisions read (PodStripper), the tracker of overlapping
 // HPAs (SelectorTracker), and, with --metrics-reads=per-namespace, the metrics reads a
 // namespace's syncs share (sharedMetrics), the requeue schedule that brings its HPAs due
 // together each period (namespacePasses) and the work queue's order that hands them out

@@ -215,7 +215,7 @@ func newFixtureWith(t testing.TB, opts Options, hpas []*autoscalingv2.Horizontal
 		}
 		c.enqueue(h)
 	}
-	podIndexer := c.podFactory.Core().V1().Pods().Informer().GetIndexer()
+	podIndexer := c.pods.informer.GetIndexer()
 	stripper := NewPodStripper()
 	for _, p := range pods {
 		stripped, _ := stripper.Transform(p.DeepCopy())

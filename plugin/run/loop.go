@@ -35,6 +35,11 @@ type loop struct {
 	mon atomic.Pointer[monitor.Monitor]
 	// active is the controller running now; nil while waiting for the Lease.
 	active atomic.Pointer[controller.Controller]
+
+	// pods is the pod cache every term of the Lease reads (nil without the Lease: the
+	// controller keeps its own). The first term starts it; it runs until podsUntil closes.
+	pods      *controller.PodCache
+	podsUntil <-chan struct{}
 }
 
 func newLoop(o *Options, mc metrics.Client, r *renderer, rec *recorder) *loop {
@@ -69,6 +74,23 @@ func loopClients(cfg *rest.Config) (clients, error) {
 	return clients{kube: kube, events: events, scales: scales}, nil
 }
 
+// keepPods gives every term of the Lease one pod cache, over a client of its own from cfg
+// (unfenced: it only reads), run from the first term until ctx ends. A term after a lost
+// Lease then decides at once, from pods its watch keeps current, instead of listing every
+// pod again first; a standby that never held the Lease reads none.
+func (l *loop) keepPods(ctx context.Context, cfg *rest.Config) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the pod cache's client: %w", err)
+	}
+	pods, err := controller.NewPodCache(kube, l.opts.Namespace)
+	if err != nil {
+		return err
+	}
+	l.pods, l.podsUntil = pods, ctx.Done()
+	return nil
+}
+
 // newController builds a controller over cl that writes as holder (the previous holder
 // last seen at prevSeen), reporting to the renderer and the recording.
 func (l *loop) newController(cl clients, holder string, prevSeen time.Time) (*controller.Controller, error) {
@@ -82,7 +104,7 @@ func (l *loop) newController(cl clients, holder string, prevSeen time.Time) (*co
 		}
 	}
 	// A fresh monitor per controller: a new term's informers count every HPA again.
-	return controller.New(l.opts, controller.Deps{Kube: cl.kube, Events: cl.events, Scales: cl.scales, Metrics: l.metrics, Monitor: monitor.New(), Sink: sink, Count: l.count,
+	return controller.New(l.opts, controller.Deps{Kube: cl.kube, Events: cl.events, Scales: cl.scales, Metrics: l.metrics, Pods: l.pods, Monitor: monitor.New(), Sink: sink, Count: l.count,
 		Note: l.note, Holder: holder, PreviousHolderSeen: prevSeen})
 }
 
@@ -103,6 +125,9 @@ func (l *loop) runTerm(ctx context.Context, cfg *rest.Config, identity string, t
 	c, err := l.newController(cl, identity, term.PreviousHolderSeen)
 	if err != nil {
 		return cmdutil.UsageErrorf("%w", err)
+	}
+	if l.pods != nil {
+		l.pods.Start(l.podsUntil)
 	}
 	l.activate(c)
 	defer l.active.Store(nil)

@@ -398,6 +398,9 @@ func (o *Options) runLeased(ctx context.Context, cfg *rest.Config, kube kubernet
 	leaseCfg.OnLost = func(reason string) {
 		l.note(fmt.Sprintf("lost Lease %s/%s: %s; stopped writing, campaigning for it again", leaseCfg.Namespace, leaseCfg.Name, reason))
 	}
+	if err := l.keepPods(ctx, cfg); err != nil {
+		return err
+	}
 	klog.FromContext(ctx).V(1).Info("Waiting for the lease before writing", "lease", klog.KRef(leaseCfg.Namespace, leaseCfg.Name), "identity", leaseCfg.Identity)
 	return lease.RunTerms(ctx, kube, leaseCfg, func(ctx context.Context, term lease.Term) error {
 		return l.runTerm(ctx, cfg, leaseCfg.Identity, term)
