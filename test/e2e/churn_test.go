@@ -79,7 +79,7 @@ type churnHPA struct {
 func (h *churnHPA) key() string { return h.ns + "/" + h.name }
 
 // churnWindow is a fault: from its start to the moment the component is back (for the Lease,
-// to run's first Lease write after it).
+// to run's first Lease write after it; for a deleted namespace, until its pods are gone).
 type churnWindow struct {
 	what     string
 	from, to time.Time
@@ -449,7 +449,22 @@ func churnRun(t *testing.T, cfg churnConfig) {
 
 	at(0.35)
 	victim := nss[len(nss)-1]
+	from = time.Now()
 	s.deleteNamespace(t, victim)
+	// Deleting a namespace's HPAs, Deployments, ReplicaSets and pods is a burst of writes the
+	// API server serves beside the syncs' status writes (at 5,000 HPAs, 1,000 pods at once,
+	// each deleted twice: marked, then removed by the node stand-in).
+	eventually(t, 5*time.Minute, "the pods of namespace "+victim+" are gone", func(ctx context.Context) error {
+		left, err := shared.Client().CoreV1().Pods(victim).List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(left.Items) > 0 {
+			return fmt.Errorf("pod %s is still there", left.Items[0].Name)
+		}
+		return nil
+	})
+	windows = append(windows, churnWindow{"namespace " + victim + " deleted with its HPAs, until its pods are gone", from, time.Now()})
 	prevEnd = time.Now()
 	phase("namespace " + victim + " deleted with its HPAs")
 

@@ -36,6 +36,10 @@ const (
 // plane costs seconds, so tests share it and stay independent through namespaces.
 var shared *cluster.Cluster
 
+// withHeapster starts the real Heapster and its stand-in with the cluster; make soak turns
+// them off (cluster.Config.WithoutHeapster), which the tests that read Heapster then fail.
+var withHeapster = flag.Bool("e2e.heapster", true, "start the real Heapster and the Heapster stand-in with the cluster")
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	os.Exit(runMain(m))
@@ -72,9 +76,10 @@ func runMain(m *testing.M) int {
 	}
 	t0 := time.Now()
 	c, err := cluster.Start(ctx, cluster.Config{
-		BinDir:   os.Getenv(testbinEnv),
-		BinWait:  binWait,
-		Progress: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "e2e: start "+f+"\n", a...) },
+		BinDir:          os.Getenv(testbinEnv),
+		BinWait:         binWait,
+		WithoutHeapster: !*withHeapster,
+		Progress:        func(f string, a ...any) { fmt.Fprintf(os.Stderr, "e2e: start "+f+"\n", a...) },
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: starting cluster: %v\n", err)
