@@ -376,7 +376,7 @@ record-fidelity: build
 # (its short version, 200 HPAs for 2 minutes, is in test-e2e). SOAK_SIZE picks
 # the size: 1k (1,000 HPAs over 10,000 pods) or 5k (5,000 over 50,000); SOAK_HPAS and
 # SOAK_PODS override it. Its cluster runs without Heapster (-e2e.heapster=false): the soak
-# reads metrics.k8s.io alone. Built without -race by default: the node stand-in and the load
+# reads metrics.k8s.io alone; so its pods can be spread over SOAK_NODES nodes. Built without -race by default: the node stand-in and the load
 # model run in the test process, and the race detector would multiply their CPU on a shared
 # machine (SOAK_GOFLAGS=-race for a small run).
 SOAK_SIZE ?= 1k
@@ -389,6 +389,8 @@ $(error SOAK_SIZE=$(SOAK_SIZE): want 1k or 5k)
 endif
 SOAK_HPAS ?= $(soak_hpas_$(SOAK_SIZE))
 SOAK_PODS ?= $(soak_pods_$(SOAK_SIZE))
+# SOAK_NODES: the nodes the node stand-in plays, 100 pods each by default.
+SOAK_NODES ?= $(shell echo $$(( ($(SOAK_PODS) + 99) / 100 )))
 SOAK_NAMESPACES ?= 50
 SOAK_CHURN_RATE ?= 5
 # SOAK_KUBE_API_QPS: TestSoakChurnAndFaults's run --kube-api-qps (burst twice that); 0 keeps run's default.
@@ -413,7 +415,7 @@ soak: build
 		$(BIN)/e2e-soak.test -test.v -test.timeout $(SOAK_TIMEOUT) -test.run '$(SOAK_RUN)' \
 		-soak.hpas=$(SOAK_HPAS) -soak.pods=$(SOAK_PODS) -soak.duration=$(SOAK_DURATION) -soak.metrics-reads=$(SOAK_METRICS_READS) \
 		-soak.namespaces=$(SOAK_NAMESPACES) -soak.churn-rate=$(SOAK_CHURN_RATE) -soak.kube-api-qps=$(SOAK_KUBE_API_QPS) -soak.churn-workers=$(SOAK_CHURN_WORKERS) \
-		-soak.reference=$(SOAK_REFERENCE) -soak.baseline=$(SOAK_BASELINE) -e2e.heapster=false
+		-soak.reference=$(SOAK_REFERENCE) -soak.baseline=$(SOAK_BASELINE) -e2e.heapster=false -e2e.nodes=$(SOAK_NODES)
 
 # soak-list: TestSoakList, `kubectl hpa list -A` over SOAK_LIST_HPAS HPAs on as many Deployments,
 # SOAK_LIST_PODS pods, in SOAK_LIST_NAMESPACES namespaces, beside kubectl get and describe hpa -A.

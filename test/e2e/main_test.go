@@ -40,6 +40,11 @@ var shared *cluster.Cluster
 // them off (cluster.Config.WithoutHeapster), which the tests that read Heapster then fail.
 var withHeapster = flag.Bool("e2e.heapster", true, "start the real Heapster and the Heapster stand-in with the cluster")
 
+// nodes is how many nodes the node stand-in plays. make soak gives 100 pods each, as kubelets
+// hold them (110 at most by default): one node of 50,000 pods answers metrics-server's scrape
+// in one response too large to be a kubelet's, which timed out under load.
+var nodes = flag.Int("e2e.nodes", 1, "how many nodes the node stand-in plays (more than 1 needs -e2e.heapster=false)")
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	os.Exit(runMain(m))
@@ -79,6 +84,7 @@ func runMain(m *testing.M) int {
 		BinDir:          os.Getenv(testbinEnv),
 		BinWait:         binWait,
 		WithoutHeapster: !*withHeapster,
+		Nodes:           *nodes,
 		Progress:        func(f string, a ...any) { fmt.Fprintf(os.Stderr, "e2e: start "+f+"\n", a...) },
 	})
 	if err != nil {

@@ -60,7 +60,9 @@ type Config struct {
 	// metrics-server 8443, Heapster 8082 (its own default), Heapster stand-in 8083, Prometheus
 	// 9090 (its own default).
 	EtcdPort, APIPort, KubeletPort, MetricsServerPort, HeapsterPort, HeapsterStandInPort, PrometheusPort int
-	// Nodes is how many Node objects the node stand-in plays (default 1).
+	// Nodes is how many Node objects the node stand-in plays (default 1; more only
+	// WithoutHeapster), each on its own kubelet port from KubeletPort; pods are bound to them
+	// in turn.
 	Nodes int
 	// PodReadyDelay is how long after creation a pod becomes Running and Ready (default 1s).
 	PodReadyDelay time.Duration
@@ -131,10 +133,10 @@ func (c *Config) defaults() error {
 	if c.PrometheusScrapeInterval == 0 {
 		c.PrometheusScrapeInterval = DefaultPrometheusScrapeInterval
 	}
-	if c.Nodes > 1 {
+	if c.Nodes > 1 && !c.WithoutHeapster {
 		// Heapster dials every node's InternalIP on one kubelet port; the stand-in's nodes
 		// share the address and differ by port.
-		return fmt.Errorf("cluster: Nodes %d: Heapster reads one kubelet port, so the cluster has one node", c.Nodes)
+		return fmt.Errorf("cluster: Nodes %d: Heapster reads one kubelet port, so a cluster with Heapster has one node", c.Nodes)
 	}
 	if c.Progress == nil {
 		c.Progress = func(string, ...any) {}

@@ -231,3 +231,29 @@ func TestThousandWorkloadsEachSplitAcrossTheirOwnPods(t *testing.T) {
 		}
 	}
 }
+
+func TestANodeServesOnlyThePodsItRunsNow(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	m := NewLoadModel(clk)
+	web := map[string]string{"app": "web"}
+	m.PodRunning(pod("a"), "node-1", []string{"c"}, web, t0, true)
+	m.PodRunning(pod("b"), "node-1", []string{"c"}, web, t0, true)
+	m.PodRunning(pod("b"), "node-2", []string{"c"}, web, t0, true)
+	m.PodGone(pod("a"))
+	names := func(node string) []string {
+		var out []string
+		for _, s := range m.Samples(node) {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	if got := names("node-1"); len(got) != 0 {
+		t.Errorf("node-1 serves %v, want none (a is gone, b moved)", got)
+	}
+	if got := names("node-2"); len(got) != 1 || got[0] != "b" {
+		t.Errorf("node-2 serves %v, want [b]", got)
+	}
+	if _, mem := m.NodeSample("node-1"); mem != nodeBaseMemoryBytes {
+		t.Errorf("node-1 memory %d, want the node's own %d", mem, nodeBaseMemoryBytes)
+	}
+}
