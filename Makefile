@@ -375,10 +375,11 @@ record-fidelity: build
 # write a recorded decision's, whose replay is exact (test/e2e/churn_test.go);
 # (its short version, 200 HPAs for 2 minutes, is in test-e2e). SOAK_SIZE picks
 # the size: 1k (1,000 HPAs over 10,000 pods) or 5k (5,000 over 50,000); SOAK_HPAS and
-# SOAK_PODS override it. Its cluster runs without Heapster (-e2e.heapster=false): the soak
-# reads metrics.k8s.io alone; so its pods can be spread over SOAK_NODES nodes. Built without -race by default: the node stand-in and the load
-# model run in the test process, and the race detector would multiply their CPU on a shared
-# machine (SOAK_GOFLAGS=-race for a small run).
+# SOAK_PODS override it. Its cluster runs without Heapster (-e2e.heapster=false), as the
+# soak reads metrics.k8s.io alone, and spreads the pods over SOAK_NODES nodes. Built without
+# -race by default: the node stand-in and the load model run in the test process, and the
+# race detector would multiply their CPU on a shared machine (SOAK_GOFLAGS=-race for a small
+# run).
 SOAK_SIZE ?= 1k
 soak_hpas_1k := 1000
 soak_pods_1k := 10000

@@ -159,8 +159,8 @@ type Deps struct {
 	// Note, when set, is told in one line each what history was restored and what was
 	// ignored, and when the controller stops taking work.
 	Note func(msg string)
-	// Pods is the pod cache to read, already started by the caller, which stops it; nil for
-	// one of the controller's own, started by Run and stopped when it returns.
+	// Pods is the pod cache to read, started by the caller before Run and stopped by it;
+	// nil for one of the controller's own, started by Run and stopped when it returns.
 	Pods *PodCache
 	// Holder names this process in the history it persists (its Lease identity).
 	Holder string
@@ -316,8 +316,8 @@ func (c *Controller) Healthz() error {
 func (c *Controller) Monitor() *monitor.Monitor { return c.monitor }
 
 // Run starts the informers (the pod cache only when it is the controller's own), waits for
-// their caches (no decision is made from a cache that has not synced), runs workers until ctx is cancelled, then stops taking work and waits
-// for the workers to return.
+// their caches (no decision is made from a cache that has not synced), runs workers until ctx
+// is cancelled, then stops taking work and waits for the workers to return.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	if workers < 1 {
 		return fmt.Errorf("workers must be at least 1, got %d", workers)
