@@ -53,8 +53,9 @@ func TestATermAfterALostLeaseReadsThePodsTheFirstListed(t *testing.T) {
 func emptyNamespaceAPI(t *testing.T, namespace string) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
 	var podLists atomic.Int32
+	podsPath := "/api/v1/namespaces/" + namespace + "/pods"
 	lists := map[string]string{
-		"/api/v1/namespaces/" + namespace + "/pods":                                  `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}`,
+		podsPath: `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}`,
 		"/apis/autoscaling/v2/namespaces/" + namespace + "/horizontalpodautoscalers": `{"kind":"HorizontalPodAutoscalerList","apiVersion":"autoscaling/v2","metadata":{"resourceVersion":"1"},"items":[]}`,
 	}
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -72,7 +73,7 @@ func emptyNamespaceAPI(t *testing.T, namespace string) (*httptest.Server, *atomi
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
 		default:
-			if r.URL.Path == "/api/v1/namespaces/"+namespace+"/pods" {
+			if r.URL.Path == podsPath {
 				podLists.Add(1)
 			}
 			_, _ = w.Write([]byte(list))
