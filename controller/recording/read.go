@@ -8,20 +8,45 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strings"
 )
 
-// Recording is a decoded recording file.
+// Reader reads a recording one entry at a time, so that replaying a file holds one sync of
+// it, not the file: a run of thousands of HPAs records about 10 KB a sync, a gigabyte an hour.
+type Reader struct {
+	// Name is the file's name, for messages.
+	Name   string
+	Header Header
+	// Terms are the Term entries read so far.
+	Terms []Term
+	// CutLine is the last line when it was cut short and left out (a run that ended while
+	// writing it: no newline, and it does not decode); 0 when the file ends whole. It is
+	// known once Next has returned io.EOF.
+	CutLine int
+
+	br   *bufio.Reader
+	line int
+	// unended says the line just read has no newline: the file's last, maybe cut short.
+	unended bool
+	syncs   int
+	close   func() error
+}
+
+// Recording is a recording read whole, or the syncs of the HPAs a caller kept from it.
 type Recording struct {
 	// Name is the file's name, for messages.
 	Name   string
 	Header Header
 	Terms  []Term
-	// Syncs in file order; Line is each one's line in the file.
+	// Syncs in file order; Line is each one's line in the file, Index its place among the
+	// file's syncs.
 	Syncs []Sync
-	// CutLine is the last line when it was cut short and left out (a run that ended while
-	// writing it: no newline, and it does not decode); 0 when the file ends whole.
+	// Keys are the HPAs ("ns/name") of every sync of the file, kept or not, in the order of
+	// their first sync.
+	Keys []string
+	// CutLine is the Reader's.
 	CutLine int
 }
 
@@ -65,117 +90,228 @@ func (e *fieldErr) Unwrap() error { return e.err }
 
 func fieldError(field string, err error) error { return &fieldErr{field, err} }
 
-// Open reads the recording at path; a path ending in .gz is decompressed.
-func Open(path string) (*Recording, error) {
+// Open opens the recording at path and reads its header; a path ending in .gz is
+// decompressed. Close the Reader when done.
+func Open(path string) (*Reader, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening the recording: %w", err)
 	}
-	defer f.Close()
 	var r io.Reader = f
+	closeAll := f.Close
 	if strings.HasSuffix(path, ".gz") {
 		gz, err := gzip.NewReader(f)
 		if err != nil {
+			_ = f.Close()
 			return nil, &ParseError{File: path, Err: fmt.Errorf("not a gzip file: %w", err)}
 		}
-		defer gz.Close()
 		r = gz
+		closeAll = func() error { return errors.Join(gz.Close(), f.Close()) }
 	}
-	return Read(path, r)
+	rd, err := NewReader(path, r)
+	if err != nil {
+		_ = closeAll()
+		return nil, err
+	}
+	rd.close = closeAll
+	return rd, nil
+}
+
+// Load reads the recording at path whole, keeping the syncs of the HPAs keep accepts (every
+// one when keep is nil).
+func Load(path string, keep func(key string) bool) (*Recording, error) {
+	r, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.ReadAll(keep)
+}
+
+// Read decodes a whole recording from r; name is used in messages.
+func Read(name string, r io.Reader) (*Recording, error) {
+	rd, err := NewReader(name, r)
+	if err != nil {
+		return nil, err
+	}
+	return rd.ReadAll(nil)
 }
 
 // maxLine bounds one entry (a sync of thousands of pods is a few MB).
 const maxLine = 256 << 20
 
-// Read decodes a recording from r; name is used in messages. Every error is a *ParseError.
-// A last line without its newline that does not decode is left out (CutLine): a run stopped
-// by force while writing it leaves the lines before it whole.
-func Read(name string, r io.Reader) (*Recording, error) {
-	rec := &Recording{Name: name}
-	br := bufio.NewReaderSize(r, 64<<10)
-	line := 0
-	for {
-		data, err := br.ReadBytes('\n')
-		if len(data) > 0 {
-			line++
-			if len(data) > maxLine {
-				return nil, &ParseError{File: name, Line: line, Err: fmt.Errorf("line longer than %d bytes", maxLine)}
-			}
-			if perr := rec.decodeLine(line, bytes.TrimSpace(data)); perr != nil {
-				if errors.Is(err, io.EOF) && line > 1 && data[len(data)-1] != '\n' {
-					rec.CutLine = line
-					break
-				}
-				perr.File = name
-				return nil, perr
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, &ParseError{File: name, Line: line + 1, Err: fmt.Errorf("reading: %w", err)}
-		}
-	}
-	if line == 0 {
+// NewReader reads a recording from r, its header first; name is used in messages. Every
+// error it and Next return is a *ParseError, but io.EOF.
+func NewReader(name string, r io.Reader) (*Reader, error) {
+	rd := &Reader{Name: name, br: bufio.NewReaderSize(r, 64<<10)}
+	data, err := rd.readLine()
+	if errors.Is(err, io.EOF) {
 		return nil, &ParseError{File: name, Err: errors.New("empty: a recording starts with its header line")}
 	}
+	if err != nil {
+		return nil, err
+	}
+	if len(data) == 0 {
+		return nil, rd.at(errors.New("empty line: a recording starts with its header line"))
+	}
+	if err := rd.decodeHeader(data); err != nil {
+		return nil, rd.at(err)
+	}
+	return rd, nil
+}
+
+// Close closes the file Open opened.
+func (r *Reader) Close() error {
+	if r.close == nil {
+		return nil
+	}
+	err := r.close()
+	r.close = nil
+	return err
+}
+
+// Next returns the next sync in file order, with its Line and Index set, and io.EOF after the
+// last one. A last line without its newline that does not decode is left out (CutLine): a
+// run stopped by force while writing it leaves the lines before it whole.
+func (r *Reader) Next() (*Sync, error) {
+	for {
+		data, err := r.readLine()
+		if err != nil {
+			return nil, err
+		}
+		s, err := r.decodeEntry(data)
+		if err != nil {
+			return nil, r.at(err)
+		}
+		if s != nil {
+			s.Index = r.syncs
+			r.syncs++
+			return s, nil
+		}
+	}
+}
+
+// All yields every remaining sync, then the error that ended the file if it is not io.EOF.
+func (r *Reader) All() iter.Seq2[*Sync, error] {
+	return func(yield func(*Sync, error) bool) {
+		for {
+			s, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if !yield(s, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// ReadAll reads the rest of the file, keeping the syncs of the HPAs keep accepts (every one
+// when keep is nil).
+func (r *Reader) ReadAll(keep func(key string) bool) (*Recording, error) {
+	rec := &Recording{Name: r.Name, Header: r.Header}
+	seen := map[string]bool{}
+	for s, err := range r.All() {
+		if err != nil {
+			return nil, err
+		}
+		if !seen[s.Key] {
+			seen[s.Key] = true
+			rec.Keys = append(rec.Keys, s.Key)
+		}
+		if keep == nil || keep(s.Key) {
+			rec.Syncs = append(rec.Syncs, *s)
+		}
+	}
+	rec.Terms, rec.CutLine = r.Terms, r.CutLine
 	return rec, nil
 }
 
-func (rec *Recording) decodeLine(line int, data []byte) *ParseError {
-	at := func(err error) *ParseError {
-		if fe, ok := errors.AsType[*fieldErr](err); ok {
-			return &ParseError{Line: line, Field: fe.field, Err: fe.err}
+// All yields the syncs held, as a Reader's All yields a file's.
+func (rec *Recording) All() iter.Seq2[*Sync, error] {
+	return func(yield func(*Sync, error) bool) {
+		for i := range rec.Syncs {
+			if !yield(&rec.Syncs[i], nil) {
+				return
+			}
 		}
-		return &ParseError{Line: line, Err: err}
 	}
+}
+
+// readLine is the next line; io.EOF at the end of the file.
+func (r *Reader) readLine() ([]byte, error) {
+	data, err := r.br.ReadBytes('\n')
 	if len(data) == 0 {
-		return at(errors.New("empty line: every line is one JSON object"))
-	}
-	if line == 1 {
-		if err := rec.decodeHeader(data); err != nil {
-			return at(err)
+		if err == nil || errors.Is(err, io.EOF) {
+			return nil, io.EOF
 		}
-		return nil
+		return nil, &ParseError{File: r.Name, Line: r.line + 1, Err: fmt.Errorf("reading: %w", err)}
+	}
+	r.line++
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, &ParseError{File: r.Name, Line: r.line, Err: fmt.Errorf("reading: %w", err)}
+	}
+	r.unended = data[len(data)-1] != '\n'
+	if len(data) > maxLine {
+		return nil, &ParseError{File: r.Name, Line: r.line, Err: fmt.Errorf("line longer than %d bytes", maxLine)}
+	}
+	return bytes.TrimSpace(data), nil
+}
+
+// at places err on the line just read. A last line without its newline that does not decode
+// is taken as cut short, and the file as ending before it (io.EOF); the header is never.
+func (r *Reader) at(err error) error {
+	if r.line > 1 && r.unended {
+		r.CutLine = r.line
+		return io.EOF
+	}
+	if fe, ok := errors.AsType[*fieldErr](err); ok {
+		return &ParseError{File: r.Name, Line: r.line, Field: fe.field, Err: fe.err}
+	}
+	return &ParseError{File: r.Name, Line: r.line, Err: err}
+}
+
+// decodeEntry decodes a line after the header: a sync, or nil for a term.
+func (r *Reader) decodeEntry(data []byte) (*Sync, error) {
+	if len(data) == 0 {
+		return nil, errors.New("empty line: every line is one JSON object")
 	}
 	var kind struct {
 		Kind string `json:"kind"`
 	}
 	if err := json.Unmarshal(data, &kind); err != nil {
-		return at(jsonError(err))
+		return nil, jsonError(err)
 	}
 	switch kind.Kind {
 	case KindTerm:
 		var t Term
 		if err := strict(data, &t); err != nil {
-			return at(err)
+			return nil, err
 		}
-		if n := len(rec.Terms); n > 0 && t.Term <= rec.Terms[n-1].Term {
-			return at(fieldError("term", fmt.Errorf("%d does not follow term %d", t.Term, rec.Terms[n-1].Term)))
+		if n := len(r.Terms); n > 0 && t.Term <= r.Terms[n-1].Term {
+			return nil, fieldError("term", fmt.Errorf("%d does not follow term %d", t.Term, r.Terms[n-1].Term))
 		}
-		rec.Terms = append(rec.Terms, t)
+		r.Terms = append(r.Terms, t)
+		return nil, nil
 	case KindSync:
-		var s Sync
-		if err := strict(data, &s); err != nil {
-			return at(err)
+		s := &Sync{}
+		if err := strict(data, s); err != nil {
+			return nil, err
 		}
 		// Terms follow one another: a controller's syncs end before the next one starts.
-		if n := len(rec.Terms); n == 0 || s.Term != rec.Terms[n-1].Term {
-			return at(fieldError("term", fmt.Errorf("%d is not the term started last (a Term entry comes before its syncs)", s.Term)))
+		if n := len(r.Terms); n == 0 || s.Term != r.Terms[n-1].Term {
+			return nil, fieldError("term", fmt.Errorf("%d is not the term started last (a Term entry comes before its syncs)", s.Term))
 		}
 		if err := s.validate(); err != nil {
-			return at(err)
+			return nil, err
 		}
-		s.Line = line
-		rec.Syncs = append(rec.Syncs, s)
-	default:
-		return at(fieldError("kind", fmt.Errorf("%q is not %s or %s", kind.Kind, KindTerm, KindSync)))
+		s.Line = r.line
+		return s, nil
 	}
-	return nil
+	return nil, fieldError("kind", fmt.Errorf("%q is not %s or %s", kind.Kind, KindTerm, KindSync))
 }
 
-func (rec *Recording) decodeHeader(data []byte) error {
+func (r *Reader) decodeHeader(data []byte) error {
 	// The version first, loosely: a newer file may have fields this reader does not know.
 	var id struct {
 		APIVersion string          `json:"apiVersion"`
@@ -198,7 +334,7 @@ func (rec *Recording) decodeHeader(data []byte) error {
 	if version < 1 {
 		return fieldError("version", fmt.Errorf("%d is not a schema version (they start at 1)", version))
 	}
-	if err := strict(data, &rec.Header); err != nil {
+	if err := strict(data, &r.Header); err != nil {
 		return err
 	}
 	return nil

@@ -122,8 +122,10 @@ type Sync struct {
 	StatusWriteError *Error `json:"statusWriteError,omitempty"`
 	Result           Result `json:"result"`
 
-	// Line is the entry's line in the file it was read from (0 when not read from one).
-	Line int `json:"-"`
+	// Line is the entry's line in the file it was read from (0 when not read from one), Index
+	// its place among the file's syncs (from 0).
+	Line  int `json:"-"`
+	Index int `json:"-"`
 }
 
 // Scale is the part of the target's scale subresource decisions read.

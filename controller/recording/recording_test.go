@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -133,7 +134,7 @@ func TestCreateCompressesByTheSuffixAndOpenReadsBoth(t *testing.T) {
 			if gz := bytes.HasPrefix(raw, []byte{0x1f, 0x8b}); gz != strings.HasSuffix(name, ".gz") {
 				t.Errorf("gzip magic present = %v for %s", gz, name)
 			}
-			rec, err := Open(path)
+			rec, err := Load(path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +162,7 @@ func TestFlushPutsEveryEntrySoFarOnDiskCompressedOrNot(t *testing.T) {
 			}
 			// Read while the writer is still open, as after a crash: a gzip stream without its
 			// end decodes up to the flush and then reports the missing end.
-			rec, err := Open(path)
+			rec, err := Load(path, nil)
 			if strings.HasSuffix(name, ".gz") {
 				if err == nil || !strings.Contains(err.Error(), "unexpected EOF") {
 					t.Fatalf("an unfinished gzip stream: %v, want unexpected EOF", err)
@@ -328,5 +329,74 @@ func TestASyncRecordsPodsByNameWhateverTheCacheOrder(t *testing.T) {
 	}
 	if in.Pods[0].Name != "web-2" {
 		t.Errorf("the decision's input was reordered: %s first", in.Pods[0].Name)
+	}
+}
+
+// failAfter serves data, then fails as a broken disk or a cut pipe would.
+type failAfter struct {
+	data []byte
+	err  error
+}
+
+func (f *failAfter) Read(p []byte) (int, error) {
+	if len(f.data) == 0 {
+		return 0, f.err
+	}
+	n := copy(p, f.data)
+	f.data = f.data[n:]
+	return n, nil
+}
+
+// TestAReaderHandsOutASyncBeforeReadingTheNext: a replay holds one sync of the file, not the
+// file, so a sync is handed out before the line after it is read.
+func TestAReaderHandsOutASyncBeforeReadingTheNext(t *testing.T) {
+	r := reconciles()["cpu scale-up with a held history"]
+	data := encode(t, SyncOf(r), SyncOf(r))
+	second := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
+	broken := errors.New("disk gone")
+	rd, err := NewReader("rec.jsonl", &failAfter{data: data[:second], err: broken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rd.Next()
+	if err != nil {
+		t.Fatalf("the first sync: %v", err)
+	}
+	if s.Line != 3 || s.Index != 0 || s.Key != SyncOf(r).Key {
+		t.Errorf("first sync %s on line %d, index %d; want %s on line 3, index 0", s.Key, s.Line, s.Index, SyncOf(r).Key)
+	}
+	if len(rd.Terms) != 1 {
+		t.Errorf("%d terms read, want 1", len(rd.Terms))
+	}
+	_, err = rd.Next()
+	if pe, ok := errors.AsType[*ParseError](err); !ok || !errors.Is(err, broken) || pe.Line != 4 {
+		t.Errorf("after the first sync: %v, want a ParseError on line 4 wrapping %v", err, broken)
+	}
+}
+
+func TestLoadKeepsTheChosenHPAsAndNamesEveryOne(t *testing.T) {
+	var syncs []Sync
+	for _, key := range []string{"shop/web", "shop/api", "blog/web", "shop/web"} {
+		s := SyncOf(reconciles()["cpu scale-up with a held history"])
+		s.Key = key
+		syncs = append(syncs, s)
+	}
+	path := filepath.Join(t.TempDir(), "rec.jsonl")
+	if err := os.WriteFile(path, encode(t, syncs...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Load(path, func(key string) bool { return strings.HasSuffix(key, "/web") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"shop/web", "shop/api", "blog/web"}; !slices.Equal(rec.Keys, want) {
+		t.Errorf("keys %v, want every HPA in the order of its first sync %v", rec.Keys, want)
+	}
+	var got []string
+	for _, s := range rec.Syncs {
+		got = append(got, fmt.Sprintf("%d:%s", s.Index, s.Key))
+	}
+	if want := []string{"0:shop/web", "2:blog/web", "3:shop/web"}; !slices.Equal(got, want) {
+		t.Errorf("kept %v, want %v (each with its place among the file's syncs)", got, want)
 	}
 }

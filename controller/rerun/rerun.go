@@ -1,9 +1,11 @@
 package rerun
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -13,21 +15,28 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
 
-// Report is a rerun's verdict on every recorded sync.
+// Report is a rerun's verdict on every recorded sync it replayed.
 type Report struct {
-	// Syncs are the recorded syncs in file order, each with its replayed result.
-	Syncs []Sync
-	// Divergences lists every field where the rerun differs from the recording; none
-	// means every decision, outcome and kept history was reproduced exactly.
+	// Syncs is how many syncs were replayed, Keys the HPAs ("ns/name") they were of, sorted.
+	Syncs int
+	Keys  []string
+	// Divergences are the first MaxDivergences fields where the rerun differs from the
+	// recording, Differing counts them all; none means every decision, outcome and kept
+	// history was reproduced exactly.
 	Divergences []Divergence
+	Differing   int
 }
 
+// MaxDivergences bounds the divergences a report keeps: a recording replayed by a release
+// that decides otherwise may differ at every sync of a gigabyte file.
+const MaxDivergences = 1000
+
 // Equal reports whether the rerun reproduced every recorded sync exactly.
-func (r *Report) Equal() bool { return len(r.Divergences) == 0 }
+func (r *Report) Equal() bool { return r.Differing == 0 }
 
 // Sync is one recorded sync and what the rerun decided for it.
 type Sync struct {
-	// Index is the sync's position among the recording's syncs (from 0), Line its line.
+	// Index is the sync's place among the recording's syncs (from 0), Line its line.
 	Index int
 	Line  int
 	Key   string
@@ -70,28 +79,35 @@ func orAbsent(s string) string {
 type Options struct {
 	// Keys limits the rerun to these HPAs ("ns/name"); empty replays every one.
 	Keys []string
+	// Each, when set, is given every replayed sync in file order; its error ends the rerun.
+	// The report keeps none: a replay holds one sync at a time.
+	Each func(Sync) error
 }
 
-// Run re-decides every sync of rec through evaluation.Evaluate and replicas.Settle with
-// the recorded controller configuration, carrying each HPA's history forward from its
-// previous sync as run does (a new Term starts every HPA from what run's new controller held
-// at its first sync: nothing, or the history it restored from the HPA's persisted record),
-// and compares every sync, inputs held and results, with the recording. Only a
-// cancelled ctx or a sync whose HPA cannot be evaluated is an error; differences are the
-// report's.
-func Run(ctx context.Context, rec *recording.Recording, opts Options) (*Report, error) {
-	cfg := rec.Header.Config()
-	keys := sets.New(opts.Keys...)
+// Run re-decides every sync of syncs (a recording's, in file order: recording.Reader.All
+// reads them from the file as it goes) through evaluation.Evaluate and replicas.Settle with
+// the controller configuration of h, carrying each HPA's history forward from its previous
+// sync as run does (a new Term starts every HPA from what run's new controller held at its
+// first sync: nothing, or the history it restored from the HPA's persisted record), and
+// compares every sync, inputs held and results, with the recording; name is the file's, for
+// messages. Only a cancelled ctx, a recording that does not read, a sync whose HPA cannot be
+// evaluated or an error of opts.Each is an error; differences are the report's.
+func Run(ctx context.Context, name string, h recording.Header, syncs iter.Seq2[*recording.Sync, error], opts Options) (*Report, error) {
+	cfg := h.Config()
+	only := sets.New(opts.Keys...)
+	keys := sets.New[string]()
 	held := map[string]replicas.History{}
 	started := sets.New[string]()
 	term := 0
-	rep := &Report{Syncs: make([]Sync, 0, len(rec.Syncs))}
-	for i := range rec.Syncs {
+	rep := &Report{}
+	for s, err := range syncs {
+		if err != nil {
+			return nil, err
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		s := &rec.Syncs[i]
-		if keys.Len() > 0 && !keys.Has(s.Key) {
+		if only.Len() > 0 && !only.Has(s.Key) {
 			continue
 		}
 		if s.Term != term {
@@ -106,10 +122,10 @@ func Run(ctx context.Context, rec *recording.Recording, opts Options) (*Report, 
 				held[s.Key] = s.History.Core()
 			}
 		}
-		src := NewSource(s, held[s.Key], rec.Header.MetricsSource)
+		src := NewSource(s, held[s.Key], h.MetricsSource)
 		ev, err := evaluation.Evaluate(ctx, src, s.HPA.Namespace, s.HPA.Name, evaluation.Options{Now: s.Now, Config: cfg, Overlaps: src})
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: replaying the sync of %s: %w", rec.Name, s.Line, s.Key, err)
+			return nil, fmt.Errorf("%s:%d: replaying the sync of %s: %w", name, s.Line, s.Key, err)
 		}
 		// The scale write's result is the recorded one when the rerun writes as run did;
 		// a rescale run did not make is taken as written.
@@ -127,43 +143,55 @@ func Run(ctx context.Context, rec *recording.Recording, opts Options) (*Report, 
 		if statusErr != nil {
 			out.Err = replicas.StatusWriteFailed(s.HPA.Name, statusErr)
 		}
-		rep.Syncs = append(rep.Syncs, Sync{Index: i, Line: s.Line, Key: s.Key, Now: s.Now, Recorded: s.Result, Replayed: replayed.Result,
-			Input: ev.Input, Decision: ev.Decision, Outcome: out, DryRunReason: s.DryRunReason})
+		rep.Syncs++
+		keys.Insert(s.Key)
 		diffs, err := diff(s, &replayed)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: comparing the sync of %s: %w", rec.Name, s.Line, s.Key, err)
+			return nil, fmt.Errorf("%s:%d: comparing the sync of %s: %w", name, s.Line, s.Key, err)
 		}
 		for _, d := range diffs {
-			d.Index, d.Line, d.Key = i, s.Line, s.Key
-			rep.Divergences = append(rep.Divergences, d)
+			rep.Differing++
+			if len(rep.Divergences) < MaxDivergences {
+				d.Index, d.Line, d.Key = s.Index, s.Line, s.Key
+				rep.Divergences = append(rep.Divergences, d)
+			}
+		}
+		if opts.Each != nil {
+			if err := opts.Each(Sync{Index: s.Index, Line: s.Line, Key: s.Key, Now: s.Now, Recorded: s.Result, Replayed: replayed.Result,
+				Input: ev.Input, Decision: ev.Decision, Outcome: out, DryRunReason: s.DryRunReason}); err != nil {
+				return nil, err
+			}
 		}
 	}
+	rep.Keys = sets.List(keys)
 	return rep, nil
 }
 
-// diff compares two sync entries as written to the file, field by field.
+// diff compares two sync entries as written to the file, field by field. Entries that
+// write out the same bytes are equal; only others are walked, as they are rare and the walk
+// costs most of a replay.
 func diff(recorded, replayed *recording.Sync) ([]Divergence, error) {
-	a, err := generic(recorded)
+	ra, err := json.Marshal(recorded)
 	if err != nil {
 		return nil, err
 	}
-	b, err := generic(replayed)
+	rb, err := json.Marshal(replayed)
 	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(ra, rb) {
+		return nil, nil
+	}
+	var a, b any
+	if err := json.Unmarshal(ra, &a); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(rb, &b); err != nil {
 		return nil, err
 	}
 	var out []Divergence
 	walk("", a, b, &out)
 	return out, nil
-}
-
-func generic(v any) (any, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var g any
-	err = json.Unmarshal(data, &g)
-	return g, err
 }
 
 // maxValue bounds a value quoted in a divergence.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -200,31 +201,41 @@ func TestReplayingARecordedRunReproducesEveryDecisionExactly(t *testing.T) {
 			if len(rec.Syncs) != len(loads) {
 				t.Fatalf("recorded %d syncs, want %d", len(rec.Syncs), len(loads))
 			}
-			rep, err := Run(t.Context(), rec, Options{})
+			rep, syncs, err := replay(t.Context(), rec)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, d := range rep.Divergences {
 				t.Errorf("%s", d)
 			}
-			if len(rep.Syncs) != len(rec.Syncs) {
-				t.Errorf("replayed %d syncs of %d", len(rep.Syncs), len(rec.Syncs))
+			if rep.Syncs != len(rec.Syncs) || len(syncs) != len(rec.Syncs) || !slices.Equal(rep.Keys, []string{"shop/web"}) {
+				t.Errorf("replayed %d syncs of %v, %d given to Each, of %d", rep.Syncs, rep.Keys, len(syncs), len(rec.Syncs))
 			}
 			var desired []int32
-			for _, s := range rep.Syncs {
+			for _, s := range syncs {
 				desired = append(desired, s.Replayed.DesiredReplicas)
 			}
 			t.Logf("desired replicas per sync: %v", desired)
-			if dry == controller.DryRunNone && !sawRescales(rep) {
+			if dry == controller.DryRunNone && !sawRescales(syncs) {
 				t.Errorf("the scenario never rescaled both ways: %v", desired)
 			}
 		})
 	}
 }
 
-func sawRescales(rep *Report) (both bool) {
+// replay reruns rec whole, keeping every replayed sync.
+func replay(ctx context.Context, rec *recording.Recording) (*Report, []Sync, error) {
+	var syncs []Sync
+	rep, err := Run(ctx, rec.Name, rec.Header, rec.All(), Options{Each: func(s Sync) error {
+		syncs = append(syncs, s)
+		return nil
+	}})
+	return rep, syncs, err
+}
+
+func sawRescales(syncs []Sync) (both bool) {
 	var up, down bool
-	for _, s := range rep.Syncs {
+	for _, s := range syncs {
 		if s.Replayed.Rescale {
 			up = up || s.Replayed.DesiredReplicas > s.Replayed.CurrentReplicas
 			down = down || s.Replayed.DesiredReplicas < s.Replayed.CurrentReplicas
@@ -240,7 +251,7 @@ func TestADifferentDecisionIsReportedBySyncFieldAndBothValues(t *testing.T) {
 	rec.Syncs[last].Result.DesiredReplicas++
 	// And as if it had held another history at the second.
 	rec.Syncs[1].History.Recommendations[0].Replicas = 9
-	rep, err := Run(t.Context(), rec, Options{})
+	rep, _, err := replay(t.Context(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +291,7 @@ func TestANewTermStartsEveryHistoryAfresh(t *testing.T) {
 				rec.Terms = append(rec.Terms, recording.Term{Term: 2, Start: rec.Syncs[2].Now})
 				rec.Syncs[2].Term = 2
 			}
-			rep, err := Run(t.Context(), rec, Options{})
+			rep, _, err := replay(t.Context(), rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -304,7 +315,7 @@ func TestANewTermStartsEveryHistoryAfresh(t *testing.T) {
 func TestARecordedStatusWriteFailureIsTheReplayedSyncsError(t *testing.T) {
 	rec := recordRun(t, controller.DryRunNone, loads[:3])
 	rec.Syncs[1].StatusWriteError = &recording.Error{Message: "dial tcp 127.0.0.1:6443: connect: connection refused"}
-	rep, err := Run(t.Context(), rec, Options{})
+	rep, syncs, err := replay(t.Context(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,12 +323,63 @@ func TestARecordedStatusWriteFailureIsTheReplayedSyncsError(t *testing.T) {
 		t.Errorf("%s", d)
 	}
 	const want = "failed to update status for web: dial tcp 127.0.0.1:6443: connect: connection refused"
-	if got := rep.Syncs[1].Outcome.Err; got == nil || got.Error() != want {
+	if got := syncs[1].Outcome.Err; got == nil || got.Error() != want {
 		t.Errorf("replayed sync's error %v, want %q", got, want)
 	}
 	for _, i := range []int{0, 2} {
-		if got := rep.Syncs[i].Outcome.Err; got != nil {
+		if got := syncs[i].Outcome.Err; got != nil {
 			t.Errorf("sync %d: error %v, want none (its status write succeeded)", i, got)
 		}
+	}
+}
+
+// TestARerunHandsOutEachSyncBeforeReadingTheNext: a replay holds one sync at a time, so a
+// recording of any length replays in the memory of one sync.
+func TestARerunHandsOutEachSyncBeforeReadingTheNext(t *testing.T) {
+	rec := recordRun(t, controller.DryRunNone, loads[:5])
+	read := 0
+	syncs := func(yield func(*recording.Sync, error) bool) {
+		for i := range rec.Syncs {
+			read++
+			if !yield(&rec.Syncs[i], nil) {
+				return
+			}
+		}
+	}
+	handed := 0
+	rep, err := Run(t.Context(), rec.Name, rec.Header, syncs, Options{Each: func(s Sync) error {
+		if read != s.Index+1 {
+			t.Errorf("sync %d handed out after %d syncs were read", s.Index, read)
+		}
+		handed++
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if handed != len(rec.Syncs) || rep.Syncs != len(rec.Syncs) || !rep.Equal() {
+		t.Errorf("%d syncs handed out, %d replayed, equal %v; want %d, %d, true", handed, rep.Syncs, rep.Equal(), len(rec.Syncs), len(rec.Syncs))
+	}
+}
+
+func TestAnErrorOfEachOrOfTheFileEndsTheRerun(t *testing.T) {
+	rec := recordRun(t, controller.DryRunNone, loads[:3])
+	full := errors.New("no space left on device")
+	calls := 0
+	_, err := Run(t.Context(), rec.Name, rec.Header, rec.All(), Options{Each: func(Sync) error {
+		calls++
+		return full
+	}})
+	if !errors.Is(err, full) || calls != 1 {
+		t.Errorf("Each failing: %v after %d calls, want %v after 1", err, calls, full)
+	}
+	bad := errors.New("line 5: not valid JSON")
+	syncs := func(yield func(*recording.Sync, error) bool) {
+		if yield(&rec.Syncs[0], nil) {
+			yield(nil, bad)
+		}
+	}
+	if _, err := Run(t.Context(), rec.Name, rec.Header, syncs, Options{}); !errors.Is(err, bad) {
+		t.Errorf("a file failing: %v, want %v", err, bad)
 	}
 }

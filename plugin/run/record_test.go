@@ -53,7 +53,7 @@ func TestRecordingHoldsEverySyncReportedBeforeItCloses(t *testing.T) {
 			if err := rec.close(); err != nil {
 				t.Fatal(err)
 			}
-			got, err := recording.Open(path)
+			got, err := recording.Load(path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +158,7 @@ func TestAStopClosesTheRecordingBeforeTheLeaseIsReleased(t *testing.T) {
 	if err := l.runTerm(stopped, &rest.Config{Host: api.URL}, "ops-1_abc", lease.Term{Leading: context.Background()}); err != nil {
 		t.Fatalf("runTerm: %v", err)
 	}
-	got, err := recording.Open(path)
+	got, err := recording.Load(path, nil)
 	if err != nil {
 		t.Fatalf("the recording once the stopped term's controller returned: %v", err)
 	}

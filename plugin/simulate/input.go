@@ -2,15 +2,11 @@ package simulate
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/sim"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
@@ -40,18 +36,11 @@ type Input struct {
 // or a recording, as simulate does for its variants.
 func (o *Options) ReadInput(ctx context.Context) (*Input, error) {
 	if o.Recording != "" {
-		rec, err := o.openRecording()
+		rec, key, err := o.loadRecorded()
 		if err != nil {
 			return nil, err
 		}
-		keys, err := o.recordedKeys(rec)
-		if err != nil {
-			return nil, err
-		}
-		if len(keys) != 1 {
-			return nil, cmdutil.UsageErrorf("%s holds %d HPAs (%s): name the one to %s", o.Recording, len(keys), strings.Join(keys, ", "), o.Command)
-		}
-		return o.recordingInput(rec, keys[0])
+		return o.recordingInput(rec, key)
 	}
 	curve, err := o.readLoad()
 	if err != nil {
@@ -69,21 +58,6 @@ func (o *Options) ReadInput(ctx context.Context) (*Input, error) {
 		in.FromPrometheus, in.PromStep = true, promStep(o.Since)
 	}
 	return in, nil
-}
-
-// openRecording opens --from-recording; a file that does not decode is bad input.
-func (o *Options) openRecording() (*recording.Recording, error) {
-	rec, err := recording.Open(o.Recording)
-	if err != nil {
-		if _, ok := errors.AsType[*recording.ParseError](err); ok {
-			return nil, cmdutil.UsageErrorf("%v", err)
-		}
-		return nil, cmdutil.UsageErrorf("--from-recording: %v", err)
-	}
-	if rec.CutLine > 0 {
-		fmt.Fprintf(o.ErrOut, "warning: %s:%d: the last line was cut short (run was stopped while writing it), so it is left out\n", rec.Name, rec.CutLine)
-	}
-	return rec, nil
 }
 
 // Named is one spec to compare: its name, what it changes (as --variant gives them) and the HPA.

@@ -1,9 +1,12 @@
 package simulate
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -43,84 +46,140 @@ func (o *Options) simulatesVariants() bool {
 	return len(o.Variants) > 0 || len(o.VariantFiles) > 0
 }
 
-// runFromRecording replays a recording exactly, or plays its demand for variants.
+// runFromRecording replays a recording exactly, or plays its demand for variants. A replay of
+// every HPA reads the file as it replays it; one HPA's syncs, which a NAME or the variants
+// need, are read first.
 func (o *Options) runFromRecording(ctx context.Context) error {
-	rec, err := o.openRecording()
-	if err != nil {
-		return err
+	if o.Name == "" && !o.simulatesVariants() {
+		r, err := o.openRecording()
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		if err := o.replay(ctx, r.Name, r.Header, r.All(), nil); err != nil {
+			return err
+		}
+		o.warnCut(r.Name, r.CutLine)
+		return nil
 	}
-	keys, err := o.recordedKeys(rec)
+	rec, key, err := o.loadRecorded()
 	if err != nil {
 		return err
 	}
 	if o.simulatesVariants() {
-		if len(keys) != 1 {
-			return cmdutil.UsageErrorf("%s holds %d HPAs (%s): name the one to simulate", o.Recording, len(keys), strings.Join(keys, ", "))
-		}
-		return o.simulateRecording(ctx, rec, keys[0])
+		return o.simulateRecording(ctx, rec, key)
 	}
-	rep, err := rerun.Run(ctx, rec, rerun.Options{Keys: keys})
-	if err != nil {
-		return err
-	}
-	return o.printReplay(rec, keys, rep)
+	return o.replay(ctx, rec.Name, rec.Header, rec.All(), []string{key})
 }
 
-// recordedKeys are the HPAs of the recording the NAME argument (and -n) choose: every one
-// without a NAME.
-func (o *Options) recordedKeys(rec *recording.Recording) ([]string, error) {
-	var all []string
-	for _, s := range rec.Syncs {
-		if !slices.Contains(all, s.Key) {
-			all = append(all, s.Key)
-		}
+// openRecording opens --from-recording; a file that does not decode is bad input.
+func (o *Options) openRecording() (*recording.Reader, error) {
+	r, err := recording.Open(o.Recording)
+	if err != nil {
+		return nil, recordingError(err)
 	}
-	slices.Sort(all)
+	return r, nil
+}
+
+// recordingError is a recording that cannot be read, as bad input.
+func recordingError(err error) error {
+	if _, ok := errors.AsType[*recording.ParseError](err); ok {
+		return cmdutil.UsageErrorf("%v", err)
+	}
+	return cmdutil.UsageErrorf("--from-recording: %v", err)
+}
+
+func (o *Options) warnCut(name string, line int) {
+	if line > 0 {
+		fmt.Fprintf(o.ErrOut, "warning: %s:%d: the last line was cut short (run was stopped while writing it), so it is left out\n", name, line)
+	}
+}
+
+// loadRecorded reads the syncs of the one HPA of the recording the NAME argument (and -n)
+// choose, or of its only HPA without a NAME.
+func (o *Options) loadRecorded() (*recording.Recording, string, error) {
+	first := ""
+	rec, err := recording.Load(o.Recording, func(key string) bool {
+		if o.Name == "" {
+			if first == "" {
+				first = key
+			}
+			return key == first
+		}
+		return o.names(key)
+	})
+	if err != nil {
+		return nil, "", recordingError(err)
+	}
+	o.warnCut(rec.Name, rec.CutLine)
+	all := slices.Sorted(slices.Values(rec.Keys))
 	if len(all) == 0 {
-		return nil, cmdutil.UsageErrorf("%s holds no sync: run recorded no decision", o.Recording)
+		return nil, "", cmdutil.UsageErrorf("%s holds no sync: run recorded no decision", o.Recording)
 	}
 	if o.Name == "" {
-		return all, nil
+		if len(all) > 1 {
+			return nil, "", cmdutil.UsageErrorf("%s holds %d HPAs (%s): name the one to %s", o.Recording, len(all), strings.Join(all, ", "), o.Command)
+		}
+		return rec, all[0], nil
 	}
 	var keys []string
 	for _, k := range all {
-		ns, name, _ := strings.Cut(k, "/")
-		if name == o.Name && (!o.ExplicitNamespace || ns == o.Namespace) {
+		if o.names(k) {
 			keys = append(keys, k)
 		}
 	}
 	switch len(keys) {
 	case 0:
-		return nil, cmdutil.UsageErrorf("%s holds no sync of HPA %s (it holds %s)", o.Recording, o.Name, strings.Join(all, ", "))
+		return nil, "", cmdutil.UsageErrorf("%s holds no sync of HPA %s (it holds %s)", o.Recording, o.Name, strings.Join(all, ", "))
 	case 1:
-		return keys, nil
+		return rec, keys[0], nil
 	}
-	return nil, cmdutil.UsageErrorf("%s holds HPAs named %s in %d namespaces (%s): give -n NAMESPACE", o.Recording, o.Name, len(keys), strings.Join(keys, ", "))
+	return nil, "", cmdutil.UsageErrorf("%s holds HPAs named %s in %d namespaces (%s): give -n NAMESPACE", o.Recording, o.Name, len(keys), strings.Join(keys, ", "))
 }
 
-// printReplay prints every replayed decision as run printed it (its line, or with -o json its
-// Explanation), then whether every one is run's; a replay that differs exits 1 after listing
-// each difference.
-func (o *Options) printReplay(rec *recording.Recording, keys []string, rep *rerun.Report) error {
+// names reports whether the NAME argument (and -n) name the HPA key.
+func (o *Options) names(key string) bool {
+	ns, name, _ := strings.Cut(key, "/")
+	return name == o.Name && (!o.ExplicitNamespace || ns == o.Namespace)
+}
+
+// replay replays syncs (of the HPAs keys, every one when empty), printing each decision as
+// run printed it (its line, or with -o json its Explanation) as it is replayed, then whether
+// every one is run's; a replay that differs exits 1 after listing each difference.
+func (o *Options) replay(ctx context.Context, name string, h recording.Header, syncs iter.Seq2[*recording.Sync, error], keys []string) error {
 	asJSON := o.PrintFlags.OutputFormat != nil && *o.PrintFlags.OutputFormat == "json"
-	for _, s := range rep.Syncs {
+	out := bufio.NewWriter(o.Out)
+	rep, err := rerun.Run(ctx, name, h, syncs, rerun.Options{Keys: keys, Each: func(s rerun.Sync) error {
 		r := output.Sync{Key: s.Key, Input: s.Input, Decision: s.Decision, DryRunReason: s.DryRunReason, Err: s.Outcome.Err}
 		if !asJSON {
-			fmt.Fprintln(o.Out, r.Line())
-			continue
+			_, err := fmt.Fprintln(out, r.Line())
+			return err
 		}
-		data, err := json.Marshal(r.Explanation(rec.Header.MetricsSource))
+		data, err := json.Marshal(r.Explanation(h.MetricsSource))
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(o.Out, string(data))
+		_, err = fmt.Fprintln(out, string(data))
+		return err
+	}})
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	if _, ok := errors.AsType[*recording.ParseError](err); ok {
+		return recordingError(err)
+	}
+	if err != nil {
+		return err
+	}
+	if rep.Syncs == 0 {
+		return cmdutil.UsageErrorf("%s holds no sync: run recorded no decision", o.Recording)
 	}
 	// With -o json, stdout stays one Explanation per line: the verdict goes to stderr.
 	verdict := o.Out
 	if asJSON {
 		verdict = o.ErrOut
 	}
-	what := fmt.Sprintf("%d syncs of %s from %s", len(rep.Syncs), strings.Join(keys, ", "), o.Recording)
+	what := fmt.Sprintf("%d syncs of %s from %s", rep.Syncs, hpas(rep.Keys), o.Recording)
 	if rep.Equal() {
 		fmt.Fprintf(verdict, "replayed %s: every decision, outcome and history kept is run's\n", what)
 		return nil
@@ -128,7 +187,19 @@ func (o *Options) printReplay(rec *recording.Recording, keys []string, rep *reru
 	for _, d := range rep.Divergences {
 		fmt.Fprintln(o.ErrOut, d)
 	}
-	return &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("replayed %s: %d fields differ from what run recorded (listed above)", what, len(rep.Divergences))}
+	listed := "listed above"
+	if len(rep.Divergences) < rep.Differing {
+		listed = fmt.Sprintf("the first %d listed above", len(rep.Divergences))
+	}
+	return &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("replayed %s: %d fields differ from what run recorded (%s)", what, rep.Differing, listed)}
+}
+
+// hpas names a few HPAs, and counts more.
+func hpas(keys []string) string {
+	if len(keys) > 3 {
+		return fmt.Sprintf("%d HPAs", len(keys))
+	}
+	return strings.Join(keys, ", ")
 }
 
 // simulateRecording plays the recording's demand for one HPA through the model, for the HPA

@@ -132,3 +132,26 @@ func TestSimulateFromARecordingRefusesWhatTheRecordingGives(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulateFromARecordingWithABadLineSaysWhere: a replay of every HPA reads the file as it
+// replays it, so the syncs before a line that does not decode are printed, then the line is
+// named as bad input.
+func TestSimulateFromARecordingWithABadLineSaysWhere(t *testing.T) {
+	data, err := os.ReadFile(recordedRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	lines[5] = "{\"kind\":\"Sync\",\"term\":1,\n"
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	if err := os.WriteFile(bad, []byte(strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runSimulate(t, nil, "--from-recording", bad)
+	if want := "error: " + bad + ":6: not valid JSON at byte 24: unexpected end of JSON input\n"; r.code != cmdutil.ExitUsage || r.stderr != want {
+		t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, cmdutil.ExitUsage, want)
+	}
+	if got := strings.Count(r.stdout, "\n"); got != 3 {
+		t.Errorf("printed %d decisions before the bad line, want the 3 before it:\n%s", got, r.stdout)
+	}
+}

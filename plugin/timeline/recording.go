@@ -18,7 +18,8 @@ import (
 // the core (controller/rerun) for the constraint that held it, which the file does not keep.
 // The period is the last since of the recording, ending at its last sync of the HPA.
 func fromRecording(ctx context.Context, path, namespace string, explicitNS bool, name string, since time.Duration) (*output.Timeline, error) {
-	rec, err := recording.Open(path)
+	// The syncs of the HPAs of that name only: a recording of a fleet is gigabytes.
+	rec, err := recording.Load(path, func(key string) bool { return strings.HasSuffix(key, "/"+name) })
 	if err != nil {
 		return nil, cmdutil.UsageErrorf("--record: %v", err)
 	}
@@ -26,30 +27,34 @@ func fromRecording(ctx context.Context, path, namespace string, explicitNS bool,
 	if err != nil {
 		return nil, err
 	}
-	rep, err := rerun.Run(ctx, rec, rerun.Options{Keys: []string{key}})
+	var syncs []rerun.Sync
+	rep, err := rerun.Run(ctx, rec.Name, rec.Header, rec.All(), rerun.Options{Keys: []string{key}, Each: func(s rerun.Sync) error {
+		syncs = append(syncs, s)
+		return nil
+	}})
 	if err != nil {
 		return nil, &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("--record: %w", err)}
 	}
-	last := rep.Syncs[len(rep.Syncs)-1]
+	last := syncs[len(syncs)-1]
 	to := last.Now
 	from := to.Add(-since)
-	if first := rep.Syncs[0].Now; first.After(from) {
+	if first := syncs[0].Now; first.After(from) {
 		from = first
 	}
 	src := output.TimelineSource{Kind: output.TimelineRecording, Name: path, Exact: rep.Equal()}
 	if rec.CutLine > 0 {
 		src.Notes = append(src.Notes, fmt.Sprintf("line %d, the last, was cut short (run was stopped while writing it) and is left out", rec.CutLine))
 	}
-	if covered := to.Sub(rep.Syncs[0].Now); covered < since {
+	if covered := to.Sub(syncs[0].Now); covered < since {
 		src.Notes = append(src.Notes, fmt.Sprintf("the recording covers %s of the %s asked (--since)", covered.Round(time.Second), since))
 	}
 	if !rep.Equal() {
 		d := rep.Divergences[0]
-		src.Notes = append(src.Notes, fmt.Sprintf("re-deciding the recording differs from it at %d field(s), first %s: the replicas and rescales are run's, the constraints the re-decision's", len(rep.Divergences), d))
+		src.Notes = append(src.Notes, fmt.Sprintf("re-deciding the recording differs from it at %d field(s), first %s: the replicas and rescales are run's, the constraints the re-decision's", rep.Differing, d))
 	}
 	t := newTimeline(last.Input.HPA, from, to, src)
 	t.SyncPeriodSeconds = rec.Header.Controller.SyncPeriod.Std().Seconds()
-	for _, s := range rep.Syncs {
+	for _, s := range syncs {
 		if s.Now.Before(from) {
 			continue
 		}
@@ -68,12 +73,7 @@ func fromRecording(ctx context.Context, path, namespace string, explicitNS bool,
 // recordedKey is the "namespace/name" of the HPA in rec: name in namespace, or, when -n was
 // not given, the only HPA of that name the recording holds.
 func recordedKey(rec *recording.Recording, namespace string, explicitNS bool, name string) (string, error) {
-	var keys []string
-	for _, s := range rec.Syncs {
-		if !slices.Contains(keys, s.Key) {
-			keys = append(keys, s.Key)
-		}
-	}
+	keys := rec.Keys
 	want := namespace + "/" + name
 	if slices.Contains(keys, want) {
 		return want, nil
@@ -92,6 +92,5 @@ func recordedKey(rec *recording.Recording, namespace string, explicitNS bool, na
 	if len(keys) == 0 {
 		return "", cmdutil.UsageErrorf("--record: %s holds no sync", rec.Name)
 	}
-	slices.Sort(keys)
-	return "", cmdutil.UsageErrorf("--record: %s holds no sync of %s: it holds %s", rec.Name, want, strings.Join(keys, ", "))
+	return "", cmdutil.UsageErrorf("--record: %s holds no sync of %s: it holds %s", rec.Name, want, strings.Join(slices.Sorted(slices.Values(keys)), ", "))
 }

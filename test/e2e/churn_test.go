@@ -503,17 +503,13 @@ func churnRun(t *testing.T, cfg churnConfig) {
 	stopChurn()
 	<-churned
 	stopAt := time.Now()
-	out, errOut := stopRun()
+	runOut, errOut := stopRun()
 	stopFollowing()
 	<-followed
 	phase("churn stopped, run stopped")
 
 	if want := "lost Lease " + leaseNS + "/kubectl-hpa: "; !strings.Contains(errOut, want) {
 		t.Errorf("run's stderr lacks %q: the Lease fault did not take the Lease from it", want)
-	}
-	rec, err := recording.Open(recorded)
-	if err != nil {
-		t.Fatal(err)
 	}
 	reqs, err := shared.AuditSince(mark, cluster.AuditFilter{})
 	if err != nil {
@@ -524,23 +520,24 @@ func churnRun(t *testing.T, cfg churnConfig) {
 	f.applied, f.failed, f.lastErr, f.appliedAt, f.skipped = s.applied, s.failed, s.lastErr, s.appliedAt, s.skipped
 	hpas := s.hpas
 	s.mu.Unlock()
-	f.decidedEachPeriod(t, rec, hpas, steadyStart, stopAt, reqs, user, errOut)
 	served.mu.Lock()
 	f.polls = served.polls
 	served.mu.Unlock()
-	f.fresh(t, rec, served)
-	f.writes(t, reqs, user, leaseNS, nss, hpas, rec)
+	syncs := f.read(t, recorded, served)
+	f.decidedEachPeriod(t, syncs, hpas, steadyStart, stopAt, reqs, user, errOut)
+	f.writes(t, reqs, user, leaseNS, nss, hpas, syncs)
 	// The replay: simulate --from-recording, not rerun.Run in this process, whose race
 	// detector made replaying 2,866 syncs take over 10 minutes.
 	t.Log(f.String())
-	_, _, simTook := checkSimulateReplays(t, k, recorded, out)
+	_, simTook := checkSimulateReplays(t, k, recorded, runOut)
 	t.Logf("kubectl hpa simulate --from-recording replayed the %d syncs in %s, each printed as run printed it, every decision, outcome and history kept run's",
 		f.syncs, simTook.Round(time.Millisecond))
 }
 
 // churnStartRun starts `kubectl hpa run` with its output in files: thousands of decisions
 // are too many for the test log, which gets only the end of its stderr (its notes, with -o
-// json) if the test fails. stop interrupts it (Ctrl-C) and returns its stdout and stderr.
+// json) if the test fails. stop interrupts it (Ctrl-C) and returns the file of its stdout
+// (a decision a line, gigabytes at 5,000 HPAs) and its stderr.
 func churnStartRun(t *testing.T, k cluster.Kubectl, args ...string) (stop func() (string, string)) {
 	t.Helper()
 	dir := t.TempDir()
@@ -562,8 +559,8 @@ func churnStartRun(t *testing.T, k cluster.Kubectl, args ...string) (stop func()
 		t.Fatal(err)
 	}
 	var (
-		once        sync.Once
-		out, errOut []byte
+		once   sync.Once
+		errOut []byte
 	)
 	stop = func() (string, string) {
 		once.Do(func() {
@@ -573,10 +570,9 @@ func churnStartRun(t *testing.T, k cluster.Kubectl, args ...string) (stop func()
 			}
 			stdout.Close()
 			stderr.Close()
-			out, _ = os.ReadFile(stdout.Name())
 			errOut, _ = os.ReadFile(stderr.Name())
 		})
-		return string(out), string(errOut)
+		return stdout.Name(), string(errOut)
 	}
 	t.Cleanup(func() {
 		_, errOut := stop()
@@ -734,11 +730,11 @@ type churnFigures struct {
 // life in the steady state (from its creation or the steady state's start to its deletion or
 // the stop), except across a fault window, after whose end it must be decided within 1.5
 // periods.
-func (f *churnFigures) decidedEachPeriod(t *testing.T, rec *recording.Recording, hpas map[string]*churnHPA, from, to time.Time, reqs []cluster.AuditRequest, user, runErr string) {
+func (f *churnFigures) decidedEachPeriod(t *testing.T, syncs []churnSync, hpas map[string]*churnHPA, from, to time.Time, reqs []cluster.AuditRequest, user, runErr string) {
 	bound := f.cfg.sync * 3 / 2
 	times := map[string][]time.Time{}
-	for _, s := range rec.Syncs {
-		times[s.Key] = append(times[s.Key], s.Now)
+	for _, s := range syncs {
+		times[s.key] = append(times[s.key], s.now)
 		f.syncs++
 	}
 	for _, ts := range times {
@@ -786,7 +782,7 @@ func (f *churnFigures) decidedEachPeriod(t *testing.T, rec *recording.Recording,
 			}
 			f.gaps = append(f.gaps, gap)
 			late = append(late, fmt.Sprintf("%s: no decision for %s, from %s to %s (%s; %s)", key, gap.Round(time.Millisecond), a.Format(time.StampMilli), b.Format(time.StampMilli),
-				churnMeanwhile(rec, reqs, user, h.ns, a, b), churnFailedSyncs(runErr, key, a, b)))
+				churnMeanwhile(syncs, reqs, user, h.ns, a, b), churnFailedSyncs(runErr, key, a, b)))
 		}
 	}
 	slices.Sort(late)
@@ -809,15 +805,15 @@ func (f *churnFigures) nearFault(a, b time.Time, bound time.Duration) bool {
 
 // churnMeanwhile says what run did between a and b: its syncs of every HPA, and its metrics
 // reads of namespace ns with the slowest one's latency (the audit log's).
-func churnMeanwhile(rec *recording.Recording, reqs []cluster.AuditRequest, user, ns string, a, b time.Time) string {
+func churnMeanwhile(all []churnSync, reqs []cluster.AuditRequest, user, ns string, a, b time.Time) string {
 	syncs := 0
 	// The longest stretch with no sync of any HPA tells a stalled process (or starved workers)
 	// from an HPA left out of the queue.
 	var times []time.Time
-	for _, s := range rec.Syncs {
-		if s.Now.After(a) && s.Now.Before(b) {
+	for _, s := range all {
+		if s.now.After(a) && s.now.Before(b) {
 			syncs++
-			times = append(times, s.Now)
+			times = append(times, s.now)
 		}
 	}
 	slices.SortFunc(times, time.Time.Compare)
@@ -869,26 +865,40 @@ func churnFailedSyncs(runErr, key string, a, b time.Time) string {
 	return fmt.Sprintf("run logged %d failed syncs of it meanwhile: %s", len(failed), strings.Join(failed, "; "))
 }
 
-// fresh checks that no decision used a sample of a pod older than one metrics.k8s.io had
-// served the test before that decision's shared read could have been sent (the decision's
-// time less the read's validity).
-func (f *churnFigures) fresh(t *testing.T, rec *recording.Recording, served *churnServed) {
-	var stale []string
-	for _, s := range rec.Syncs {
-		ns, _, _ := strings.Cut(s.Key, "/")
-		for _, m := range s.Metrics {
-			for pod, smp := range m.PodSamples {
-				newest, ok := served.newestBy(ns+"/"+pod, s.Now.Add(-churnReadValidity))
-				if !ok {
-					continue
-				}
-				f.samplesChecked++
-				if smp.Timestamp.Before(newest) {
-					stale = append(stale, fmt.Sprintf("%s at %s: pod %s's sample of %s, but metrics.k8s.io had served the one of %s by %s",
-						s.Key, s.Now.Format(time.StampMilli), pod, smp.Timestamp.Format(time.StampMilli), newest.Format(time.StampMilli), s.Now.Add(-churnReadValidity).Format(time.StampMilli)))
-				}
-			}
+// churnSync is what the checks read of a recorded sync; target is the HPA's
+// "ns/Deployment", empty when the HPA could not be read.
+type churnSync struct {
+	key, target      string
+	now              time.Time
+	current, desired int32
+	// write says the sync rescaled and its scale write succeeded.
+	write bool
+}
+
+// read reads the recording once, as a stream (a 5,000-HPA soak records a gigabyte): what the
+// checks read of each sync, and each sync's samples checked fresh.
+func (f *churnFigures) read(t *testing.T, path string, served *churnServed) []churnSync {
+	r, err := recording.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var (
+		syncs []churnSync
+		stale []string
+	)
+	for s, err := range r.All() {
+		if err != nil {
+			t.Fatal(err)
 		}
+		c := churnSync{key: s.Key, now: s.Now, current: s.Result.CurrentReplicas, desired: s.Result.DesiredReplicas,
+			write: s.Result.Rescale && s.ScaleWriteError == nil && s.DryRunReason == ""}
+		if s.HPA != nil {
+			ns, _, _ := strings.Cut(s.Key, "/")
+			c.target = ns + "/" + s.HPA.Spec.ScaleTargetRef.Name
+		}
+		syncs = append(syncs, c)
+		stale = f.fresh(s, served, stale)
 	}
 	if len(stale) > 0 {
 		t.Errorf("%d decisions on samples older than the metrics API served before their read; the first 20:\n%s", len(stale), strings.Join(stale[:min(20, len(stale))], "\n"))
@@ -896,6 +906,28 @@ func (f *churnFigures) fresh(t *testing.T, rec *recording.Recording, served *chu
 	if f.samplesChecked == 0 {
 		t.Error("no decision's sample could be checked against what the metrics API served")
 	}
+	return syncs
+}
+
+// fresh checks that the decision of s used no sample of a pod older than one metrics.k8s.io
+// had served the test before its shared read could have been sent (the decision's time less
+// the read's validity), adding what it finds to stale.
+func (f *churnFigures) fresh(s *recording.Sync, served *churnServed, stale []string) []string {
+	ns, _, _ := strings.Cut(s.Key, "/")
+	for _, m := range s.Metrics {
+		for pod, smp := range m.PodSamples {
+			newest, ok := served.newestBy(ns+"/"+pod, s.Now.Add(-churnReadValidity))
+			if !ok {
+				continue
+			}
+			f.samplesChecked++
+			if smp.Timestamp.Before(newest) {
+				stale = append(stale, fmt.Sprintf("%s at %s: pod %s's sample of %s, but metrics.k8s.io had served the one of %s by %s",
+					s.Key, s.Now.Format(time.StampMilli), pod, smp.Timestamp.Format(time.StampMilli), newest.Format(time.StampMilli), s.Now.Add(-churnReadValidity).Format(time.StampMilli)))
+			}
+		}
+	}
+	return stale
 }
 
 // churnExpected is a recorded sync of an HPA on target; write says it rescaled and its scale
@@ -911,7 +943,7 @@ type churnExpected struct {
 // reconcile in flight), each while run's Lease was fresh, no HPA status written by anyone
 // else, and the scale writes one for one the recorded decisions to rescale whose write
 // succeeded.
-func (f *churnFigures) writes(t *testing.T, reqs []cluster.AuditRequest, user, leaseNS string, nss []string, hpas map[string]*churnHPA, rec *recording.Recording) {
+func (f *churnFigures) writes(t *testing.T, reqs []cluster.AuditRequest, user, leaseNS string, nss []string, hpas map[string]*churnHPA, syncs []churnSync) {
 	ours := map[string]bool{}
 	for _, ns := range nss {
 		ours[ns] = true
@@ -929,17 +961,15 @@ func (f *churnFigures) writes(t *testing.T, reqs []cluster.AuditRequest, user, l
 	// write is the last one's before it (an HPA's next sync starts once its write returned).
 	syncsOf := map[string][]*churnExpected{}
 	var expected []*churnExpected
-	for _, s := range rec.Syncs {
-		if s.HPA == nil {
+	for _, s := range syncs {
+		if s.target == "" {
 			continue
 		}
-		ns, _, _ := strings.Cut(s.Key, "/")
-		e := &churnExpected{target: ns + "/" + s.HPA.Spec.ScaleTargetRef.Name, at: s.Now, to: s.Result.DesiredReplicas,
-			write: s.Result.Rescale && s.ScaleWriteError == nil && s.DryRunReason == ""}
+		e := &churnExpected{target: s.target, at: s.now, to: s.desired, write: s.write}
 		syncsOf[e.target] = append(syncsOf[e.target], e)
 		if e.write {
 			expected = append(expected, e)
-			if s.Result.DesiredReplicas > s.Result.CurrentReplicas {
+			if s.desired > s.current {
 				f.ups++
 			} else {
 				f.downs++

@@ -3,8 +3,14 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
-	"slices"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,19 +21,15 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 
-// printedDecisions are the Explanations run -o json printed, in order, and their lines (its
-// notes and logs share the stream and are skipped).
-func printedDecisions(t *testing.T, out string) ([]output.Explanation, []string) {
+// printedDecisions are the Explanations run -o json printed, in order (its notes and logs
+// share the stream and are skipped).
+func printedDecisions(t *testing.T, out string) []output.Explanation {
 	t.Helper()
-	var (
-		got   []output.Explanation
-		lines []string
-	)
+	var got []output.Explanation
 	for line := range strings.Lines(out) {
 		if !strings.HasPrefix(line, "{") {
 			continue
 		}
-		lines = append(lines, line)
 		var e output.Explanation
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("a line of run -o json is not an Explanation: %v\n%s", err, line)
@@ -36,7 +38,7 @@ func printedDecisions(t *testing.T, out string) ([]output.Explanation, []string)
 			got = append(got, e)
 		}
 	}
-	return got, lines
+	return got
 }
 
 // checkRecordingReplays requires the recording run wrote (and closed when Ctrl-C stopped it)
@@ -47,9 +49,22 @@ func printedDecisions(t *testing.T, out string) ([]output.Explanation, []string)
 // decisions in one order and record them in the other.
 func checkRecordingReplays(t *testing.T, k cluster.Kubectl, path, out string) {
 	t.Helper()
-	rec, printed, simTook := checkSimulateReplays(t, k, path, out)
+	runOut := filepath.Join(t.TempDir(), "run.out")
+	if err := os.WriteFile(runOut, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, simTook := checkSimulateReplays(t, k, path, runOut)
+	printed := printedDecisions(t, out)
+	rec, err := recording.Load(path, nil)
+	if err != nil {
+		t.Fatalf("reading the recording: %v", err)
+	}
 	start := time.Now()
-	rep, err := rerun.Run(t.Context(), rec, rerun.Options{})
+	var syncs []rerun.Sync
+	rep, err := rerun.Run(t.Context(), rec.Name, rec.Header, rec.All(), rerun.Options{Each: func(s rerun.Sync) error {
+		syncs = append(syncs, s)
+		return nil
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +79,7 @@ func checkRecordingReplays(t *testing.T, k cluster.Kubectl, path, out string) {
 	}
 	seen := map[string]int{}
 	ups, downs := 0, 0
-	for _, s := range rep.Syncs {
+	for _, s := range syncs {
 		i := seen[s.Key]
 		seen[s.Key]++
 		if i >= len(printedBy[s.Key]) {
@@ -87,7 +102,7 @@ func checkRecordingReplays(t *testing.T, k cluster.Kubectl, path, out string) {
 		}
 	}
 	t.Logf("replayed %d syncs of %s (%d terms): kubectl hpa simulate --from-recording took %v, the replay in the test %v; %d scale-ups, %d scale-downs, %d divergences",
-		len(rep.Syncs), path, len(rec.Terms), simTook.Round(time.Millisecond), took.Round(time.Millisecond), ups, downs, len(rep.Divergences))
+		rep.Syncs, path, len(rec.Terms), simTook.Round(time.Millisecond), took.Round(time.Millisecond), ups, downs, rep.Differing)
 	if ups == 0 || downs == 0 {
 		t.Errorf("the recording holds %d scale-ups and %d scale-downs, want both", ups, downs)
 	}
@@ -96,53 +111,136 @@ func checkRecordingReplays(t *testing.T, k cluster.Kubectl, path, out string) {
 // checkSimulateReplays is the part of checkRecordingReplays kubectl hpa simulate
 // --from-recording does on its own: it replays every sync (exiting 1 on any field of a
 // decision, outcome or kept history that differs from the recording's), and prints each
-// decision as run printed it. It returns the recording, run's printed decisions and how long
-// simulate took.
-func checkSimulateReplays(t *testing.T, k cluster.Kubectl, path, out string) (*recording.Recording, []output.Explanation, time.Duration) {
+// decision as run printed it in the file runOut. It returns how many decisions run printed
+// and how long simulate took. Every file is read as a stream: a soak's are gigabytes.
+func checkSimulateReplays(t *testing.T, k cluster.Kubectl, path, runOut string) (int, time.Duration) {
 	t.Helper()
-	printed, lines := printedDecisions(t, out)
-	simStart := time.Now()
-	replayed, err := k.Run(t.Context(), "hpa", "simulate", "--from-recording", path, "-o", "json")
-	simTook := time.Since(simStart)
+	ran, decisions := printedLines(t, runOut)
+	simOut := filepath.Join(t.TempDir(), "simulate.out")
+	f, err := os.Create(simOut)
 	if err != nil {
-		t.Fatalf("kubectl hpa simulate --from-recording: %v", err)
+		t.Fatal(err)
 	}
-	again := slices.Collect(strings.Lines(replayed))
-	if len(again) != len(lines) {
-		t.Errorf("run printed %d decisions, simulate --from-recording %d", len(lines), len(again))
+	cmd := k.Command(t.Context(), "hpa", "simulate", "--from-recording", path, "-o", "json")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = f, &stderr
+	simStart := time.Now()
+	err = cmd.Run()
+	simTook := time.Since(simStart)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	ranLines, againLines := linesByHPA(t, lines), linesByHPA(t, again)
-	for key, ran := range ranLines {
-		for i := range min(len(ran), len(againLines[key])) {
-			if ran[i] != againLines[key][i] {
-				t.Errorf("decision %d of %s: run printed\n%s\nsimulate --from-recording printed\n%s", i, key, ran[i], againLines[key][i])
+	if err != nil {
+		t.Fatalf("kubectl hpa simulate --from-recording: %v\nstderr (last 8 KiB):\n%s", err, tail(stderr.String(), 8192))
+	}
+	again, _ := printedLines(t, simOut)
+	if n, m := ran.lines(), again.lines(); n != m {
+		t.Errorf("run printed %d decisions, simulate --from-recording %d", n, m)
+	}
+	shown := 0
+	for key, hashes := range ran {
+		for i := range min(len(hashes), len(again[key])) {
+			if hashes[i] != again[key][i] && shown < 5 {
+				shown++
+				t.Errorf("decision %d of %s: run printed\n%s\nsimulate --from-recording printed\n%s", i, key, lineOf(t, runOut, key, i), lineOf(t, simOut, key, i))
 			}
 		}
 	}
-	rec, err := recording.Open(path)
+	r, err := recording.Open(path)
 	if err != nil {
 		t.Fatalf("reading the recording: %v", err)
 	}
-	if len(rec.Syncs) != len(printed) {
-		t.Fatalf("run printed %d decisions and recorded %d syncs: a stop must lose none", len(printed), len(rec.Syncs))
+	defer r.Close()
+	syncs := 0
+	for _, err := range r.All() {
+		if err != nil {
+			t.Fatalf("reading the recording: %v", err)
+		}
+		syncs++
 	}
-	return rec, printed, simTook
+	if syncs != decisions {
+		t.Fatalf("run printed %d decisions and recorded %d syncs: a stop must lose none", decisions, syncs)
+	}
+	return decisions, simTook
 }
 
-// linesByHPA groups lines of run -o json (or simulate --from-recording -o json) by the HPA
-// ("namespace/name") each explains, in their order.
-func linesByHPA(t *testing.T, lines []string) map[string][]string {
-	t.Helper()
-	by := map[string][]string{}
-	for _, line := range lines {
-		var e struct {
-			Metadata output.Metadata `json:"metadata"`
-		}
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatalf("a line of -o json is not an Explanation: %v\n%s", err, line)
-		}
-		key := e.Metadata.Namespace + "/" + e.Metadata.Name
-		by[key] = append(by[key], line)
+// hashedLines are the lines of run -o json (or simulate --from-recording -o json) by the HPA
+// ("namespace/name") each explains, in their order, each as its hash.
+type hashedLines map[string][][sha256.Size]byte
+
+func (h hashedLines) lines() int {
+	n := 0
+	for _, l := range h {
+		n += len(l)
 	}
-	return by
+	return n
 }
+
+// printedLines reads the Explanations of the -o json output in file, and counts those with
+// a decision.
+func printedLines(t *testing.T, file string) (hashedLines, int) {
+	t.Helper()
+	by, decisions := hashedLines{}, 0
+	eachExplanation(t, file, func(key string, line []byte, decided bool) bool {
+		by[key] = append(by[key], sha256.Sum256(line))
+		if decided {
+			decisions++
+		}
+		return true
+	})
+	return by, decisions
+}
+
+// lineOf is the i-th line of file explaining the HPA key.
+func lineOf(t *testing.T, file, key string, i int) string {
+	t.Helper()
+	var found string
+	eachExplanation(t, file, func(k string, line []byte, _ bool) bool {
+		if k == key {
+			if i == 0 {
+				found = string(line)
+				return false
+			}
+			i--
+		}
+		return true
+	})
+	return found
+}
+
+// eachExplanation calls f with each Explanation line of the -o json output in file (notes and
+// logs share the stream and are skipped), its HPA and whether it holds a decision, until f
+// returns false.
+func eachExplanation(t *testing.T, file string, f func(key string, line []byte, decided bool) bool) {
+	t.Helper()
+	in, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	br := bufio.NewReaderSize(in, 1<<20)
+	for {
+		line, err := br.ReadBytes('\n')
+		if bytes.HasPrefix(line, []byte("{")) {
+			var e struct {
+				Metadata output.Metadata `json:"metadata"`
+				Decision json.RawMessage `json:"decision"`
+			}
+			if err := json.Unmarshal(line, &e); err != nil {
+				t.Fatalf("a line of %s is not an Explanation: %v\n%.300s", file, err, line)
+			}
+			decided := len(e.Decision) > 0 && string(e.Decision) != "null"
+			if !f(e.Metadata.Namespace+"/"+e.Metadata.Name, bytes.TrimSuffix(line, []byte("\n")), decided) {
+				return
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func tail(s string, n int) string { return s[max(0, len(s)-n):] }
