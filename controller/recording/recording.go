@@ -4,7 +4,8 @@
 // read, the pods or why they could not be listed, each metric's samples or error, the other
 // HPAs selecting the pods, the history the controller held) and what the controller decided
 // and kept. A recording replays exactly: the same inputs through the same core give the same
-// decisions, sync by sync.
+// decisions, sync by sync. A Reader hands out one sync at a time, so that a replay holds one
+// sync of a file of any length; Load keeps the syncs of the HPAs a caller asks for.
 //
 // The package is a leaf (the standard library, k8s.io/api, k8s.io/apimachinery and the core's
 // types) so that its decoder's fuzz target instruments little.
