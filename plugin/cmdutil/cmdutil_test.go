@@ -52,3 +52,19 @@ func TestAddMetricsFlags(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+func TestSomeNamesCountsThoseItLeavesOut(t *testing.T) {
+	for _, tt := range []struct {
+		names []string
+		want  string
+	}{
+		{nil, ""},
+		{[]string{"a/x", "b/y"}, "a/x, b/y"},
+		{[]string{"a/x", "b/y", "c/z"}, "a/x, b/y, c/z"},
+		{[]string{"a/x", "b/y", "c/z", "d/w", "e/v"}, "a/x, b/y, c/z and 2 more"},
+	} {
+		if got := SomeNames(tt.names, 3); got != tt.want {
+			t.Errorf("SomeNames(%v, 3) = %q, want %q", tt.names, got, tt.want)
+		}
+	}
+}

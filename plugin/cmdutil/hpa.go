@@ -138,3 +138,12 @@ func scaleSubresourceServed(dc discovery.DiscoveryInterface, ref autoscalingv2.C
 	}
 	return false, true
 }
+
+// SomeNames joins names for a message, the first most of them and how many more: a
+// recording of a fleet holds thousands of HPAs, and a line naming each helps nobody.
+func SomeNames(names []string, most int) string {
+	if len(names) <= most {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:most], ", "), len(names)-most)
+}

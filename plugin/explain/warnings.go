@@ -145,12 +145,7 @@ func missingRequestWarnings(hpa *autoscalingv2.HorizontalPodAutoscaler, in repli
 		if len(missing) == 0 {
 			continue
 		}
-		more := ""
-		if len(missing) > maxListed {
-			more = fmt.Sprintf(" and %d more", len(missing)-maxListed)
-			missing = missing[:maxListed]
-		}
-		out = append(out, warning(WarnMissingRequests, "container(s) without a %s request (%s%s): %s utilization cannot be computed, so the controller fails this metric; set resources.requests.%s", res, strings.Join(missing, ", "), more, res, res))
+		out = append(out, warning(WarnMissingRequests, "container(s) without a %s request (%s): %s utilization cannot be computed, so the controller fails this metric; set resources.requests.%s", res, cmdutil.SomeNames(missing, maxListed), res, res))
 	}
 	return out
 }

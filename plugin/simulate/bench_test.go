@@ -23,7 +23,7 @@ import (
 
 // fleetRecording writes run.jsonl's 17 syncs for each of n HPAs (shop/web-0 ...), interleaved
 // as run records a fleet, gzipped as the soak records it, and returns its path.
-func fleetRecording(b *testing.B, n int) string {
+func fleetRecording(b testing.TB, n int) string {
 	b.Helper()
 	rec, err := recording.Read(recordedRun, mustOpen(b, recordedRun))
 	if err != nil {
@@ -56,7 +56,7 @@ func fleetRecording(b *testing.B, n int) string {
 	return path
 }
 
-func mustOpen(b *testing.B, path string) io.Reader {
+func mustOpen(b testing.TB, path string) io.Reader {
 	b.Helper()
 	f, err := os.Open(path)
 	if err != nil {

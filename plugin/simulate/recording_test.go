@@ -155,3 +155,29 @@ func TestSimulateFromARecordingWithABadLineSaysWhere(t *testing.T) {
 		t.Errorf("printed %d decisions before the bad line, want the 3 before it:\n%s", got, r.stdout)
 	}
 }
+
+// TestSimulateFromAFleetRecordingNamesSomeHPAsAndCountsTheRest: a recording of many HPAs
+// asks for one by NAME in a line that names ten of them, not every one.
+func TestSimulateFromAFleetRecordingNamesSomeHPAsAndCountsTheRest(t *testing.T) {
+	fleet := fleetRecording(t, 12)
+	some := "shop/web-0, shop/web-1, shop/web-10, shop/web-11, shop/web-2, shop/web-3, shop/web-4, shop/web-5, shop/web-6, shop/web-7 and 2 more"
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"variants without a NAME", []string{"--from-recording", fleet, "--variant", "eager=cpu=30%"}, "error: " + fleet + " holds 12 HPAs (" + some + "): name the one to simulate\n"},
+		{"a NAME it does not hold", []string{"api", "--from-recording", fleet}, "error: " + fleet + " holds no sync of HPA api (it holds " + some + ")\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runSimulate(t, nil, tt.args...)
+			if r.code != cmdutil.ExitUsage || r.stderr != tt.want {
+				t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, cmdutil.ExitUsage, tt.want)
+			}
+		})
+	}
+	r := runSimulate(t, nil, "--from-recording", fleet)
+	if want := "replayed 204 syncs of 12 HPAs from " + fleet + ": every decision, outcome and history kept is run's\n"; r.code != 0 || !strings.HasSuffix(r.stdout, want) {
+		t.Errorf("exit %d, stdout ends %q; want 0 and %q", r.code, r.stdout[max(0, len(r.stdout)-200):], want)
+	}
+}
