@@ -139,6 +139,9 @@ func scaleSubresourceServed(dc discovery.DiscoveryInterface, ref autoscalingv2.C
 	return false, true
 }
 
+// MaxNamedHPAs is how many HPAs a message about a fleet names (SomeNames).
+const MaxNamedHPAs = 10
+
 // SomeNames joins names for a message, the first most of them and how many more: a
 // recording of a fleet holds thousands of HPAs, and a line naming each helps nobody.
 func SomeNames(names []string, most int) string {

@@ -118,7 +118,7 @@ func (o *Options) loadRecorded() (*recording.Recording, string, error) {
 	}
 	if o.Name == "" {
 		if len(all) > 1 {
-			return nil, "", cmdutil.UsageErrorf("%s holds %d HPAs (%s): name the one to %s", o.Recording, len(all), cmdutil.SomeNames(all, maxNamed), o.Command)
+			return nil, "", cmdutil.UsageErrorf("%s holds %d HPAs (%s): name the one to %s", o.Recording, len(all), cmdutil.SomeNames(all, cmdutil.MaxNamedHPAs), o.Command)
 		}
 		return rec, all[0], nil
 	}
@@ -130,15 +130,12 @@ func (o *Options) loadRecorded() (*recording.Recording, string, error) {
 	}
 	switch len(keys) {
 	case 0:
-		return nil, "", cmdutil.UsageErrorf("%s holds no sync of HPA %s (it holds %s)", o.Recording, o.Name, cmdutil.SomeNames(all, maxNamed))
+		return nil, "", cmdutil.UsageErrorf("%s holds no sync of HPA %s (it holds %s)", o.Recording, o.Name, cmdutil.SomeNames(all, cmdutil.MaxNamedHPAs))
 	case 1:
 		return rec, keys[0], nil
 	}
-	return nil, "", cmdutil.UsageErrorf("%s holds HPAs named %s in %d namespaces (%s): give -n NAMESPACE", o.Recording, o.Name, len(keys), cmdutil.SomeNames(keys, maxNamed))
+	return nil, "", cmdutil.UsageErrorf("%s holds HPAs named %s in %d namespaces (%s): give -n NAMESPACE", o.Recording, o.Name, len(keys), cmdutil.SomeNames(keys, cmdutil.MaxNamedHPAs))
 }
-
-// maxNamed bounds the HPAs a message about a recording names.
-const maxNamed = 10
 
 // names reports whether the NAME argument (and -n) name the HPA key.
 func (o *Options) names(key string) bool {

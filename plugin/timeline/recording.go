@@ -92,8 +92,5 @@ func recordedKey(rec *recording.Recording, namespace string, explicitNS bool, na
 	if len(keys) == 0 {
 		return "", cmdutil.UsageErrorf("--record: %s holds no sync", rec.Name)
 	}
-	return "", cmdutil.UsageErrorf("--record: %s holds no sync of %s: it holds %s", rec.Name, want, cmdutil.SomeNames(slices.Sorted(slices.Values(keys)), maxNamed))
+	return "", cmdutil.UsageErrorf("--record: %s holds no sync of %s: it holds %s", rec.Name, want, cmdutil.SomeNames(slices.Sorted(slices.Values(keys)), cmdutil.MaxNamedHPAs))
 }
-
-// maxNamed bounds the HPAs a message about a recording names.
-const maxNamed = 10

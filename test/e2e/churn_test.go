@@ -536,7 +536,7 @@ func churnRun(t *testing.T, cfg churnConfig) {
 	// The replay: simulate --from-recording, not rerun.Run in this process, whose race
 	// detector made replaying 2,866 syncs take over 10 minutes.
 	t.Log(f.String())
-	_, simTook := checkSimulateReplays(t, k, recorded, runOut)
+	_, simTook := checkSimulateReplays(t, k, recorded, runOut, len(syncs))
 	t.Logf("kubectl hpa simulate --from-recording replayed the %d syncs in %s, each printed as run printed it, every decision, outcome and history kept run's",
 		f.syncs, simTook.Round(time.Millisecond))
 }
