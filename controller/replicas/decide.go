@@ -57,6 +57,12 @@ const (
 	reasonBelowMin = "Current number of replicas below Spec.MinReplicas"
 )
 
+// seedLead is how much earlier than the decision the seed of a first sync is made. Upstream
+// seeds at the start of the sync and stabilizes after reading the metrics, each at its own
+// time.Now(), so the seed is always the older: a zero-length window has already left it behind
+// (and replaces it), where a seed at the decision's own instant would stay in the history.
+const seedLead = time.Nanosecond
+
 // preMetric is the outcome of upstream's checks made before any metric is computed.
 type preMetric int
 
@@ -173,8 +179,8 @@ func decide(d *decision, in Input) {
 	d.line().s("scale of ").s(d.Reference).s(": spec.replicas ").i(int64(current)).s(" (current), status.replicas ").i(int64(in.Scale.StatusReplicas)).
 		s(", selector ").q(in.Scale.Selector).s("; min ").i(int64(d.MinReplicas)).s(", max ").i(int64(d.MaxReplicas)).end("scale", -1)
 	if d.History.Recommendations == nil {
-		d.History.Recommendations = []Recommendation{{Replicas: current, Timestamp: in.Now}}
-		d.line().s("no recommendation history: seeded with the current count ").i(int64(current)).s(" at now (a fresh controller does the same)").end("stabilization", -1)
+		d.History.Recommendations = []Recommendation{{Replicas: current, Timestamp: in.Now.Add(-seedLead)}}
+		d.line().s("no recommendation history: seeded with the current count ").i(int64(current)).s(" just before now (a fresh controller does the same)").end("stabilization", -1)
 	}
 
 	z := scaleToZeroState(hpa, cfg)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -122,6 +124,21 @@ func (w *world) setLoad(milli int64) {
 // load that rises, fails for a while and falls, and returns what it recorded.
 func recordRun(t *testing.T, dryRun controller.DryRun, loads []int64) *recording.Recording {
 	t.Helper()
+	rec, err := recording.Read("mem", bytes.NewReader(recordRunFile(t, dryRun, loads)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// writeRecording is where TestReplayingARecordedRunReproducesEveryDecisionExactly also writes
+// its recording without dry run: the fixture plugin/simulate and plugin/timeline read
+// (go test ./controller/rerun -run TestReplayingARecordedRun -write-recording $PWD/run.jsonl).
+var writeRecording = flag.String("write-recording", "", "also write the recording of the replay test (no dry run) to this file")
+
+// recordRunFile is recordRun's recording as the file run --record writes.
+func recordRunFile(t *testing.T, dryRun controller.DryRun, loads []int64) []byte {
+	t.Helper()
 	clock := testingclock.NewFakeClock(t0)
 	kube := fake.NewClientset(hpaWithBehavior())
 	w := &world{replicas: 2, clock: clock, kube: kube}
@@ -134,7 +151,7 @@ func recordRun(t *testing.T, dryRun controller.DryRun, loads []int64) *recording
 	opts.Namespace, opts.DryRun, opts.ScaleFromCache = ns, dryRun, false
 	var buf bytes.Buffer
 	rc, gates := recording.ControllerOf(recording.Controller{Namespace: ns, SyncPeriod: recording.Duration(opts.SyncPeriod)}, opts.Config)
-	wr, err := recording.NewWriter("mem", &buf, false, recording.Header{Started: t0, Controller: rc, FeatureGates: gates, MetricsSource: w.Source(), DryRun: string(dryRun)})
+	wr, err := recording.NewWriter("mem", &buf, false, recording.Header{Recorder: "kubectl-hpa test (controller/rerun's recordRun)", Started: t0, Controller: rc, FeatureGates: gates, MetricsSource: w.Source(), DryRun: string(dryRun)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,11 +199,7 @@ func recordRun(t *testing.T, dryRun controller.DryRun, loads []int64) *recording
 	if err := wr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := recording.Read("mem", &buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rec
+	return buf.Bytes()
 }
 
 // loads rise (a scale-up limited by the Pods policy), the metrics API fails for two syncs,
@@ -197,7 +210,16 @@ var loads = []int64{100, 400, 900, 900, 900, 900, -1, -1, 900, 150, 150, 150, 15
 func TestReplayingARecordedRunReproducesEveryDecisionExactly(t *testing.T) {
 	for _, dry := range []controller.DryRun{controller.DryRunNone, controller.DryRunClient} {
 		t.Run(string(dry), func(t *testing.T) {
-			rec := recordRun(t, dry, loads)
+			file := recordRunFile(t, dry, loads)
+			if dry == controller.DryRunNone && *writeRecording != "" {
+				if err := os.WriteFile(*writeRecording, file, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec, err := recording.Read("mem", bytes.NewReader(file))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if len(rec.Syncs) != len(loads) {
 				t.Fatalf("recorded %d syncs, want %d", len(rec.Syncs), len(loads))
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -51,6 +52,13 @@ type hpaCase struct {
 	maxReplicas  int32
 	behavior     *autoscalingv2.HorizontalPodAutoscalerBehavior // as the user wrote it
 	scaledToZero bool
+	// downscaleWindow is the controller's --horizontal-pod-autoscaler-downscale-stabilization
+	// (5m, or 0: a zero-length window leaves the first sync's seed behind at once).
+	downscaleWindow time.Duration
+	// behaviors[k] is the behavior the user has written by round k: a spec edit between two
+	// rounds (removing the behavior, widening a window, adding one) changes which of the
+	// recommendations held in memory count.
+	behaviors []*autoscalingv2.HorizontalPodAutoscalerBehavior
 }
 
 func (c *hpaCase) base() *scenario { return c.metrics[0] }
@@ -143,7 +151,50 @@ func newHPACase(seed uint64, ns string) *hpaCase {
 		}
 		c.rounds = append(c.rounds, round)
 	}
+	// Drawn last, so that the cases above are those every earlier seed replays.
+	c.downscaleWindow = 5 * time.Minute
+	if g.chance(0.3) {
+		c.downscaleWindow = 0
+	}
+	c.behaviors = make([]*autoscalingv2.HorizontalPodAutoscalerBehavior, reconcileRounds)
+	for k := range c.behaviors {
+		c.behaviors[k] = c.behavior
+	}
+	if g.chance(0.4) {
+		at := int(g.between(1, reconcileRounds-1))
+		edited := g.edit(c.behavior)
+		for k := at; k < reconcileRounds; k++ {
+			c.behaviors[k] = edited
+		}
+	}
 	return c
+}
+
+// edit is a spec edit of b: the behavior removed, a window widened to 5 minutes, or (without
+// one) a behavior added whose windows are zero-length.
+func (g gen) edit(b *autoscalingv2.HorizontalPodAutoscalerBehavior) *autoscalingv2.HorizontalPodAutoscalerBehavior {
+	zero := func() *autoscalingv2.HPAScalingRules {
+		return &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr(int32(0))}
+	}
+	if b == nil {
+		return &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: zero(), ScaleDown: zero()}
+	}
+	if g.chance(0.4) {
+		return nil
+	}
+	out := b.DeepCopy()
+	if g.chance(0.5) {
+		if out.ScaleDown == nil {
+			out.ScaleDown = &autoscalingv2.HPAScalingRules{}
+		}
+		out.ScaleDown.StabilizationWindowSeconds = ptr(int32(300))
+	} else {
+		if out.ScaleUp == nil {
+			out.ScaleUp = &autoscalingv2.HPAScalingRules{}
+		}
+		out.ScaleUp.StabilizationWindowSeconds = ptr(int32(300))
+	}
+	return out
 }
 
 // identity is what the metrics client is asked for.
@@ -213,7 +264,12 @@ func (c *hpaCase) hpa() *autoscalingv2.HorizontalPodAutoscaler {
 func (c *hpaCase) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "hpa case seed=%d minReplicas=%s maxReplicas=%d scaledToZero=%t\n", c.seed, formatPtr(c.minReplicas), c.maxReplicas, c.scaledToZero)
-	fmt.Fprintf(&b, "  behavior: %s\n", formatBehavior(c.behavior))
+	fmt.Fprintf(&b, "  behavior: %s\n  controller downscale window: %s\n", formatBehavior(c.behavior), c.downscaleWindow)
+	for k := 1; k < len(c.behaviors); k++ {
+		if c.behaviors[k] != c.behaviors[k-1] {
+			fmt.Fprintf(&b, "  behavior from round %d: %s\n", k, formatBehavior(c.behaviors[k]))
+		}
+	}
 	for i, m := range c.metrics {
 		fmt.Fprintf(&b, "metric %d (%s): ", i, m.identity())
 		b.WriteString(m.String())
@@ -356,6 +412,7 @@ func (r reconciled) render() string {
 // HPA's generation, which makes the controller reconcile it at once. It returns what each
 // reconcile wrote, per namespace.
 func runUpstreamController(cases []*hpaCase, now time.Time) (map[string][]reconciled, error) {
+	window := cases[0].downscaleWindow // a batch shares one controller, so one window
 	var objects []runtime.Object
 	metrics := &controllerMetrics{now: now, byMetric: map[string][]*scenario{}}
 	scales := map[string]*autoscalingv1.Scale{}
@@ -428,7 +485,7 @@ func runUpstreamController(cases []*hpaCase, now time.Time) (map[string][]reconc
 	ctrl := podautoscaler.NewHorizontalController(ctx, client.CoreV1(), scaleClient, client.AutoscalingV2(), mapper, metrics,
 		factory.Autoscaling().V2().HorizontalPodAutoscalers(), factory.Core().V1().Pods(),
 		time.Hour, // resync: nothing but the test's own changes triggers a reconcile
-		5*time.Minute, 0.1, 5*time.Minute, 30*time.Second)
+		window, 0.1, 5*time.Minute, 30*time.Second)
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	done := make(chan struct{})
@@ -449,6 +506,10 @@ func runUpstreamController(cases []*hpaCase, now time.Time) (map[string][]reconc
 					return nil, fmt.Errorf("reading back HPA in %s: %w", c.base().ns, err)
 				}
 				h.Generation++
+				if b := c.behaviors[round]; b != c.behaviors[round-1] {
+					h.Spec.Behavior = b.DeepCopy()
+					autoscalingdefaults.SetDefaults_HorizontalPodAutoscaler(h)
+				}
 				if _, err := hpas.Update(ctx, h, metav1.UpdateOptions{}); err != nil {
 					return nil, fmt.Errorf("bumping the generation of the HPA in %s: %w", c.base().ns, err)
 				}
@@ -488,6 +549,7 @@ func runOursReconcile(c *hpaCase, now time.Time) []reconciled {
 	var out []reconciled
 	for k, round := range c.rounds {
 		h.Generation = int64(k + 1)
+		h.Spec.Behavior = c.behaviors[k].DeepCopy()
 		at := now.Add(time.Duration(k) * 100 * time.Millisecond)
 		src := &source{
 			hpa:     h,
@@ -500,7 +562,9 @@ func runOursReconcile(c *hpaCase, now time.Time) []reconciled {
 		for _, m := range round {
 			src.metrics[m.identity()] = m
 		}
-		ev, err := src.evaluate(at, base.config(), false)
+		cfg := base.config()
+		cfg.DownscaleStabilizationWindow = c.downscaleWindow
+		ev, err := src.evaluate(at, cfg, false)
 		if err != nil {
 			panic(fmt.Sprintf("parity: Evaluate from a source that cannot fail: %v", err))
 		}
@@ -537,8 +601,15 @@ func TestReconcileParity(t *testing.T) {
 
 	var mismatches []string
 	stats := map[string]int{}
-	for batch := range slices.Chunk(cases, reconcileBatch) {
-		mismatches = append(mismatches, reconcileBatchParity(t, batch, stats)...)
+	// One controller runs a batch, under one downscale window.
+	byWindow := map[time.Duration][]*hpaCase{}
+	for _, c := range cases {
+		byWindow[c.downscaleWindow] = append(byWindow[c.downscaleWindow], c)
+	}
+	for _, w := range slices.Sorted(maps.Keys(byWindow)) {
+		for batch := range slices.Chunk(byWindow[w], reconcileBatch) {
+			mismatches = append(mismatches, reconcileBatchParity(t, batch, stats)...)
+		}
 	}
 	t.Logf("%d HPAs; upstream outcomes: %s", len(cases), formatStats(stats))
 	if len(mismatches) > 0 {
