@@ -248,7 +248,8 @@ func (o *Options) rowOf(ev *evaluation.Evaluation) row {
 	// After the status writers: a disagreement's causes are read from them.
 	e.Findings = output.DecisionFindings(in, d, e)
 	r := row{Explanation: e, Binding: string(replicas.ConstraintOf(d))}
-	r.heldUnknown = past.Err != nil && heldByTime(r.Binding)
+	// A direction its behavior disables is held by that field, which no time releases.
+	r.heldUnknown = past.Err != nil && heldByTime(r.Binding) && output.DisabledBy(replicas.ConstraintOf(d), e.Behavior) == ""
 	if in.ScaleErr != nil {
 		code := cmdutil.TargetExitError(hpa, in.ScaleErr, o.clients.Discovery)
 		e.Error = &output.Error{ExitCode: code.Code, Reason: cmdutil.ExitReason(code.Code), Message: code.Error()}

@@ -95,7 +95,7 @@ func Build(f Facts) *Explanation {
 
 	if d.Phase != replicas.PhaseScaleFailed {
 		// Without a scale there is no current count and nothing to compute.
-		e.Arithmetic = arithmeticOf(d, e.Metrics, in.Now, in.Config)
+		e.Arithmetic = arithmeticOf(d, e.Metrics, e.Behavior, in.Now, in.Config)
 	}
 	e.Decision = decisionOf(d)
 	e.Verdict = verdictOf(d, e)
@@ -205,7 +205,7 @@ func age(now, t time.Time) string {
 	return duration.HumanDuration(now.Sub(t))
 }
 
-func arithmeticOf(d replicas.Decision, ms []Metric, now time.Time, cfg replicas.Config) *Arithmetic {
+func arithmeticOf(d replicas.Decision, ms []Metric, b *Behavior, now time.Time, cfg replicas.Config) *Arithmetic {
 	a := &Arithmetic{ChosenMetric: d.MetricName, Desired: d.DesiredReplicas}
 	for _, m := range ms {
 		if m.Computed {
@@ -239,26 +239,38 @@ func arithmeticOf(d replicas.Decision, ms []Metric, now time.Time, cfg replicas.
 		for _, p := range l.Policies {
 			lim.Policies = append(lim.Policies, PolicyLimit{Direction: p.Direction, Type: string(p.Type), Value: p.Value, PeriodSeconds: p.PeriodSeconds, PeriodStart: p.PeriodStart, Proposal: p.Proposal})
 		}
-		lim.BindingPolicy = bindingPolicy(l, d.Stabilization == nil || !d.Stabilization.Legacy, cfg)
+		lim.BindingPolicy = bindingPolicy(l, b, cfg)
 		a.Limits = lim
 	}
 	return a
 }
 
-// bindingPolicy names the rate limit that capped the count ("scaleUp Pods=2 per 60s").
-func bindingPolicy(l *replicas.Limit, withBehavior bool, cfg replicas.Config) string {
+// bindingPolicy names the rate limit that capped the count ("scaleUp Pods=2 per 60s"): a
+// direction a behavior disables by its field, the legacy cap only for an HPA without one (b
+// is the behavior in force, nil or Legacy without spec.behavior).
+func bindingPolicy(l *replicas.Limit, b *Behavior, cfg replicas.Config) string {
 	var dir string
 	var limit int32
+	var rules *autoscalingv2.HPAScalingRules
 	switch l.Reason {
 	case "ScaleUpLimit":
 		dir, limit = "scaleUp", l.UpLimit
+		if b != nil {
+			rules = b.ScaleUp
+		}
 	case "ScaleDownLimit":
 		dir, limit = "scaleDown", l.DownLimit
+		if b != nil {
+			rules = b.ScaleDown
+		}
 	default:
 		return ""
 	}
-	if !withBehavior || len(l.Policies) == 0 {
+	if b == nil || b.Legacy {
 		return fmt.Sprintf("the legacy scale-up cap max(%gx current, %g) = %d", cfg.LegacyScaleUpFactor, cfg.LegacyScaleUpMinimum, limit)
+	}
+	if disabledDirection(rules) {
+		return DisabledPolicy(dir)
 	}
 	for _, p := range l.Policies {
 		if p.Direction == dir && p.Proposal == limit {
@@ -270,6 +282,16 @@ func bindingPolicy(l *replicas.Limit, withBehavior bool, cfg replicas.Config) st
 		}
 	}
 	return fmt.Sprintf("%s policies (limit %d)", dir, limit)
+}
+
+// DisabledPolicy is the binding policy of a direction its behavior disables
+// ("behavior.scaleUp.selectPolicy: Disabled"); dir is scaleUp or scaleDown.
+func DisabledPolicy(dir string) string {
+	return "behavior." + dir + ".selectPolicy: " + string(autoscalingv2.DisabledPolicySelect)
+}
+
+func disabledDirection(r *autoscalingv2.HPAScalingRules) bool {
+	return r != nil && r.SelectPolicy != nil && *r.SelectPolicy == autoscalingv2.DisabledPolicySelect
 }
 
 // effectiveConditions keeps the last value of each condition type, in first-seen order,

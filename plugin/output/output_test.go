@@ -349,11 +349,11 @@ func TestVerdictDetailsAnswerTheUsualFollowUps(t *testing.T) {
 func TestLegacyScaleUpCapComesFromTheConfig(t *testing.T) {
 	l := &replicas.Limit{Reason: "ScaleUpLimit", UpLimit: 9}
 	cfg := replicas.DefaultConfig()
-	if got, want := bindingPolicy(l, false, cfg), "the legacy scale-up cap max(2x current, 4) = 9"; got != want {
+	if got, want := bindingPolicy(l, &Behavior{Legacy: true}, cfg), "the legacy scale-up cap max(2x current, 4) = 9"; got != want {
 		t.Errorf("default config: %q, want %q", got, want)
 	}
 	cfg.LegacyScaleUpFactor, cfg.LegacyScaleUpMinimum = 3, 8
-	if got, want := bindingPolicy(l, false, cfg), "the legacy scale-up cap max(3x current, 8) = 9"; got != want {
+	if got, want := bindingPolicy(l, &Behavior{Legacy: true}, cfg), "the legacy scale-up cap max(3x current, 8) = 9"; got != want {
 		t.Errorf("factor 3, minimum 8: %q, want %q", got, want)
 	}
 }

@@ -66,6 +66,8 @@ func verdictOf(d replicas.Decision, e *Explanation) *Verdict {
 				break
 			}
 		}
+	case DisabledBy(c, e.Behavior) != "":
+		v.Sentence = fmt.Sprintf("%s%s, proposing %d, but %s", move, why, d.MetricReplicas, DisabledBy(c, e.Behavior))
 	case d.Limit != nil && d.Limit.Limited:
 		by := fmt.Sprintf("maxReplicas %d", d.MaxReplicas)
 		switch c {
@@ -89,6 +91,31 @@ func verdictOf(d replicas.Decision, e *Explanation) *Verdict {
 		v.Sentence = fmt.Sprintf("%s%s, nothing limits it", move, why)
 	}
 	return v
+}
+
+// DisabledBy is "scaling up is disabled by behavior.scaleUp.selectPolicy: Disabled" when the
+// rate limit c is a direction the behavior b disables, else "".
+func DisabledBy(c replicas.Constraint, b *Behavior) string {
+	dir, way := disabledDirectionOf(c, b)
+	if dir == "" {
+		return ""
+	}
+	return "scaling " + way + " is disabled by " + DisabledPolicy(dir)
+}
+
+// disabledDirectionOf is the direction ("scaleUp", "up") the behavior b disables when the
+// rate limit c is that direction's, else "".
+func disabledDirectionOf(c replicas.Constraint, b *Behavior) (dir, way string) {
+	if b == nil || b.Legacy {
+		return "", ""
+	}
+	switch {
+	case c == replicas.ConstraintScaleUpLimit && disabledDirection(b.ScaleUp):
+		return "scaleUp", "up"
+	case c == replicas.ConstraintScaleDownLimit && disabledDirection(b.ScaleDown):
+		return "scaleDown", "down"
+	}
+	return "", ""
 }
 
 func errText(err error, fallback string) string {
@@ -139,6 +166,9 @@ func verdictDetails(d replicas.Decision, e *Explanation) []string {
 	}
 	if d.Phase == replicas.PhaseDisabled {
 		out = append(out, "scale to zero: an HPA scales a target up from 0 only when it scaled it to 0 itself (status condition ScaledToZero=True, feature gate HPAScaleToZero); a target set to 0 by anyone else stays there until it is scaled up by hand")
+	}
+	if dir, way := disabledDirectionOf(replicas.ConstraintOf(d), e.Behavior); dir != "" {
+		out = append(out, fmt.Sprintf("%s: the controller never scales it %s, however long the metrics ask; no window or policy period releases it, only another %s.selectPolicy (Max or Min) would", DisabledPolicy(dir), way, dir))
 	}
 	if w := windowRelease(d, e.Time.Time); w != "" {
 		out = append(out, w)

@@ -206,18 +206,16 @@ func memSituations() []*memSituation {
 		name: "up-several", group: memEarly, movesAfterRestart: true,
 		about: "scaleUp Min of Pods 1/5s and Pods 4/600s, load asks 20: 3 -> 4 -> 5 -> 6 -> 7 inside the 600s period, held at 7",
 	}, 6, func(int) memHPA {
-		min := autoscalingv2.MinChangePolicySelect
 		return memHPA{replicas: 3, loadMilli: 1000, settlesAt: 7, behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
-			ScaleUp: memRules(0, min, memPods(1, 5), memPods(4, 600)),
+			ScaleUp: memRules(0, autoscalingv2.MinChangePolicySelect, memPods(1, 5), memPods(4, 600)),
 		}}
 	})
 	add(&memSituation{
 		name: "down-several", group: memEarly, movesAfterRestart: true,
 		about: "scaleDown Min of Pods 1/5s and Pods 4/600s, load asks 2: 10 -> 9 -> 8 -> 7 -> 6 inside the 600s period, held at 6",
 	}, 6, func(int) memHPA {
-		min := autoscalingv2.MinChangePolicySelect
 		return memHPA{replicas: 10, loadMilli: 60, settlesAt: 6, behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
-			ScaleDown: memRules(0, min, memPods(1, 5), memPods(4, 600)),
+			ScaleDown: memRules(0, autoscalingv2.MinChangePolicySelect, memPods(1, 5), memPods(4, 600)),
 		}}
 	})
 	add(&memSituation{
@@ -517,17 +515,16 @@ type memItem struct {
 
 func (it memItem) read(start, end time.Time) memRead {
 	r := memRead{start: start, end: end}
-	switch {
-	case it.Decision == nil:
+	if it.Decision == nil {
 		r.err = "no decision"
 		if it.Error != nil {
 			r.err = it.Error.Reason + ": " + it.Error.Message
 		}
-	default:
-		r.current, r.desired = it.Decision.CurrentReplicas, it.Decision.DesiredReplicas
-		if it.Verdict != nil {
-			r.constraint = it.Verdict.Constraint
-		}
+		return r
+	}
+	r.current, r.desired = it.Decision.CurrentReplicas, it.Decision.DesiredReplicas
+	if it.Verdict != nil {
+		r.constraint = it.Verdict.Constraint
 	}
 	return r
 }
