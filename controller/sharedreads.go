@@ -44,16 +44,16 @@ func sharedReadValidity(syncPeriod time.Duration) time.Duration {
 
 // sharedMetrics is run's MetricsReader with --metrics-reads=per-namespace: resource metrics
 // come from one PodMetrics list per namespace, and a Pods metric from one read per namespace,
-// metric name and metric selector (metrics.NamespaceLister), taken by the first worker that
-// needs it and shared by the workers that sync an HPA of that namespace while it is valid.
-// Each HPA is served what a read with its own selector returns: the PodMetrics whose labels
-// its selector matches, or the Pods metric's values of the pods its selector picks in the pod
-// cache (custom metrics carry no labels), checked as that read's would be. Object and External
-// metrics, and clients that cannot list a namespace (Heapster), are read per HPA.
+// metric name, metric selector and pod selector (metrics.NamespaceLister), taken by the first
+// worker that needs it and shared by the workers that sync an HPA of that namespace while it is
+// valid. Each HPA is served what a read with its own selector returns: the PodMetrics whose
+// labels its selector matches, or every value of the Pods metric's read with its selector
+// (custom metrics carry no labels to filter a namespace's read by, and upstream keeps values of
+// pods gone from its pod lister), checked as that read's would be. Object and External metrics,
+// and clients that cannot list a namespace (Heapster), are read per HPA.
 type sharedMetrics struct {
 	evaluation.MetricsReader
 	lister   metrics.NamespaceLister
-	pods     evaluation.PodReader
 	clock    clock.WithDelayedExecution
 	validity time.Duration
 
@@ -64,9 +64,9 @@ type sharedMetrics struct {
 }
 
 // sharedKey names a shared read: a namespace's PodMetrics (metric empty), or its Pods metric
-// of that name and metric selector.
+// of that name, metric selector and pod selector.
 type sharedKey struct {
-	namespace, metric, metricSelector string
+	namespace, metric, metricSelector, selector string
 }
 
 // sharedRead is one shared read: sent at started, answered when done closes.
@@ -79,14 +79,14 @@ type sharedRead struct {
 // readResult is a shared read's answer (*metrics.PodResources, *metrics.PodsMetrics).
 type readResult interface{ Err() error }
 
-// newSharedMetrics wraps m, reading Pods metrics' pods from pods; a client that cannot list
-// a namespace's metrics is returned as it is.
-func newSharedMetrics(m metrics.Client, pods evaluation.PodReader, clk clock.WithDelayedExecution, validity time.Duration) evaluation.MetricsReader {
+// newSharedMetrics wraps m; a client that cannot list a namespace's metrics is returned as it
+// is. The pod reader is not read: a Pods metric is served as its read returns it.
+func newSharedMetrics(m metrics.Client, _ evaluation.PodReader, clk clock.WithDelayedExecution, validity time.Duration) evaluation.MetricsReader {
 	l, ok := m.(metrics.NamespaceLister)
 	if !ok {
 		return m
 	}
-	return &sharedMetrics{MetricsReader: m, lister: l, pods: pods, clock: clk, validity: validity, reads: map[sharedKey]*sharedRead{}}
+	return &sharedMetrics{MetricsReader: m, lister: l, clock: clk, validity: validity, reads: map[sharedKey]*sharedRead{}}
 }
 
 // PodResource implements evaluation.MetricsReader from the namespace's shared list.
@@ -100,8 +100,9 @@ func (s *sharedMetrics) PodResource(ctx context.Context, namespace string, res c
 	return r.(*metrics.PodResources).PodResource(res, selector, container)
 }
 
-// PodsMetric implements evaluation.MetricsReader from the namespace's shared read of the
-// metric, keeping the values of the pods selector picks in the pod cache.
+// PodsMetric implements evaluation.MetricsReader from the shared read of the metric with
+// selector, sent as upstream's (with the HPA's selector) and served whole: the adapter's
+// values of pods already gone from the pod cache count, as upstream's.
 func (s *sharedMetrics) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (*sampleset.Set, time.Time, error) {
 	if selector == nil {
 		selector = labels.Everything()
@@ -109,26 +110,14 @@ func (s *sharedMetrics) PodsMetric(ctx context.Context, namespace, metricName st
 	if metricSelector == nil {
 		metricSelector = labels.Everything()
 	}
-	key := sharedKey{namespace: namespace, metric: metricName, metricSelector: metricSelector.String()}
+	key := sharedKey{namespace: namespace, metric: metricName, metricSelector: metricSelector.String(), selector: selector.String()}
 	r, err := s.read(ctx, key, func() readResult {
-		return s.lister.NamespacePodsMetric(ctx, namespace, metricName, metricSelector)
+		return s.lister.NamespacePodsMetric(ctx, namespace, metricName, selector, metricSelector)
 	})
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	list := r.(*metrics.PodsMetrics)
-	if list.Err() != nil {
-		return list.PodsMetric(selector, nil)
-	}
-	pods, err := s.pods.Pods(ctx, namespace, selector)
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("listing the pods of metric %s: %w", metricName, err)
-	}
-	picked := make(map[string]bool, len(pods))
-	for _, p := range pods {
-		picked[p.Name] = true
-	}
-	return list.PodsMetric(selector, func(pod string) bool { return picked[pod] })
+	return r.(*metrics.PodsMetrics).PodsMetric()
 }
 
 // read returns the read of key, sending it with send unless one sent less than validity ago

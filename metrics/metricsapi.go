@@ -107,13 +107,14 @@ func (a *apiClient) NamespacePodResources(ctx context.Context, namespace string)
 	return p
 }
 
-// NamespaceLister is a Client that reads a whole namespace's resource metrics in one request
-// (the metrics API's PodMetrics list), and a Pods metric of every pod of a namespace in one
-// request (custom.metrics.k8s.io), for a command that decides for every HPA of a namespace.
-// Heapster's client is not one: its model API is asked per pod list.
+// NamespaceLister is a Client whose reads a command that decides for every HPA of a namespace
+// can share: a whole namespace's resource metrics in one request (the metrics API's PodMetrics
+// list), and a Pods metric (custom.metrics.k8s.io) of a pod selector in one request, which every
+// HPA with that selector is served whole. Heapster's client is not one: its model API is asked
+// per pod list.
 type NamespaceLister interface {
 	NamespacePodResources(ctx context.Context, namespace string) *PodResources
-	NamespacePodsMetric(ctx context.Context, namespace, metricName string, metricSelector labels.Selector) *PodsMetrics
+	NamespacePodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) *PodsMetrics
 }
 
 // PodResources is one PodMetrics list of a namespace, or why it failed. Its PodResource
@@ -263,21 +264,21 @@ func podUsages[M, C any](list []M, pod func(*M) (string, time.Time, time.Duratio
 }
 
 func (a *apiClient) PodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) (*sampleset.Set, time.Time, error) {
-	selector = orEverything(selector)
-	return a.listPodsMetric(ctx, namespace, metricName, selector, metricSelector).PodsMetric(selector, nil)
+	return a.listPodsMetric(ctx, namespace, metricName, selector, metricSelector).PodsMetric()
 }
 
-// NamespacePodsMetric implements NamespaceLister: one custom-metrics read of metricName for
-// every pod of the namespace.
-func (a *apiClient) NamespacePodsMetric(ctx context.Context, namespace, metricName string, metricSelector labels.Selector) *PodsMetrics {
-	return a.listPodsMetric(ctx, namespace, metricName, labels.Everything(), metricSelector)
+// NamespacePodsMetric implements NamespaceLister: the read PodsMetric sends (metricName of the
+// pods selector picks), not yet checked, so that the syncs of HPAs with that selector share it.
+func (a *apiClient) NamespacePodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) *PodsMetrics {
+	return a.listPodsMetric(ctx, namespace, metricName, selector, metricSelector)
 }
 
-// PodsMetrics is one custom-metrics read of a Pods metric (custom.metrics.k8s.io), or why it
-// failed. Its items name their pods but carry no labels: PodsMetric picks a selector's pods by
-// the names the caller's pod cache gives for that selector.
+// PodsMetrics is one custom-metrics read of a Pods metric (custom.metrics.k8s.io) for a pod
+// selector, or why it failed. Its items name their pods but carry no labels; as upstream's, every
+// item the adapter returned for the selector is used, including pods no longer in a pod list.
 type PodsMetrics struct {
 	namespace, metricName, gv string
+	selector                  labels.Selector
 	items                     []cmv1beta2.MetricValue
 	clock                     clock.PassiveClock
 	maxAge                    time.Duration
@@ -289,12 +290,12 @@ func (p *PodsMetrics) Err() error { return p.err }
 
 func (a *apiClient) listPodsMetric(ctx context.Context, namespace, metricName string, selector, metricSelector labels.Selector) *PodsMetrics {
 	const what = "unable to fetch metrics from custom metrics API"
-	metricSelector = orEverything(metricSelector)
+	selector, metricSelector = orEverything(selector), orEverything(metricSelector)
 	v, err := a.customVersions.version(ctx)
 	if err != nil {
 		return &PodsMetrics{err: versionError(what, err, "install a custom metrics adapter (for example prometheus-adapter) to use Pods metrics")}
 	}
-	p := &PodsMetrics{namespace: namespace, metricName: metricName, gv: customMetricsGroup + "/" + v, clock: a.clock, maxAge: a.maxAge}
+	p := &PodsMetrics{namespace: namespace, metricName: metricName, gv: customMetricsGroup + "/" + v, selector: selector, clock: a.clock, maxAge: a.maxAge}
 	list, err := callCtx(ctx, func() (*cmv1beta2.MetricValueList, error) {
 		return a.custom.NamespacedMetrics(namespace).GetForObjects(schema.GroupKind{Kind: "Pod"}, selector, metricName, metricSelector)
 	})
@@ -306,28 +307,18 @@ func (a *apiClient) listPodsMetric(ctx context.Context, namespace, metricName st
 	return p
 }
 
-// PodsMetric is the metric's value per pod of the read that pick keeps (every item when pick
-// is nil), in the read's order, checked as Client.PodsMetric checks them; selector names the
-// pods in errors.
-func (p *PodsMetrics) PodsMetric(selector labels.Selector, pick func(pod string) bool) (*sampleset.Set, time.Time, error) {
+// PodsMetric is the metric's value per pod of the read, every item in the read's order,
+// checked as Client.PodsMetric checks them.
+func (p *PodsMetrics) PodsMetric() (*sampleset.Set, time.Time, error) {
 	if p.err != nil {
 		return nil, time.Time{}, p.err
 	}
-	items := p.items
-	if pick != nil {
-		items = make([]cmv1beta2.MetricValue, 0, len(p.items))
-		for _, m := range p.items {
-			if pick(m.DescribedObject.Name) {
-				items = append(items, m)
-			}
-		}
-	}
-	if len(items) == 0 {
-		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from custom metrics API (%s) for metric %s of pods in %s matching %q", p.gv, p.metricName, p.namespace, orEverything(selector).String())}
+	if len(p.items) == 0 {
+		return nil, time.Time{}, SourceFailure{fmt.Errorf("no metrics returned from custom metrics API (%s) for metric %s of pods in %s matching %q", p.gv, p.metricName, p.namespace, p.selector.String())}
 	}
 	now := p.clock.Now()
-	out := sampleset.New(len(items))
-	for _, m := range items {
+	out := sampleset.New(len(p.items))
+	for _, m := range p.items {
 		name := m.DescribedObject.Name
 		s, err := customSample(m, "pod "+name, now, p.maxAge)
 		if err == nil && name == "" {
@@ -340,7 +331,7 @@ func (p *PodsMetrics) PodsMetric(selector labels.Selector, pick func(pod string)
 			return nil, time.Time{}, SourceFailure{fmt.Errorf("custom metrics API (%s): metric %s: %w", p.gv, p.metricName, err)}
 		}
 	}
-	return out, items[0].Timestamp.Time, nil
+	return out, p.items[0].Timestamp.Time, nil
 }
 
 func (a *apiClient) ObjectMetric(ctx context.Context, namespace, metricName string, object autoscalingv2.CrossVersionObjectReference, metricSelector labels.Selector) (int64, time.Time, error) {
