@@ -2,8 +2,7 @@ package history
 
 import (
 	"context"
-	"fmt"
-	"strings"
+	"sync"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -19,49 +18,91 @@ type EventLister interface {
 	ListEvents(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.EventList, error)
 }
 
-// EventReader reads an HPA's SuccessfulRescale events, the only trace of its past decisions
-// the API keeps when the controller deciding it is another process.
+// EventReader reads the evidence of an HPA's past decisions the API keeps when the controller
+// deciding it is another process: the HPA's SuccessfulRescale events, the Deployment
+// controller's resizes of the namespace's ReplicaSets (the sizes the rescales came from), and
+// kube-controller-manager's leader Lease (when its memory began).
 type EventReader struct {
 	Lister EventLister
+	// Leadership reads the leader Lease once for every HPA; nil reads none.
+	Leadership *Leadership
 	// Config is the controller configuration a recorded history is restored under.
 	Config replicas.Config
 }
 
-// History reads the events; the field selector narrows the list on the server; the filter
-// here keeps fakes and old servers honest.
+// History reads the events and the Lease at once; the field selectors narrow the lists on the
+// server; the filters here keep fakes and old servers honest.
 func (l EventReader) History(ctx context.Context, namespace, name string) Known {
-	list, err := l.Lister.ListEvents(ctx, namespace, metav1.ListOptions{
-		FieldSelector: "involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name=" + name + ",reason=SuccessfulRescale",
-	})
-	if err != nil {
-		return Events{Err: err, Config: l.Config}
-	}
-	var out []corev1.Event
-	for _, ev := range list.Items {
-		if ev.InvolvedObject.Kind == "HorizontalPodAutoscaler" && ev.InvolvedObject.Name == name && ev.Reason == "SuccessfulRescale" {
-			out = append(out, ev)
+	out := Events{Config: l.Config}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		list, err := l.Lister.ListEvents(ctx, namespace, metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name=" + name + ",reason=SuccessfulRescale",
+		})
+		if err != nil {
+			out.Err = err
+			return
 		}
-	}
-	return Events{Events: out, Config: l.Config}
+		for _, ev := range list.Items {
+			if ev.InvolvedObject.Kind == "HorizontalPodAutoscaler" && ev.InvolvedObject.Name == name && ev.Reason == "SuccessfulRescale" {
+				out.Events = append(out.Events, ev)
+			}
+		}
+	})
+	wg.Go(func() {
+		list, err := l.Lister.ListEvents(ctx, namespace, metav1.ListOptions{FieldSelector: targetScalingEvents})
+		if err != nil {
+			out.TargetErr = err
+			return
+		}
+		out.TargetEvents = list.Items
+	})
+	wg.Go(func() { out.Leader, out.LeaderErr = l.Leadership.Read(ctx) })
+	wg.Wait()
+	return out
 }
 
-// Events is the past visible in an HPA's SuccessfulRescale events (Err when they could
-// not be listed: the history is then reconstructed from the HPA's status alone).
+// Events is the past visible in an HPA's SuccessfulRescale events (Err when they could not be
+// listed: the history is then reconstructed from the HPA's status alone), the namespace's
+// ReplicaSet resizes (TargetEvents, TargetErr) and kube-controller-manager's leader (nil when
+// no Lease is kept, LeaderErr when it could not be read).
 type Events struct {
-	Events []corev1.Event
-	Err    error
+	Events       []corev1.Event
+	Err          error
+	TargetEvents []corev1.Event
+	TargetErr    error
+	Leader       *Leader
+	LeaderErr    error
 	// Config is the controller configuration a recorded history is restored under.
 	Config replicas.Config
 }
+
+var _ InputDependent = Events{}
 
 // History implements Known: the history a kubectl hpa run recorded on hpa when there is a
-// usable one, else the reconstruction.
+// usable one, else the inference, with status.currentReplicas for the size now.
 func (r Events) History(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) replicas.History {
 	if rec, ok, err := r.Recorded(hpa, now); ok && err == nil {
 		return rec.Restored.History
 	}
-	h, _ := r.Reconstruct(hpa, now)
-	return h
+	return r.Infer(hpa, -1, now).History
+}
+
+// HistoryFor implements InputDependent: History with the target's size now, which a seed holds
+// when no rescale came since.
+func (r Events) HistoryFor(_ context.Context, in replicas.Input) replicas.History {
+	if rec, ok, err := r.Recorded(in.HPA, in.Now); ok && err == nil {
+		return rec.Restored.History
+	}
+	return r.Infer(in.HPA, CurrentSize(in), in.Now).History
+}
+
+// CurrentSize is the target's size in in, -1 when its scale was not read.
+func CurrentSize(in replicas.Input) int32 {
+	if in.Scale == nil {
+		return -1
+	}
+	return in.Scale.SpecReplicas
 }
 
 // Recorded is the history a kubectl hpa run recorded on hpa, as that run would decide from it
@@ -69,55 +110,6 @@ func (r Events) History(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Tim
 // without one; err says why one is not used.
 func (r Events) Recorded(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) (Recorded, bool, error) {
 	return ReadRecorded(hpa, r.Config, now, now)
-}
-
-// Reconstruct rebuilds what can be known of the cluster controller's in-memory history, and
-// says how: each visible SuccessfulRescale is a moment the controller settled on a size.
-// Raw recommendations between rescales are not visible and are not invented.
-func (r Events) Reconstruct(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Time) (replicas.History, string) {
-	seen := sizesOf(r, now)
-
-	h := replicas.History{Recommendations: []replicas.Recommendation{}}
-	for _, s := range seen {
-		h.Recommendations = append(h.Recommendations, replicas.Recommendation{Replicas: s.size, Timestamp: s.at})
-	}
-	fromLastScale := false
-	if lst := hpa.Status.LastScaleTime; lst != nil && (len(seen) == 0 || lst.Time.Sub(seen[len(seen)-1].at) > time.Second) {
-		// A rescale whose event has expired or was not visible: its size is the one the
-		// controller has seen since (status.currentReplicas), the best available estimate.
-		h.Recommendations = append(h.Recommendations, replicas.Recommendation{Replicas: hpa.Status.CurrentReplicas, Timestamp: lst.Time})
-		fromLastScale = true
-	}
-	if hpa.Spec.Behavior != nil {
-		// Upstream records scale events only with behavior; the first visible rescale's
-		// previous size is unknown, so only changes between visible rescales count.
-		for i := 1; i < len(seen); i++ {
-			change := seen[i].size - seen[i-1].size
-			switch {
-			case change > 0:
-				h.ScaleUpEvents = append(h.ScaleUpEvents, replicas.ScaleEvent{ReplicaChange: change, Timestamp: seen[i].at})
-			case change < 0:
-				h.ScaleDownEvents = append(h.ScaleDownEvents, replicas.ScaleEvent{ReplicaChange: -change, Timestamp: seen[i].at})
-			}
-		}
-	}
-	var b strings.Builder
-	b.WriteString("The cluster's HPA controller keeps its recommendation history in its own memory; it cannot be read from the API. ")
-	switch {
-	case len(seen) == 0 && !fromLastScale:
-		b.WriteString("No rescale is visible (no SuccessfulRescale events, no status.lastScaleTime), so this decision uses an empty history: nothing holds it back except what it computes now.")
-	default:
-		fmt.Fprintf(&b, "This decision uses what can be reconstructed: %d SuccessfulRescale event(s)", len(seen))
-		if fromLastScale {
-			b.WriteString(" and status.lastScaleTime (with status.currentReplicas as its size)")
-		}
-		b.WriteString(" as recommendations")
-		if hpa.Spec.Behavior != nil && len(seen) > 1 {
-			b.WriteString(", and the changes between them as scale events for the policies")
-		}
-		b.WriteString(". Recommendations made between rescales are not visible, so the cluster's stabilization window may hold a different value.")
-	}
-	return h, b.String()
 }
 
 // EventTime is the latest time an event was seen.

@@ -313,13 +313,16 @@ func TestExplainReadsEachThingOnce(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	// Beside the decision's reads, list's three for its overlap check and lint findings: the
-	// namespace's HPAs, the targeted Deployments, the PodDisruptionBudgets.
+	// Beside the decision's reads (the controller's memory: the HPA's rescales, the
+	// Deployments' resizes, the leader Lease), list's three for its overlap check and lint
+	// findings: the namespace's HPAs, the targeted Deployments, the PodDisruptionBudgets.
 	want := []string{
 		"PodResource shop cpu app=web",
 		"get deployments/scale",
 		"get horizontalpodautoscalers",
+		"get leases",
 		"list deployments",
+		"list events",
 		"list events",
 		"list horizontalpodautoscalers",
 		"list poddisruptionbudgets",

@@ -201,7 +201,7 @@ func (o *Options) facts(ev *evaluation.Evaluation, g *gathering) output.Facts {
 	if replayed != nil {
 		past = replayed.Events
 	}
-	_, historyNote := past.Reconstruct(hpa, in.Now)
+	memory := past.Infer(hpa, history.CurrentSize(in), in.Now)
 	facts := output.Facts{
 		Input:         in,
 		Decision:      d,
@@ -209,7 +209,9 @@ func (o *Options) facts(ev *evaluation.Evaluation, g *gathering) output.Facts {
 		RescaleEvents: past.Events,
 		MetricsSource: metricsSource(o.clients),
 		HistorySource: output.HistoryReconstructed,
-		HistoryNote:   historyNote,
+		HistoryNote:   memory.Note,
+		Memory:        &memory,
+		Past:          past,
 		FreshDesired:  freshDesired,
 		WhatIf:        g.whatIfs,
 		Warnings:      warnings(hpa, in, g.objs.VerticalPodAutoscalers, g.notes, past.Err),

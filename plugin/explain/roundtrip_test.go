@@ -163,7 +163,8 @@ func fakeAPIServer(t *testing.T, f *fixture, b *roundBarrier) *httptest.Server {
 	}
 	objects := map[string]any{
 		"GET /apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/web": hpa,
-		"GET /api/v1/namespaces/shop/events":                                    list("EventList", events),
+		"GET /api/v1/namespaces/shop/events?" + rescalesSelector:                list("EventList", events),
+		"GET /api/v1/namespaces/shop/events?" + resizesSelector:                 list("EventList", []any{}),
 		"GET /apis/apps/v1/namespaces/shop/deployments/web/scale":               scale,
 		"GET /api/v1/namespaces/shop/pods":                                      list("PodList", pods),
 		"GET /apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers":     hpas,
@@ -177,6 +178,10 @@ func fakeAPIServer(t *testing.T, f *fixture, b *roundBarrier) *httptest.Server {
 			return
 		}
 		key := r.Method + " " + r.URL.Path
+		if strings.HasSuffix(r.URL.Path, "/events") {
+			// Two lists of the same path: the HPA's rescales and the Deployments' resizes.
+			key += "?" + r.URL.Query().Get("fieldSelector")
+		}
 		b.pass(key)
 		body, ok := objects[key]
 		if !ok {
@@ -190,15 +195,24 @@ func fakeAPIServer(t *testing.T, f *fixture, b *roundBarrier) *httptest.Server {
 	return srv
 }
 
-// Beside the decision's five reads, explain sends list's three for its overlap check and lint
-// findings (the namespace's HPAs with the scale, then its Deployments and PodDisruptionBudgets
-// with the pods); the metrics go out once the pods and those lists say no other HPA selects
-// the pods, as upstream reads them.
-func TestExplainAgainstAnAPIServerUsesFourParallelRoundTripsAndEightRequests(t *testing.T) {
+// The two lists of events explain sends: the HPA's rescales, the Deployments' resizes.
+const (
+	rescalesSelector = "involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name=web,reason=SuccessfulRescale"
+	resizesSelector  = "involvedObject.kind=Deployment,reason=ScalingReplicaSet"
+)
+
+// Beside the decision's seven reads (the HPA with the evidence of the controller's memory: its
+// rescales, the Deployments' resizes, the leader Lease; then the scale, the pods, the
+// metrics), explain sends list's three for its overlap check and lint findings (the
+// namespace's HPAs with the scale, then its Deployments and PodDisruptionBudgets with the
+// pods); the metrics go out once the pods and those lists say no other HPA selects the pods,
+// as upstream reads them.
+func TestExplainAgainstAnAPIServerUsesFourParallelRoundTripsAndTenRequests(t *testing.T) {
 	f := newFixture()
 	f.RescaleEvent(4, 10*time.Minute)
 	b := newRoundBarrier(t,
-		[]string{"GET /apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/web", "GET /api/v1/namespaces/shop/events"},
+		[]string{"GET /apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/web", "GET /api/v1/namespaces/shop/events?" + rescalesSelector,
+			"GET /api/v1/namespaces/shop/events?" + resizesSelector, "GET /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"},
 		[]string{"GET /apis/apps/v1/namespaces/shop/deployments/web/scale", "GET /apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers"},
 		[]string{"GET /api/v1/namespaces/shop/pods", "GET /apis/apps/v1/namespaces/shop/deployments", "GET /apis/policy/v1/namespaces/shop/poddisruptionbudgets"},
 		[]string{"metrics PodResource cpu"},
@@ -236,8 +250,8 @@ current-context: other
 	if err := root.ExecuteContext(context.Background()); err != nil {
 		t.Fatalf("explain failed: %v\nstderr: %s", err, errOut.String())
 	}
-	if len(b.log) != 8 {
-		t.Errorf("%d requests after discovery, want 8: %v", len(b.log), b.log)
+	if len(b.log) != 10 {
+		t.Errorf("%d requests after discovery, want 10: %v", len(b.log), b.log)
 	}
 	for _, want := range []string{"Verdict:", "would stay at 4", "Binding constraint:  Tolerance"} {
 		if !strings.Contains(out.String(), want) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/batch"
+	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
@@ -107,11 +108,13 @@ func (o *Options) rows(ctx context.Context) ([]row, error) {
 	)
 	sem := make(chan struct{}, parallelNamespaces)
 	lr := cmdutil.LintReader{Kube: o.clients.Kube, Dynamic: o.clients.Dynamic, Served: cmdutil.ServedGroupVersions(o.clients.Discovery)}
+	// The leader Lease is read once for every namespace of this pass.
+	leadership := live.Leadership(o.clients.Kube)
 	for ns, list := range byNS {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			rs := o.namespaceRows(ctx, lr, ns, allByNS[ns], list)
+			rs := o.namespaceRows(ctx, lr, leadership, ns, allByNS[ns], list)
 			mu.Lock()
 			defer mu.Unlock()
 			out = append(out, rs...)
@@ -182,13 +185,13 @@ func (o *Options) missingNames(hpas []*autoscalingv2.HorizontalPodAutoscaler) []
 // evaluation path, as explain does (every HPA of the namespace read, all, those selected decided): the cluster's controller now, with the history
 // reconstructed from its status and rescale events (or the one run recorded). Each row's
 // findings are list's own and the lint rules' on its HPA.
-func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, namespace string, all, hpas []*autoscalingv2.HorizontalPodAutoscaler) []row {
+func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, leadership *history.Leadership, namespace string, all, hpas []*autoscalingv2.HorizontalPodAutoscaler) []row {
 	c := o.clients
 	var src *batch.Namespace
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		src = batch.Read(ctx, batch.Clients{Kube: c.Kube, Scales: c.Scales, Metrics: c.Metrics, Config: o.Config}, namespace, all)
+		src = batch.Read(ctx, batch.Clients{Kube: c.Kube, Scales: c.Scales, Metrics: c.Metrics, Config: o.Config, Leadership: leadership}, namespace, all)
 	}()
 	objs, notes := lr.Read(ctx, namespace, all, cmdutil.WorkloadsFunc(func(gk schema.GroupKind) ([]runtime.Object, bool, error) {
 		<-read
@@ -232,7 +235,8 @@ func (o *Options) rowOf(ev *evaluation.Evaluation) row {
 		facts.HistoryNote = "the history kubectl hpa run recorded on the HPA"
 	} else {
 		facts.HistorySource = output.HistoryReconstructed
-		_, facts.HistoryNote = past.Reconstruct(hpa, in.Now)
+		memory := past.Infer(hpa, history.CurrentSize(in), in.Now)
+		facts.HistoryNote, facts.Memory, facts.Past = memory.Note, &memory, past
 	}
 	if past.Err != nil {
 		facts.Warnings = append(facts.Warnings, output.Warning{Reason: "HistoryIncomplete", Message: "the rescale events could not be listed: " + past.Err.Error()})

@@ -36,6 +36,10 @@ type Facts struct {
 	HistorySource, HistoryNote string
 	// Replay is the replay from Prometheus, when one was asked for.
 	Replay *Replay
+	// Memory is what a HistoryReconstructed history was inferred from.
+	Memory *history.Memory
+	// Past is the evidence Memory was inferred from.
+	Past history.Events
 	// HistoryHolder and HistoryRecordedAt say who recorded a HistoryRecorded history, and when.
 	HistoryHolder     string
 	HistoryRecordedAt time.Time
@@ -334,6 +338,9 @@ func decisionOf(d replicas.Decision) *Decision {
 
 func historyOf(f Facts) *History {
 	h := &History{Source: f.HistorySource, Note: f.HistoryNote, FreshControllerDesired: f.FreshDesired, Replay: f.Replay, Holder: f.HistoryHolder}
+	if f.Memory != nil && f.HistorySource == HistoryReconstructed {
+		h.Memory = memoryOf(*f.Memory, f.Past)
+	}
 	if !f.HistoryRecordedAt.IsZero() {
 		at := metav1.NewTime(f.HistoryRecordedAt)
 		h.RecordedAt = &at
@@ -395,4 +402,27 @@ func clusterOf(hpa *autoscalingv2.HorizontalPodAutoscaler, events []corev1.Event
 		c.Note = fmt.Sprintf("the cluster controller last decided %d, this decision is %d: metrics may have moved since its last sync, or its in-memory history (not visible here) holds different recommendations", st.DesiredReplicas, d.DesiredReplicas)
 	}
 	return c
+}
+
+func memoryOf(m history.Memory, past history.Events) *Memory {
+	out := &Memory{StartEvidence: m.StartEvidence, NeverSynced: m.NeverSynced}
+	if !m.Start.IsZero() {
+		out.Start = ptr.To(metav1.NewTime(m.Start))
+	}
+	if l := past.Leader; l != nil {
+		out.Leader = &Leader{Holder: l.Holder, Since: metav1.NewTime(l.Since), Transitions: l.Transitions}
+	}
+	if past.LeaderErr != nil {
+		out.LeaderError = past.LeaderErr.Error()
+	}
+	if past.TargetErr != nil {
+		out.TargetEventsError = past.TargetErr.Error()
+	}
+	if s := m.Seed; s != nil {
+		out.Seed = &MemorySeed{Replicas: s.Replicas, Time: metav1.NewTime(s.At), Evidence: s.Evidence}
+	}
+	for _, r := range m.Rescales {
+		out.Rescales = append(out.Rescales, Rescaled{Time: metav1.NewTime(r.At), From: r.From, To: r.To, FromEvidence: r.FromEvidence, Direction: r.Direction})
+	}
+	return out
 }

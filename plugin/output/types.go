@@ -336,6 +336,53 @@ type History struct {
 	FreshControllerDesired *int32 `json:"freshControllerDesired,omitempty"`
 	// Replay is the replay from Prometheus (explain --prometheus-url), also when it failed.
 	Replay *Replay `json:"replay,omitempty"`
+	// Memory is the evidence a "reconstructed" history was inferred from.
+	Memory *Memory `json:"memory,omitempty"`
+}
+
+// Memory is the cluster controller's memory of the HPA as the cluster's evidence shows it:
+// when it began, the seed of its first sync, the rescales it made since.
+type Memory struct {
+	// Start is when the controller's memory of the HPA begins, StartEvidence from what (the
+	// HPA's creationTimestamp, kube-controller-manager's leader Lease).
+	Start         *metav1.Time `json:"start,omitempty"`
+	StartEvidence string       `json:"startEvidence,omitempty"`
+	// Leader is kube-controller-manager's leader as its Lease says; LeaderError why the Lease
+	// could not be read.
+	Leader      *Leader `json:"leader,omitempty"`
+	LeaderError string  `json:"leaderError,omitempty"`
+	// NeverSynced: the HPA's status was never written; its next sync is its first and seeds.
+	NeverSynced bool        `json:"neverSynced,omitempty"`
+	Seed        *MemorySeed `json:"seed,omitempty"`
+	Rescales    []Rescaled  `json:"rescales,omitempty"`
+	// TargetEventsError says why the target's events (the sizes rescales came from) could not
+	// be listed.
+	TargetEventsError string `json:"targetEventsError,omitempty"`
+}
+
+// Leader is who leads kube-controller-manager since when, and how often the Lease changed hands.
+type Leader struct {
+	Holder      string      `json:"holder"`
+	Since       metav1.Time `json:"since"`
+	Transitions int32       `json:"transitions"`
+}
+
+// MemorySeed is the recommendation the controller's first sync of the HPA made.
+type MemorySeed struct {
+	Replicas int32       `json:"replicas"`
+	Time     metav1.Time `json:"time"`
+	Evidence string      `json:"evidence"`
+}
+
+// Rescaled is one rescale the controller remembers: its new size, and the size it came from
+// with what says so (without it, a behavior's policies count one pod, the least it changed, in
+// Direction, from the event's reason).
+type Rescaled struct {
+	Time         metav1.Time `json:"time"`
+	From         *int32      `json:"from,omitempty"`
+	To           int32       `json:"to"`
+	FromEvidence string      `json:"fromEvidence,omitempty"`
+	Direction    string      `json:"direction,omitempty"`
 }
 
 // Replay is the cluster controller's recommendation history replayed from the metric

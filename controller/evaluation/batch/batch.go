@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,10 @@ import (
 // of; history.EventReader picks each HPA's own.
 const rescaleEvents = "involvedObject.kind=HorizontalPodAutoscaler,reason=SuccessfulRescale"
 
+// resizeEvents selects the Deployment controller's resizes of ReplicaSets: the sizes the
+// rescales came from.
+const resizeEvents = "involvedObject.kind=Deployment,reason=ScalingReplicaSet"
+
 // Clients are what a namespace is read through.
 type Clients struct {
 	Kube kubernetes.Interface
@@ -37,6 +42,8 @@ type Clients struct {
 	Metrics evaluation.MetricsReader
 	// Config is the controller configuration a recorded history is restored under.
 	Config replicas.Config
+	// Leadership reads kube-controller-manager's leader Lease, once for every namespace.
+	Leadership *history.Leadership
 }
 
 // Namespace is the evaluation.Source of one namespace's HPAs, read once by Read.
@@ -92,7 +99,7 @@ func Read(ctx context.Context, c Clients, namespace string, hpas []*autoscalingv
 		workloads:     map[schema.GroupKind]*workloads{},
 		scales:        c.Scales,
 	}
-	n.HistoryReader = history.EventReader{Lister: &n.events, Config: c.Config}
+	n.HistoryReader = history.EventReader{Lister: &n.events, Leadership: c.Leadership, Config: c.Config}
 	resourceMetrics := false
 	for _, h := range hpas {
 		n.hpas[h.Name] = h
@@ -106,7 +113,10 @@ func Read(ctx context.Context, c Clients, namespace string, hpas []*autoscalingv
 	var wg sync.WaitGroup
 	wg.Go(func() { n.pods, n.podsErr = listPods(ctx, c.Kube, namespace) })
 	wg.Go(func() {
-		n.events.list, n.events.err = c.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: rescaleEvents})
+		n.events.rescales.list, n.events.rescales.err = c.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: rescaleEvents})
+	})
+	wg.Go(func() {
+		n.events.resizes.list, n.events.resizes.err = c.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: resizeEvents})
 	})
 	if l, ok := c.Metrics.(metrics.NamespaceLister); ok && resourceMetrics {
 		wg.Go(func() { n.resources = l.NamespacePodResources(ctx, namespace) })
@@ -223,15 +233,24 @@ func (n *Namespace) PodResource(ctx context.Context, namespace string, res corev
 	return n.resources.PodResource(res, selector, container)
 }
 
-// eventList is the namespace's rescale events, listed once, as a history.EventLister.
+// eventList is the namespace's rescale and resize events, each listed once, as a
+// history.EventLister.
 type eventList struct {
+	rescales, resizes listed
+}
+
+type listed struct {
 	list *corev1.EventList
 	err  error
 }
 
-// ListEvents implements history.EventLister; EventReader keeps the HPA's own.
-func (e *eventList) ListEvents(context.Context, string, metav1.ListOptions) (*corev1.EventList, error) {
-	return e.list, e.err
+// ListEvents implements history.EventLister: the list of the reason opts select (EventReader
+// keeps the HPA's own or the target's).
+func (e *eventList) ListEvents(_ context.Context, _ string, opts metav1.ListOptions) (*corev1.EventList, error) {
+	if strings.Contains(opts.FieldSelector, "reason=ScalingReplicaSet") {
+		return e.resizes.list, e.resizes.err
+	}
+	return e.rescales.list, e.rescales.err
 }
 
 // listedKinds are the kinds read by one list per namespace, as run's caches read them.

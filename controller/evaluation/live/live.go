@@ -12,6 +12,7 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,10 +46,18 @@ func Source(kube kubernetes.Interface, scales evaluation.ScaleReader, pods evalu
 	}
 }
 
-// EventReader reads HPAs' SuccessfulRescale events from the API server, for a history
-// reconstructed from them under cfg.
+// EventReader reads the evidence of the cluster controller's memory from the API server (the
+// HPAs' SuccessfulRescale events, the Deployments' resizes, kube-controller-manager's leader
+// Lease), for a history inferred from it under cfg.
 func EventReader(kube kubernetes.Interface, cfg replicas.Config) history.EventReader {
-	return history.EventReader{Lister: EventLister{Client: kube}, Config: cfg}
+	return history.EventReader{Lister: EventLister{Client: kube}, Leadership: Leadership(kube), Config: cfg}
+}
+
+// Leadership reads kube-controller-manager's leader Lease from the API server, once.
+func Leadership(kube kubernetes.Interface) *history.Leadership {
+	return &history.Leadership{Get: func(ctx context.Context) (*coordinationv1.Lease, error) {
+		return kube.CoordinationV1().Leases(history.LeaderLeaseNamespace).Get(ctx, history.LeaderLeaseName, metav1.GetOptions{})
+	}}
 }
 
 // EventLister lists events from the API server.

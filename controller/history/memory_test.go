@@ -1,0 +1,234 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+)
+
+var memNow = time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+
+func ago(d time.Duration) time.Time { return memNow.Add(-d) }
+
+func rescaleEvent(to int32, reason string, at time.Time) corev1.Event {
+	return corev1.Event{
+		InvolvedObject: corev1.ObjectReference{Kind: "HorizontalPodAutoscaler", Name: "web"},
+		Reason:         "SuccessfulRescale",
+		Message:        fmt.Sprintf("New size: %d; reason: %s", to, reason),
+		FirstTimestamp: metav1.NewTime(at), LastTimestamp: metav1.NewTime(at), Count: 1,
+	}
+}
+
+func resizeEvent(deployment string, from, to int32, at time.Time) corev1.Event {
+	way := "up"
+	if to < from {
+		way = "down"
+	}
+	return corev1.Event{
+		InvolvedObject: corev1.ObjectReference{Kind: "Deployment", Name: deployment},
+		Reason:         "ScalingReplicaSet",
+		Message:        fmt.Sprintf("Scaled %s replica set %s-5d8f from %d to %d", way, deployment, from, to),
+		FirstTimestamp: metav1.NewTime(at), LastTimestamp: metav1.NewTime(at), Count: 1,
+	}
+}
+
+const up, down = "cpu resource utilization (percentage of request) above target", "All metrics below target"
+
+func synced(opts ...testbuild.HPAOption) []testbuild.HPAOption {
+	return append([]testbuild.HPAOption{
+		testbuild.Target("apps/v1", "Deployment", "web"),
+		testbuild.Conditions(autoscalingv2.HorizontalPodAutoscalerCondition{Type: autoscalingv2.AbleToScale, Status: corev1.ConditionTrue}),
+	}, opts...)
+}
+
+func created(t time.Time) testbuild.HPAOption {
+	return func(h *autoscalingv2.HorizontalPodAutoscaler) { h.CreationTimestamp = metav1.NewTime(t) }
+}
+
+var podsPer60s = testbuild.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{
+	ScaleUp: &autoscalingv2.HPAScalingRules{Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 2, PeriodSeconds: 60}}},
+})
+
+// TestMemoryIsInferredFromTheClustersEvidence holds each inference to the controller's memory
+// the evidence proves: when it began (the HPA's creation, the leader's Lease), its seed, and
+// the changes of the rescales since.
+func TestMemoryIsInferredFromTheClustersEvidence(t *testing.T) {
+	leader := &Leader{Holder: "cp-1_abc", Since: ago(2 * time.Minute), Transitions: 3}
+	tests := []struct {
+		name    string
+		hpa     *autoscalingv2.HorizontalPodAutoscaler
+		events  Events
+		current int32
+		want    replicas.History
+		// seed is the inferred seed's evidence, "" for none.
+		seed string
+	}{
+		{
+			name:    "an HPA whose status was never written is seeded by its next sync, its first",
+			hpa:     testbuild.HPA("shop", "web", created(ago(20*time.Second))),
+			current: 6,
+			want:    replicas.History{},
+		},
+		{
+			name:    "an HPA created inside the window was seeded at its creation with the size now when it has not rescaled since",
+			hpa:     testbuild.HPA("shop", "web", synced(created(ago(40*time.Second)))...),
+			current: 6,
+			want:    replicas.History{Recommendations: []replicas.Recommendation{{Replicas: 6, Timestamp: ago(40 * time.Second)}}},
+			seed:    "no rescale since: the size now",
+		},
+		{
+			name:    "an HPA created over an hour ago carries no seed",
+			hpa:     testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)))...),
+			current: 6,
+			want:    replicas.History{Recommendations: []replicas.Recommendation{}},
+		},
+		{
+			name: "a new leader seeds every HPA when it takes the Lease and has forgotten the rescales before",
+			hpa:  testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)), podsPer60s)...),
+			events: Events{Leader: leader, Events: []corev1.Event{
+				rescaleEvent(6, up, ago(4*time.Minute)),
+			}},
+			current: 6,
+			want:    replicas.History{Recommendations: []replicas.Recommendation{{Replicas: 6, Timestamp: leader.Since}}},
+			seed:    "no rescale since: the size now",
+		},
+		{
+			name: "a rescale inside the policy's period counts its change from the Deployment's resize of its ReplicaSet",
+			hpa:  testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)), podsPer60s)...),
+			events: Events{
+				Events:       []corev1.Event{rescaleEvent(6, up, ago(30*time.Second))},
+				TargetEvents: []corev1.Event{resizeEvent("web", 4, 6, ago(29*time.Second)), resizeEvent("other", 2, 6, ago(30*time.Second))},
+			},
+			current: 6,
+			want: replicas.History{
+				Recommendations: []replicas.Recommendation{{Replicas: 6, Timestamp: ago(30 * time.Second)}},
+				ScaleUpEvents:   []replicas.ScaleEvent{{ReplicaChange: 2, Timestamp: ago(30 * time.Second)}},
+			},
+		},
+		{
+			name: "the first rescale after the leader's start gives the seed the size it came from",
+			hpa:  testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)), podsPer60s)...),
+			events: Events{
+				Leader:       leader,
+				Events:       []corev1.Event{rescaleEvent(6, up, ago(30*time.Second))},
+				TargetEvents: []corev1.Event{resizeEvent("web", 4, 6, ago(30*time.Second))},
+			},
+			current: 6,
+			want: replicas.History{
+				Recommendations: []replicas.Recommendation{{Replicas: 4, Timestamp: leader.Since}, {Replicas: 6, Timestamp: ago(30 * time.Second)}},
+				ScaleUpEvents:   []replicas.ScaleEvent{{ReplicaChange: 2, Timestamp: ago(30 * time.Second)}},
+			},
+			seed: `the size the first rescale since came from, by the Deployment's event "Scaled up replica set web-5d8f from 4 to 6" (2026-12-07T11:59:30Z)`,
+		},
+		{
+			name: "a later rescale counts its change from the one before it",
+			hpa:  testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)), podsPer60s)...),
+			events: Events{Events: []corev1.Event{
+				rescaleEvent(9, down, ago(20*time.Second)), rescaleEvent(10, up, ago(50*time.Second)),
+			}, TargetEvents: []corev1.Event{resizeEvent("web", 7, 10, ago(50*time.Second))}},
+			current: 9,
+			want: replicas.History{
+				Recommendations: []replicas.Recommendation{{Replicas: 10, Timestamp: ago(50 * time.Second)}, {Replicas: 9, Timestamp: ago(20 * time.Second)}},
+				ScaleUpEvents:   []replicas.ScaleEvent{{ReplicaChange: 3, Timestamp: ago(50 * time.Second)}},
+				ScaleDownEvents: []replicas.ScaleEvent{{ReplicaChange: 1, Timestamp: ago(20 * time.Second)}},
+			},
+		},
+		{
+			name: "a rescale whose old size nothing says counts one pod in its reason's direction, the least it changed",
+			hpa:  testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)), podsPer60s)...),
+			events: Events{Events: []corev1.Event{rescaleEvent(3, down, ago(30*time.Second))},
+				TargetErr: apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", errors.New("no"))},
+			current: 3,
+			want: replicas.History{
+				Recommendations: []replicas.Recommendation{{Replicas: 3, Timestamp: ago(30 * time.Second)}},
+				ScaleDownEvents: []replicas.ScaleEvent{{ReplicaChange: 1, Timestamp: ago(30 * time.Second)}},
+			},
+		},
+		{
+			name: "a rescale the event recorder aggregated counts at its first and its last time",
+			hpa:  testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)), podsPer60s)...),
+			events: Events{Events: []corev1.Event{func() corev1.Event {
+				ev := rescaleEvent(6, up, ago(10*time.Second))
+				ev.FirstTimestamp, ev.Count = metav1.NewTime(ago(40*time.Second)), 2
+				return ev
+			}()}, TargetEvents: []corev1.Event{resizeEvent("web", 4, 6, ago(40*time.Second))}},
+			current: 6,
+			want: replicas.History{
+				Recommendations: []replicas.Recommendation{{Replicas: 6, Timestamp: ago(40 * time.Second)}, {Replicas: 6, Timestamp: ago(10 * time.Second)}},
+				ScaleUpEvents:   []replicas.ScaleEvent{{ReplicaChange: 2, Timestamp: ago(40 * time.Second)}},
+			},
+		},
+		{
+			name: "without a behavior the controller keeps no scale events",
+			hpa:  testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)))...),
+			events: Events{Events: []corev1.Event{rescaleEvent(6, up, ago(30*time.Second))},
+				TargetEvents: []corev1.Event{resizeEvent("web", 4, 6, ago(30*time.Second))}},
+			current: 6,
+			want:    replicas.History{Recommendations: []replicas.Recommendation{{Replicas: 6, Timestamp: ago(30 * time.Second)}}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.events.Infer(tc.hpa, tc.current, memNow)
+			if diff := cmp.Diff(tc.want, m.History); diff != "" {
+				t.Errorf("history (-want +got):\n%s\nnote: %s", diff, m.Note)
+			}
+			got := ""
+			if m.Seed != nil {
+				got = m.Seed.Evidence
+			}
+			if got != tc.seed {
+				t.Errorf("seed evidence %q, want %q", got, tc.seed)
+			}
+		})
+	}
+}
+
+// TestTheLeaderLeaseIsReadOnceAndItsAbsenceIsNoError: a controller without leader election
+// keeps no Lease, which says nothing of its start; a forbidden read is said.
+func TestTheLeaderLeaseIsReadOnceAndItsAbsenceIsNoError(t *testing.T) {
+	since := metav1.NewMicroTime(ago(time.Minute))
+	for _, tc := range []struct {
+		name    string
+		lease   *coordinationv1.Lease
+		err     error
+		want    *Leader
+		wantErr bool
+	}{
+		{name: "a Lease says who leads since when", lease: &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("cp-1"), AcquireTime: &since, LeaseTransitions: ptr.To[int32](2)}},
+			want: &Leader{Holder: "cp-1", Since: since.Time, Transitions: 2}},
+		{name: "no Lease: no leader election, nothing known", err: apierrors.NewNotFound(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, LeaderLeaseName)},
+		{name: "a forbidden read is an error", err: apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, LeaderLeaseName, errors.New("no")), wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			l := &Leadership{Get: func(context.Context) (*coordinationv1.Lease, error) { calls++; return tc.lease, tc.err }}
+			for range 3 {
+				got, err := l.Read(context.Background())
+				if (err != nil) != tc.wantErr {
+					t.Fatalf("error %v, want one: %t", err, tc.wantErr)
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("leader (-want +got):\n%s", diff)
+				}
+			}
+			if calls != 1 {
+				t.Errorf("%d reads of the Lease, want 1", calls)
+			}
+		})
+	}
+}
