@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
@@ -33,6 +34,13 @@ func TestEachSituationHasItsBindingAndProblem(t *testing.T) {
 			}
 		},
 		want: map[string]string{"web": "MetricsUnavailable CannotCompute"},
+	}, {
+		name: "a cpu metric asking for a scale-down that a failing second metric blocks is MetricFailing, not Blind",
+		add: func(c *cluster) {
+			// cpu at 20% of 60% asks for 1; the custom metrics API has no qps for the pods.
+			c.app("s", "web", 2, "100m", hpa("s", "web", "web", 60, 10, 2, 2, testbuild.Metrics(testbuild.PodsAverage("qps", 10000))))
+		},
+		want: map[string]string{"web": "MetricsUnavailable MetricFailing"},
 	}, {
 		name: "two HPAs on one Deployment: upstream decides neither (AmbiguousSelector)",
 		add: func(c *cluster) {

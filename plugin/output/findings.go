@@ -64,8 +64,12 @@ func DecisionFindings(in replicas.Input, d replicas.Decision, e *Explanation) []
 	}
 	// unread are the metrics that could not be read; a metric read whose values give no count
 	// (a pod without the request a Utilization target divides by, an invalid spec) is not.
+	// used says one metric gave a count: a failing metric then blocks its scale-down (the
+	// phase MetricsFailed too), which is MetricFailing, not Blind nor CannotCompute.
 	var failing, unread []string
+	used := false
 	for i, m := range d.Metrics {
+		used = used || m.Err == nil
 		if m.Err != nil && i < len(in.HPA.Spec.Metrics) {
 			msg := fmt.Sprintf("%s: %v", ShortName(in.HPA.Spec.Metrics[i]), m.Err)
 			failing = append(failing, msg)
@@ -81,9 +85,9 @@ func DecisionFindings(in replicas.Input, d replicas.Decision, e *Explanation) []
 		out = append(out, Finding{ID: FindingAmbiguousSelector, Severity: lint.SeverityError, Message: fmt.Sprintf(
 			"its pods are also selected by %s, so the controller scales none of them: give each workload's pods labels only its own HPA's target selects",
 			strings.Join(in.OtherHPAsSelectingPods, ", "))})
-	case d.Phase == replicas.PhaseMetricsFailed && len(unread) > 0:
+	case d.Phase == replicas.PhaseMetricsFailed && !used && len(unread) > 0:
 		out = append(out, Finding{ID: FindingBlind, Severity: lint.SeverityError, Message: "no metric can be used, so nothing would be scaled: " + strings.Join(unread, "; ")})
-	case d.Phase == replicas.PhaseMetricsFailed:
+	case d.Phase == replicas.PhaseMetricsFailed && !used:
 		out = append(out, Finding{ID: FindingCannotCompute, Severity: lint.SeverityError, Message: cannotCompute(d)})
 	case len(failing) > 0:
 		out = append(out, Finding{ID: FindingMetricFailing, Severity: lint.SeverityWarning, Message: "a metric fails (it blocks a scale-down): " + strings.Join(failing, "; ")})
