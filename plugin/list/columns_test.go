@@ -121,7 +121,7 @@ func TestADisagreementSaysItsCause(t *testing.T) {
 			// 20 % of a 40 % target asks for 2 from 4; the controller wrote 3 after the samples.
 			hpa:        hpa("s", "web", "web", 40, 10, 4, 3, kcm(5*time.Second), testbuild.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0)}})),
 			wantCauses: []string{output.CauseInMemoryHistory},
-			wantLine:   "the history here is reconstructed, and recommendations or rescales the controller holds in memory could keep it at 3"},
+			wantLine:   "the controller's memory is inferred from the cluster's evidence, which leaves open the recommendations it made between rescales, which nothing in the cluster keeps: those could keep it at 3"},
 		{name: "past what the metrics ask for: no history explains it",
 			hpa:        hpa("s", "web", "web", 40, 10, 4, 1, kcm(5*time.Second), testbuild.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0)}})),
 			wantCauses: []string{output.CauseUnknown},

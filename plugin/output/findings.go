@@ -214,7 +214,7 @@ func disagreement(in replicas.Input, d replicas.Decision, e *Explanation) *Findi
 	}
 	if e.History != nil && e.History.Source != HistoryRecorded && historyCouldHold(in, d, c.DesiredReplicas) {
 		c.Causes = append(c.Causes, CauseInMemoryHistory)
-		why = append(why, fmt.Sprintf("the history here is %s, and recommendations or rescales the controller holds in memory could keep it at %d", e.History.Source, c.DesiredReplicas))
+		why = append(why, inMemoryCause(e.History, c.DesiredReplicas))
 	}
 	if len(why) == 0 {
 		c.Causes = []string{CauseUnknown}
@@ -275,6 +275,31 @@ func newestSample(d replicas.Decision) time.Time {
 // so cluster must lie from the current count to what the metrics ask for (within min and max),
 // in a direction where a stabilization window or a scaling policy's period remembers (without
 // spec.behavior: only scale-down's window; the scale-up cap depends on the count alone).
+// inMemoryCause says which part of the controller's memory the evidence leaves open, and could
+// keep the count at cluster.
+func inMemoryCause(h *History, cluster int32) string {
+	m := h.Memory
+	if m == nil {
+		return fmt.Sprintf("the history here is %s, and recommendations or rescales the controller holds in memory could keep it at %d", h.Source, cluster)
+	}
+	var open []string
+	if m.LeaderError != "" {
+		open = append(open, "when it last started (its leader Lease could not be read), whose first sync seeded every HPA")
+	}
+	for _, r := range m.Rescales {
+		if r.FromEvidence == "" {
+			open = append(open, fmt.Sprintf("the size its rescale to %d at %s came from (counted as one pod)", r.To, r.Time.UTC().Format(time.RFC3339)))
+			break
+		}
+	}
+	open = append(open, "the recommendations it made between rescales, which nothing in the cluster keeps")
+	since := ""
+	if m.StartEvidence != "" {
+		since = " since " + m.StartEvidence
+	}
+	return fmt.Sprintf("the controller's memory%s is inferred from the cluster's evidence, which leaves open %s: those could keep it at %d", since, strings.Join(open, "; "), cluster)
+}
+
 func historyCouldHold(in replicas.Input, d replicas.Decision, cluster int32) bool {
 	st := d.Stabilization
 	if st == nil {
