@@ -264,7 +264,7 @@ func NewClientFrom(ctx context.Context, cfg Config, c Clients, clk clock.Passive
 	// to Heapster then would switch sources for the length of an outage (and for all of a
 	// run started during one), so a registered API is chosen and its reads fail until it
 	// is back, as kube-controller-manager's would.
-	probe := newVersionResolver(c.Discovery, resourceMetricsGroup, resourceMetricsVersions, "")
+	probe := newVersionResolver(c.Discovery, resourceMetricsGroup, resourceMetricsVersions, "", &discoveryPass{})
 	if _, err := probe.unlisted(ctx); !errors.Is(err, errNotServed) {
 		reason := fmt.Sprintf("auto: %s is registered", resourceMetricsGroup)
 		if err != nil {

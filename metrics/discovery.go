@@ -77,6 +77,40 @@ func pickVersion(served map[string][]string, group string, prefs []string) (stri
 	return "", false
 }
 
+// discoveryPass is what a client's resolvers share once a command reads in passes
+// (DiscoveryPasses): whether it does, and whether this pass has refreshed the cached
+// discovery yet.
+type discoveryPass struct {
+	mu        sync.Mutex
+	held      bool
+	refreshed bool
+}
+
+func (p *discoveryPass) start() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held, p.refreshed = true, false
+}
+
+func (p *discoveryPass) isHeld() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
+}
+
+// refresh says whether the cached discovery is to be refreshed now: always outside passes,
+// once per pass in them.
+func (p *discoveryPass) refresh() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.held {
+		return true
+	}
+	first := !p.refreshed
+	p.refreshed = true
+	return first
+}
+
 // versionResolver finds, and remembers until told otherwise, which version of one metrics
 // API group to use. It implements the custom metrics client's AvailableAPIsGetter: unlike
 // upstream's, it prefers v1beta2 whenever the group serves it (not the server's preferred
@@ -85,35 +119,53 @@ type versionResolver struct {
 	discovery discovery.DiscoveryInterface
 	group     string
 	prefs     []string
+	pass      *discoveryPass
 
 	mu     sync.Mutex
 	chosen string
+	// failed is why no version could be chosen in this pass (only in passes).
+	failed error
 }
 
-func newVersionResolver(d discovery.DiscoveryInterface, group string, prefs []string, known string) *versionResolver {
-	return &versionResolver{discovery: d, group: group, prefs: prefs, chosen: known}
+func newVersionResolver(d discovery.DiscoveryInterface, group string, prefs []string, known string, pass *discoveryPass) *versionResolver {
+	return &versionResolver{discovery: d, group: group, prefs: prefs, pass: pass, chosen: known}
 }
 
-// version returns the version to use, asking discovery if none is known. A group that
-// is not served is not remembered, so a later call notices an adapter installed meanwhile.
+// version returns the version to use, asking discovery if none is known. Outside passes, a
+// group that is not served is not remembered, so a later call notices an adapter installed
+// meanwhile; in a pass, that answer holds until the next pass, and a cache this process
+// fetched is trusted for the group's absence (the versions it does not list are still
+// asked of the server, once), so a pass asks discovery once, not once per HPA.
 func (r *versionResolver) version(ctx context.Context) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.chosen != "" {
 		return r.chosen, nil
 	}
-	served, err := servedGroups(ctx, r.discovery, r.group, r.prefs, false)
-	if err != nil {
-		return "", fmt.Errorf("discovering %s: %w", r.group, err)
+	held := r.pass.isHeld()
+	if held && r.failed != nil {
+		return "", r.failed
 	}
-	v, ok := pickVersion(served, r.group, r.prefs)
-	if !ok {
-		if v, err = r.unlisted(ctx); err != nil {
-			return "", err
+	v, err := r.discover(ctx, held)
+	if err != nil {
+		if held {
+			r.failed = err
 		}
+		return "", err
 	}
 	r.chosen = v
 	return v, nil
+}
+
+func (r *versionResolver) discover(ctx context.Context, trustFresh bool) (string, error) {
+	served, err := servedGroups(ctx, r.discovery, r.group, r.prefs, trustFresh)
+	if err != nil {
+		return "", fmt.Errorf("discovering %s: %w", r.group, err)
+	}
+	if v, ok := pickVersion(served, r.group, r.prefs); ok {
+		return v, nil
+	}
+	return r.unlisted(ctx)
 }
 
 // unlisted asks each version of a group that discovery did not list, to tell a group the
@@ -164,20 +216,29 @@ func (r *versionResolver) PreferredVersion() (schema.GroupVersion, error) {
 	return schema.GroupVersion{Group: r.group, Version: v}, nil
 }
 
-// Invalidate forgets the version, so the next call asks discovery again.
+// Invalidate forgets the version, or why there is none, so the next call asks discovery
+// again.
 func (r *versionResolver) Invalidate() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.chosen = ""
+	r.chosen, r.failed = "", nil
+}
+
+// dropFailure forgets why no version could be chosen, keeping a version chosen.
+func (r *versionResolver) dropFailure() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed = nil
 }
 
 // forget is Invalidate after the API answered 404: it may be gone. A cached discovery,
-// whose answer led to the version, is refreshed now, so that the next call, and the next
-// command reading the same cache on disk, see whether the group is still served.
+// whose answer led to the version, is refreshed now (in a pass, by the first 404 of the
+// pass only: an adapter answers 404 for each metric it lacks), so that the next call, and
+// the next command reading the same cache on disk, see whether the group is still served.
 func (r *versionResolver) forget(ctx context.Context) {
 	r.Invalidate()
 	cached, ok := r.discovery.(discovery.CachedDiscoveryInterface)
-	if !ok {
+	if !ok || !r.pass.refresh() {
 		return
 	}
 	cached.Invalidate()

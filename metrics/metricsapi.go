@@ -53,11 +53,34 @@ type apiClient struct {
 	resourceVersions *versionResolver
 	customVersions   *versionResolver
 	externalVersions *versionResolver
+	pass             *discoveryPass
 	clock            clock.PassiveClock
 	maxAge           time.Duration
 }
 
-var _ Client = (*apiClient)(nil)
+var (
+	_ Client          = (*apiClient)(nil)
+	_ DiscoveryPasses = (*apiClient)(nil)
+)
+
+// DiscoveryPasses is a Client a command reading the metrics of many HPAs at once (list, a
+// frame of list --watch) can have ask discovery once per such pass instead of once per HPA:
+// without passes, each read of a metrics API the cluster does not serve asks discovery
+// again, and each 404 (an adapter without the metric) refreshes the cached discovery, as a
+// long run needs to notice an adapter installed or removed.
+type DiscoveryPasses interface {
+	// StartDiscoveryPass starts a pass: until the next, that a metrics API is not served (or
+	// why its version could not be found) holds for every read, and the cached discovery is
+	// refreshed at most once. The versions found are kept across passes.
+	StartDiscoveryPass()
+}
+
+func (a *apiClient) StartDiscoveryPass() {
+	a.pass.start()
+	for _, r := range []*versionResolver{a.resourceVersions, a.customVersions, a.externalVersions} {
+		r.dropFailure()
+	}
+}
 
 // NewAPIClient returns a Client reading the metrics APIs. served is what discovery showed
 // (group -> versions), used as the first choice of versions; nil means "ask on first use".
@@ -65,13 +88,18 @@ func NewAPIClient(c APIClients, served map[string][]string) (Client, error) {
 	if c.Discovery == nil || c.Resource == nil || c.Custom == nil || c.External == nil || c.Clock == nil {
 		return nil, errors.New("metrics API client: discovery, resource, custom and external clients and a clock are required")
 	}
-	known := func(group string, prefs []string) string { v, _ := pickVersion(served, group, prefs); return v }
+	pass := &discoveryPass{}
+	resolver := func(group string, prefs []string) *versionResolver {
+		known, _ := pickVersion(served, group, prefs)
+		return newVersionResolver(c.Discovery, group, prefs, known, pass)
+	}
 	a := &apiClient{
 		resource:         c.Resource,
 		external:         c.External,
-		resourceVersions: newVersionResolver(c.Discovery, resourceMetricsGroup, resourceMetricsVersions, known(resourceMetricsGroup, resourceMetricsVersions)),
-		customVersions:   newVersionResolver(c.Discovery, customMetricsGroup, customMetricsVersions, known(customMetricsGroup, customMetricsVersions)),
-		externalVersions: newVersionResolver(c.Discovery, externalMetricsGroup, externalMetricsVersions, known(externalMetricsGroup, externalMetricsVersions)),
+		resourceVersions: resolver(resourceMetricsGroup, resourceMetricsVersions),
+		customVersions:   resolver(customMetricsGroup, customMetricsVersions),
+		externalVersions: resolver(externalMetricsGroup, externalMetricsVersions),
+		pass:             pass,
 		clock:            c.Clock,
 		maxAge:           c.MaxAge,
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
@@ -107,6 +108,11 @@ func (o *Options) rows(ctx context.Context) ([]row, error) {
 		wg  sync.WaitGroup
 	)
 	sem := make(chan struct{}, parallelNamespaces)
+	// Discovery is asked once per pass (per --watch frame), not per HPA with a Pods, Object or
+	// External metric, as the lint rules' and the leader Lease's reads below.
+	if p, ok := o.clients.Metrics.(metrics.DiscoveryPasses); ok {
+		p.StartDiscoveryPass()
+	}
 	lr := cmdutil.LintReader{Kube: o.clients.Kube, Dynamic: o.clients.Dynamic, Served: cmdutil.ServedGroupVersions(o.clients.Discovery)}
 	// The leader Lease is read once for every namespace of this pass.
 	leadership := live.Leadership(o.clients.Kube)
