@@ -85,7 +85,8 @@ type TimelineGrid struct {
 // TimelineSync is one sync of the controller.
 type TimelineSync struct {
 	Time metav1.Time `json:"time"`
-	// Replicas is the target's replicas when the controller decided (scale.spec.replicas).
+	// Replicas is the target's replicas when the controller decided (scale.spec.replicas);
+	// UnknownReplicas when no evidence says it (a rescale event's old size).
 	Replicas int32 `json:"replicas"`
 	// Desired is what it decided; Recommendation what the metrics alone proposed (-1 when no
 	// metric gave a count; absent when unknown).
@@ -105,6 +106,10 @@ type TimelineSync struct {
 	// its series), absent otherwise.
 	Observed *int32 `json:"observed,omitempty"`
 }
+
+// UnknownReplicas is TimelineSync.Replicas when no evidence says it: never a size, which a
+// 0 would be.
+const UnknownReplicas int32 = -1
 
 // TimelineMetric is one metric at one sync.
 type TimelineMetric struct {

@@ -134,11 +134,14 @@ func syncRow(s TimelineSync, clock string) []string {
 	if s.UnreadyPods > 0 {
 		held += fmt.Sprintf(" (%d unready)", s.UnreadyPods)
 	}
+	replicas := fmt.Sprint(s.Replicas)
+	if s.Replicas == UnknownReplicas {
+		replicas = "?"
+	}
 	rescale := ""
 	if s.Rescale {
-		rescale = fmt.Sprintf("%d -> %d", s.Replicas, s.Desired)
+		rescale = fmt.Sprintf("%s -> %d", replicas, s.Desired)
 	}
-	replicas := fmt.Sprint(s.Replicas)
 	if s.Observed != nil && *s.Observed != s.Replicas {
 		replicas += fmt.Sprintf(" (seen %d)", *s.Observed)
 	}

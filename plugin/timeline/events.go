@@ -43,13 +43,16 @@ func (o *Options) fromEvents(ctx context.Context, c *cmdutil.Clients, now time.T
 	from := now.Add(-o.Since)
 	src := output.TimelineSource{Kind: output.TimelineEvents, Name: "SuccessfulRescale events and status"}
 	t := newTimeline(hpa, from, now, src)
-	t.Rescales = rescalesFromEvents(known.Events, from, now)
+	t.Rescales = rescalesFromEvents(known, hpa.Spec.ScaleTargetRef, from, now)
 	if len(t.Rescales) == 0 {
 		if err := nothingKnown(hpa, from, o.Since); err != nil {
 			return nil, err
 		}
 	}
 	t.Source.Notes = append(t.Source.Notes, "the API server keeps events for an hour by default (kube-apiserver --event-ttl): older rescales are not visible")
+	if known.TargetErr != nil {
+		t.Source.Notes = append(t.Source.Notes, "the Deployment controller's events could not be listed, so a rescale's old size is the previous rescale's or unknown: "+known.TargetErr.Error())
+	}
 	if rec, ok, err := history.ReadRecorded(hpa, o.Config, now, now); ok && err == nil {
 		t.Source.Notes = append(t.Source.Notes, fmt.Sprintf("kubectl hpa run decides this HPA (its history in the annotation %s was written at %s): run --record FILE keeps every sync, for timeline --record",
 			annotation.Key, rec.Record.At.UTC().Format(time.RFC3339)))
@@ -59,7 +62,7 @@ func (o *Options) fromEvents(ctx context.Context, c *cmdutil.Clients, now time.T
 		t.Syncs = append(t.Syncs, output.TimelineSync{Time: metav1.NewTime(from.UTC()), Replicas: start, Desired: start})
 	}
 	for _, r := range t.Rescales {
-		s := output.TimelineSync{Time: r.Time, Desired: r.To, Rescale: true, Reason: r.Cause}
+		s := output.TimelineSync{Time: r.Time, Replicas: output.UnknownReplicas, Desired: r.To, Rescale: true, Reason: r.Cause}
 		if r.From != nil {
 			s.Replicas = *r.From
 		}
@@ -81,16 +84,19 @@ func nothingKnown(hpa *autoscalingv2.HorizontalPodAutoscaler, from time.Time, si
 			"give --prometheus-url to replay its metrics, or --record FILE from kubectl hpa run --record", hpa.Namespace, hpa.Name, since)}
 }
 
-// rescalesFromEvents are the rescales in [from, to] the events show, oldest first, each
-// from the size the previous event set (unknown for the first without one before it).
-func rescalesFromEvents(events []corev1.Event, from, to time.Time) []output.TimelineRescale {
+// rescalesFromEvents are the rescales in [from, to] the HPA's events show, oldest first, each
+// from the size the evidence says the target ref had before, as explain's memory takes it: the
+// Deployment controller's resize of a ReplicaSet to the new size at the rescale, else the size
+// the previous event set; unknown without either (the first of the events, whose target had
+// replicas all the same).
+func rescalesFromEvents(known history.Events, ref autoscalingv2.CrossVersionObjectReference, from, to time.Time) []output.TimelineRescale {
 	type seen struct {
 		at     time.Time
 		size   int32
 		reason string
 	}
 	var all []seen
-	for _, ev := range events {
+	for _, ev := range known.Events {
 		var n int32
 		if _, err := fmt.Sscanf(ev.Message, "New size: %d;", &n); err != nil {
 			continue
@@ -108,7 +114,9 @@ func rescalesFromEvents(events []corev1.Event, from, to time.Time) []output.Time
 		if strings.Contains(s.reason, "above") {
 			r.Direction = "up"
 		}
-		if i > 0 {
+		if prev, _, ok := history.SizeBefore(known.TargetEvents, ref, s.at, s.size, to); ok {
+			r.From, r.Direction = &prev, direction(prev, s.size)
+		} else if i > 0 {
 			prev := all[i-1].size
 			r.From, r.Direction = &prev, direction(prev, s.size)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -206,6 +207,59 @@ func TestTimelineFromEventsIsTheRescalesAndSaysItIsCoarse(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	cmdtest.CheckGolden(t, "timeline-events.txt", r.stdout)
+}
+
+// resizeEvent is the Deployment controller's event of its resize of web's ReplicaSet from to
+// size, ago ago.
+func resizeEvent(from, to int32, ago time.Duration) *corev1.Event {
+	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web.resize.%d", to), Namespace: "shop"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Deployment", Name: "web", Namespace: "shop"},
+		Type:           corev1.EventTypeNormal, Reason: "ScalingReplicaSet", Count: 1,
+		Message:        fmt.Sprintf("Scaled up replica set web-5d8f7c from %d to %d", from, to),
+		FirstTimestamp: metav1.NewTime(cmdtest.Now.Add(-ago)), LastTimestamp: metav1.NewTime(cmdtest.Now.Add(-ago))}
+}
+
+// From events, the size a rescale came from is the evidence's, else said to be unknown: the
+// first rescale of the events has no rescale before it, and the target had replicas then.
+func TestTimelineFromEventsTakesARescalesOldSizeFromTheEvidenceOrSaysItIsUnknown(t *testing.T) {
+	tests := []struct {
+		name   string
+		golden string
+		// resize is the Deployment's event of the rescale, nil for none.
+		resize *corev1.Event
+		// sync and rescale are the rescale's rows in Syncs and Rescales, the spaces collapsed.
+		sync, rescale string
+	}{
+		{name: "the Deployment's resize of its ReplicaSet at the rescale says the old size", golden: "timeline-events-resized",
+			resize: resizeEvent(2, 6, 2*time.Hour-time.Second),
+			sync:   "10:00:00 2 - - 6 - 2 -> 6", rescale: "10:00:00 up 2 6 cpu resource utilization (percentage of request) above target"},
+		{name: "a resize to another size is not the rescale's", golden: "timeline-events-unknown-from",
+			resize: resizeEvent(2, 5, 2*time.Hour),
+			sync:   "10:00:00 ? - - 6 - ? -> 6", rescale: "10:00:00 up ? 6 cpu resource utilization (percentage of request) above target"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := cmdtest.NewFixture()
+			f.RescaleEvent(6, 2*time.Hour)
+			f.Events = append(f.Events, tc.resize)
+			f.HPA.Status.LastScaleTime = &metav1.Time{Time: cmdtest.Now.Add(-2 * time.Hour)}
+			ec, _ := f.Build()
+			r := runTimeline(t, ec, "web", "-n", "shop")
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			rows := map[string]bool{}
+			for _, l := range strings.Split(r.stdout, "\n") {
+				rows[strings.Join(strings.Fields(l), " ")] = true
+			}
+			for _, want := range []string{tc.sync, tc.rescale} {
+				if !rows[want] {
+					t.Errorf("no row %q in:\n%s", want, r.stdout)
+				}
+			}
+			cmdtest.CheckGolden(t, tc.golden+".txt", r.stdout)
+		})
+	}
 }
 
 func TestTimelineWithNothingKnownSaysWhichSourceToGive(t *testing.T) {
