@@ -292,7 +292,7 @@ func New(opts Options, deps Deps) (*Controller, error) {
 	pods := c.pods.Pods()
 	var mr evaluation.MetricsReader = deps.Metrics
 	if opts.MetricsReads == MetricsReadsPerNamespace {
-		mr = newSharedMetrics(deps.Metrics, pods, c.clock, sharedReadValidity(opts.SyncPeriod))
+		mr = newSharedMetrics(deps.Metrics, c.clock, sharedReadValidity(opts.SyncPeriod))
 	}
 	c.source = evaluation.Readers{
 		HPAReader:     listerHPAs{c.hpaLister},

@@ -80,8 +80,8 @@ type sharedRead struct {
 type readResult interface{ Err() error }
 
 // newSharedMetrics wraps m; a client that cannot list a namespace's metrics is returned as it
-// is. The pod reader is not read: a Pods metric is served as its read returns it.
-func newSharedMetrics(m metrics.Client, _ evaluation.PodReader, clk clock.WithDelayedExecution, validity time.Duration) evaluation.MetricsReader {
+// is.
+func newSharedMetrics(m metrics.Client, clk clock.WithDelayedExecution, validity time.Duration) evaluation.MetricsReader {
 	l, ok := m.(metrics.NamespaceLister)
 	if !ok {
 		return m

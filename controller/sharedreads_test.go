@@ -233,7 +233,7 @@ func TestSharedReadsServeEachSelectorWhatItsOwnListServes(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	perHPA, shared := &metricsAPI{pods: twoNamespaces()}, &metricsAPI{pods: twoNamespaces()}
 	direct := perHPA.client(t, clk)
-	s := newSharedMetrics(shared.client(t, clk), nil, clk, time.Second)
+	s := newSharedMetrics(shared.client(t, clk), clk, time.Second)
 	for _, r := range reads {
 		t.Run(r.namespace+"/"+r.selector+"/"+r.container, func(t *testing.T) {
 			want := podResource(t, direct, r.namespace, r.selector, r.container)
@@ -266,7 +266,7 @@ func TestSharedReadsServeEachSelectorWhatItsOwnListServes(t *testing.T) {
 func TestSharedReadIsNeverServedPastItsValidity(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	api := &metricsAPI{pods: twoNamespaces()}
-	s := newSharedMetrics(api.client(t, clk), nil, clk, time.Second)
+	s := newSharedMetrics(api.client(t, clk), clk, time.Second)
 	first := podResource(t, s, "shop", "app=web", "")
 
 	// metrics-server scrapes: new values, which no sync may see while the read is valid.
@@ -296,7 +296,7 @@ func TestSharedReadIsNeverServedPastItsValidity(t *testing.T) {
 func TestASharedReadIsDroppedWhenItExpiresNotAtTheNextRead(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	api := &metricsAPI{pods: twoNamespaces()}
-	s := newSharedMetrics(api.client(t, clk), nil, clk, time.Second).(*sharedMetrics)
+	s := newSharedMetrics(api.client(t, clk), clk, time.Second).(*sharedMetrics)
 	podResource(t, s, "shop", "app=web", "")
 	podResource(t, s, "bank", "app=web", "")
 	held := func() int {
@@ -322,7 +322,7 @@ func TestASharedReadIsDroppedWhenItExpiresNotAtTheNextRead(t *testing.T) {
 func TestSharedReadKeepsNoFailure(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	api := &metricsAPI{pods: twoNamespaces(), err: apierrors.NewServiceUnavailable("metrics-server is restarting")}
-	s := newSharedMetrics(api.client(t, clk), nil, clk, time.Second)
+	s := newSharedMetrics(api.client(t, clk), clk, time.Second)
 	if r := podResource(t, s, "shop", "app=web", ""); r.Err == "" {
 		t.Fatalf("got %v, want the list's error", r)
 	}
@@ -338,7 +338,7 @@ func TestSharedReadKeepsNoFailure(t *testing.T) {
 func TestWorkersSyncingOneNamespaceAtOnceShareOneList(t *testing.T) {
 	clk := testingclock.NewFakeClock(t0)
 	api := &metricsAPI{pods: twoNamespaces(), block: make(chan struct{}), entered: make(chan struct{}, 8)}
-	s := newSharedMetrics(api.client(t, clk), nil, clk, time.Second)
+	s := newSharedMetrics(api.client(t, clk), clk, time.Second)
 	want := podResource(t, (&metricsAPI{pods: twoNamespaces()}).client(t, clk), "shop", "app=web", "")
 
 	const workers = 5
@@ -365,7 +365,7 @@ func TestWorkersSyncingOneNamespaceAtOnceShareOneList(t *testing.T) {
 
 func TestAClientThatCannotListANamespaceIsReadPerHPA(t *testing.T) {
 	m := cpuMetrics(cpuAt(100, "web-1"))
-	if got := newSharedMetrics(m, nil, testingclock.NewFakeClock(t0), time.Second); got != evaluation.MetricsReader(m) {
+	if got := newSharedMetrics(m, testingclock.NewFakeClock(t0), time.Second); got != evaluation.MetricsReader(m) {
 		t.Errorf("got %T, want the client itself", got)
 	}
 }
