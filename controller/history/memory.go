@@ -326,20 +326,13 @@ func (r Events) Infer(hpa *autoscalingv2.HorizontalPodAutoscaler, current int32,
 	bound := 0
 	if hpa.Spec.Behavior != nil {
 		// Upstream keeps scale events only for an HPA with a behavior.
+		m.History.ScaleUpEvents, m.History.ScaleDownEvents = scaleEvents(m.Rescales, nil)
 		for _, rs := range m.Rescales {
-			c := rs.Change()
 			if rs.From == nil {
 				bound++
 			}
-			switch {
-			case c > 0:
-				m.History.ScaleUpEvents = append(m.History.ScaleUpEvents, replicas.ScaleEvent{ReplicaChange: c, Timestamp: rs.At})
-			case c < 0:
-				m.History.ScaleDownEvents = append(m.History.ScaleDownEvents, replicas.ScaleEvent{ReplicaChange: -c, Timestamp: rs.At})
-			}
 		}
 	}
-
 	var b strings.Builder
 	b.WriteString("The cluster's HPA controller keeps its recommendations and rescales in its own memory; this history is inferred from what the cluster keeps. ")
 	b.WriteString(strings.Join(why, " "))
@@ -379,4 +372,65 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// scaleEvents are the rescales as the controller's scale events: each change from the size it
+// came from, or, where nothing says it, what largest gives (nil: one pod, the least).
+func scaleEvents(rescales []Rescale, largest func(Rescale) int32) (up, down []replicas.ScaleEvent) {
+	for _, rs := range rescales {
+		c := rs.Change()
+		if rs.From == nil && largest != nil {
+			c = largest(rs)
+		}
+		switch {
+		case c > 0:
+			up = append(up, replicas.ScaleEvent{ReplicaChange: c, Timestamp: rs.At})
+		case c < 0:
+			down = append(down, replicas.ScaleEvent{ReplicaChange: -c, Timestamp: rs.At})
+		}
+	}
+	return up, down
+}
+
+// Alternative is a memory the evidence does not rule out, beside the one decided under: what it
+// leaves open (Open) and the history at the other end of it.
+type Alternative struct {
+	Open    string
+	History replicas.History
+}
+
+// Alternatives are the memories the evidence leaves open for hpa beside m: with a behavior,
+// every rescale whose old size nothing says counted at the most it can have changed (up from
+// minReplicas, down from maxReplicas) instead of one pod.
+func (m Memory) Alternatives(hpa *autoscalingv2.HorizontalPodAutoscaler) []Alternative {
+	if hpa.Spec.Behavior == nil {
+		return nil
+	}
+	lowest := int32(1)
+	if hpa.Spec.MinReplicas != nil {
+		lowest = max(*hpa.Spec.MinReplicas, 1)
+	}
+	largest := func(rs Rescale) int32 {
+		if rs.Direction == "down" {
+			return -max(hpa.Spec.MaxReplicas-rs.To, 1)
+		}
+		return max(rs.To-lowest, 1)
+	}
+	var open []string
+	for _, rs := range m.Rescales {
+		if rs.From != nil {
+			continue
+		}
+		from, bound := rs.To-largest(rs), "minReplicas"
+		if rs.Direction == "down" {
+			bound = "maxReplicas"
+		}
+		open = append(open, fmt.Sprintf("the rescale to %d at %s came from %d (%s) rather than %d", rs.To, rs.At.UTC().Format(time.RFC3339), from, bound, rs.To-rs.Change()))
+	}
+	if len(open) == 0 {
+		return nil
+	}
+	h := m.History
+	h.ScaleUpEvents, h.ScaleDownEvents = scaleEvents(m.Rescales, largest)
+	return []Alternative{{Open: strings.Join(open, " and ") + ": no event says what it came from", History: h}}
 }

@@ -212,6 +212,7 @@ func (o *Options) facts(ev *evaluation.Evaluation, g *gathering) output.Facts {
 		HistoryNote:   memory.Note,
 		Memory:        &memory,
 		Past:          past,
+		Alternatives:  output.AlternativesOf(in, d, memory.Alternatives(hpa)),
 		FreshDesired:  freshDesired,
 		WhatIf:        g.whatIfs,
 		Warnings:      warnings(hpa, in, g.objs.VerticalPodAutoscalers, g.notes, past.Err),

@@ -2,6 +2,7 @@ package list
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +118,35 @@ func TestWouldBeIsTheDecisionUnderTheControllersMemory(t *testing.T) {
 				t.Errorf("WOULD BE %d (%s), want %d (%s); history: %s", e.Decision.DesiredReplicas, e.Verdict.Constraint, tc.want, tc.constraint, e.History.Note)
 			}
 		})
+	}
+}
+
+// TestWhereTheEvidenceLeavesTheMemoryOpenWouldBeSaysTheAlternatives: a rescale 6 whose old size
+// no event says counts as one pod (4 -> 6 is not known), so the policy allows 5 + 2 = 7; had it
+// come from minReplicas, the period would hold the count at 6. WOULD BE says both, -o json
+// carries the alternative and what leaves it open.
+func TestWhereTheEvidenceLeavesTheMemoryOpenWouldBeSaysTheAlternatives(t *testing.T) {
+	podsPer60s := testbuild.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0),
+			Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 2, PeriodSeconds: 60}}},
+	})
+	c := &cluster{}
+	c.app("s", "web", 6, "450m", hpa("s", "web", "web", 50, 20, 6, 6, createdAgo(10*time.Minute), podsPer60s))
+	c.rescale("s", "web", 6, 30*time.Second)
+
+	e := listJSON(t, c, "-n", "s")["web"]
+	if e.Decision.DesiredReplicas != 7 {
+		t.Errorf("WOULD BE %d, want 7 (the rescale counted as one pod)", e.Decision.DesiredReplicas)
+	}
+	if len(e.Verdict.Alternatives) != 1 || e.Verdict.Alternatives[0].DesiredReplicas != 6 ||
+		!strings.Contains(e.Verdict.Alternatives[0].If, "the rescale to 6 at 2026-11-30T11:59:30Z came from 1 (minReplicas) rather than 5") {
+		t.Errorf("alternatives %+v, want 6 if the rescale's old size was minReplicas", e.Verdict.Alternatives)
+	}
+	if !strings.Contains(e.Verdict.Sentence, "(6 if the rescale to 6 at ") {
+		t.Errorf("the verdict does not say the alternative: %s", e.Verdict.Sentence)
+	}
+	r := run(t, c.build(t), "-n", "s")
+	if !strings.Contains(r.stdout, " 7 or 6 ") {
+		t.Errorf("WOULD BE does not say 7 or 6:\n%s", r.stdout)
 	}
 }

@@ -243,6 +243,7 @@ func (o *Options) rowOf(ev *evaluation.Evaluation) row {
 		facts.HistorySource = output.HistoryReconstructed
 		memory := past.Infer(hpa, history.CurrentSize(in), in.Now)
 		facts.HistoryNote, facts.Memory, facts.Past = memory.Note, &memory, past
+		facts.Alternatives = output.AlternativesOf(in, d, memory.Alternatives(hpa))
 	}
 	if past.Err != nil {
 		facts.Warnings = append(facts.Warnings, output.Warning{Reason: "HistoryIncomplete", Message: "the rescale events could not be listed: " + past.Err.Error()})

@@ -123,6 +123,12 @@ func cells(r row, wide bool) []string {
 	if e.Target != nil && e.Target.SpecReplicas != nil && e.Decision != nil {
 		out[4] = strconv.Itoa(int(e.Decision.CurrentReplicas))
 		out[5] = strconv.Itoa(int(e.Decision.DesiredReplicas))
+		if v := e.Verdict; v != nil {
+			// The counts under the memories the evidence leaves open: "6 or 8".
+			for _, a := range v.Alternatives {
+				out[5] += " or " + strconv.Itoa(int(a.DesiredReplicas))
+			}
+		}
 	}
 	out[6] = drivingMetric(e)
 	if h := e.History; h != nil {
@@ -251,8 +257,8 @@ func sortRows(rows []row, column string) {
 		case "PROBLEMS":
 			return cmp.Or(cmp.Compare(worst(a.findings()), worst(b.findings())), cmp.Compare(len(b.findings()), len(a.findings())))
 		case "CURRENT", "WOULD BE":
-			x, errX := strconv.Atoi(cells(a, false)[i])
-			y, errY := strconv.Atoi(cells(b, false)[i])
+			x, errX := leadingCount(cells(a, false)[i])
+			y, errY := leadingCount(cells(b, false)[i])
 			return cmp.Or(cmp.Compare(boolRank(errX == nil), boolRank(errY == nil)), cmp.Compare(x, y))
 		case "HELD UNTIL":
 			x, y := heldTime(a), heldTime(b)
@@ -276,4 +282,10 @@ func boolRank(known bool) int {
 		return 0
 	}
 	return 1
+}
+
+// leadingCount is a count cell's number: WOULD BE may name alternatives after it ("6 or 8").
+func leadingCount(cell string) (int, error) {
+	n, _, _ := strings.Cut(cell, " ")
+	return strconv.Atoi(n)
 }

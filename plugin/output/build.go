@@ -45,6 +45,9 @@ type Facts struct {
 	HistoryRecordedAt time.Time
 	// FreshDesired is the desired count with an empty (freshly seeded) history, when computed.
 	FreshDesired *int32
+	// Alternatives are the counts under the memories the evidence leaves open (Memory), where
+	// they differ from Decision's.
+	Alternatives []Alternative
 	WhatIf       []WhatIf
 	Warnings     []Warning
 }
@@ -106,6 +109,13 @@ func Build(f Facts) *Explanation {
 	if f.FreshDesired != nil && *f.FreshDesired != d.DesiredReplicas {
 		// The history is a reconstruction; say in the same sentence what none would give.
 		e.Verdict.Sentence += fmt.Sprintf(" (a controller started now, with no history, would decide %d)", *f.FreshDesired)
+	}
+	if f.HistorySource == HistoryReconstructed {
+		// A recorded or replayed history is not the inference the alternatives are of.
+		for _, a := range f.Alternatives {
+			e.Verdict.Sentence += fmt.Sprintf(" (%d if %s)", a.DesiredReplicas, a.If)
+		}
+		e.Verdict.Alternatives = f.Alternatives
 	}
 	e.Verdict.Details = verdictDetails(d, e)
 	e.History = historyOf(f)
@@ -423,6 +433,20 @@ func memoryOf(m history.Memory, past history.Events) *Memory {
 	}
 	for _, r := range m.Rescales {
 		out.Rescales = append(out.Rescales, Rescaled{Time: metav1.NewTime(r.At), From: r.From, To: r.To, FromEvidence: r.FromEvidence, Direction: r.Direction})
+	}
+	return out
+}
+
+// AlternativesOf decides in again under each memory the evidence leaves open, and keeps those
+// whose count differs from d's.
+func AlternativesOf(in replicas.Input, d replicas.Decision, open []history.Alternative) []Alternative {
+	var out []Alternative
+	for _, a := range open {
+		alt := in
+		alt.History, alt.OmitTrace, alt.OmitPodTreatments = a.History, true, true
+		if n := replicas.Decide(alt).DesiredReplicas; n != d.DesiredReplicas {
+			out = append(out, Alternative{DesiredReplicas: n, If: a.Open})
+		}
 	}
 	return out
 }

@@ -279,6 +279,16 @@ type Verdict struct {
 	// decision lets go of it, were the metrics to stay as they are (replicas.HeldUntil); the
 	// controller moves at its first sync from then. Set by list only, for now.
 	HeldUntil *metav1.Time `json:"heldUntil,omitempty"`
+	// Alternatives are the counts the controller would set under the memories the cluster's
+	// evidence leaves open (history.memory), where they differ from this one.
+	Alternatives []Alternative `json:"alternatives,omitempty"`
+}
+
+// Alternative is the count under a memory the evidence does not rule out: If says what the
+// evidence leaves open.
+type Alternative struct {
+	DesiredReplicas int32  `json:"desiredReplicas"`
+	If              string `json:"if"`
 }
 
 // Cluster is what the cluster's own HPA controller last decided.
