@@ -21,7 +21,7 @@ import (
 // same pods: upstream's AmbiguousSelector), and for the lint rules the targeted kind's workloads
 // (one Deployment list: the rules read the target's pod template, and it gives the other HPAs'
 // target selectors without a scale GET each) and the PodDisruptionBudgets.
-const explainMaxRequests = 8
+const explainMaxRequests = 10
 
 // TestExplainCostFromTheAuditLog counts, in the API server's audit log, the requests of one
 // `kubectl hpa explain` with warm caches (the kubectl on PATH is a dispatcher that may send a

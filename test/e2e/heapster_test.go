@@ -134,6 +134,7 @@ var hrExplainReads = []string{
 	"get deployments/scale",
 	"list pods",
 	"list events",
+	"get leases",
 	"list horizontalpodautoscalers",
 	"list deployments",
 	"list poddisruptionbudgets",
