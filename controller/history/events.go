@@ -57,20 +57,25 @@ func (l EventReader) History(ctx context.Context, namespace, name string) Known 
 		}
 		out.TargetEvents = list.Items
 	})
-	wg.Go(func() { out.Leader, out.LeaderErr = l.Leadership.Read(ctx) })
+	if l.Leadership != nil {
+		out.LeaderRead = true
+		wg.Go(func() { out.Leader, out.LeaderErr = l.Leadership.Read(ctx) })
+	}
 	wg.Wait()
 	return out
 }
 
 // Events is the past visible in an HPA's SuccessfulRescale events (Err when they could not be
 // listed: the history is then reconstructed from the HPA's status alone), the namespace's
-// ReplicaSet resizes (TargetEvents, TargetErr) and kube-controller-manager's leader (nil when
-// no Lease is kept, LeaderErr when it could not be read).
+// ReplicaSet resizes (TargetEvents, TargetErr) and kube-controller-manager's leader (LeaderRead
+// when its Lease was asked for; Leader nil when none is kept, LeaderErr when it could not be
+// read).
 type Events struct {
 	Events       []corev1.Event
 	Err          error
 	TargetEvents []corev1.Event
 	TargetErr    error
+	LeaderRead   bool
 	Leader       *Leader
 	LeaderErr    error
 	// Config is the controller configuration a recorded history is restored under.

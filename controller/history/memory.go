@@ -263,6 +263,8 @@ func (r Events) Infer(hpa *autoscalingv2.HorizontalPodAutoscaler, current int32,
 	switch {
 	case r.LeaderErr != nil:
 		why = append(why, fmt.Sprintf("When the controller last started is not known (%v): it is taken to have run since before the HPA existed.", r.LeaderErr))
+	case r.LeaderRead && r.Leader == nil:
+		why = append(why, fmt.Sprintf("No Lease %s/%s is kept (kube-controller-manager without leader election): a restart leaves no evidence, and the controller is taken to have run since before the HPA existed.", LeaderLeaseNamespace, LeaderLeaseName))
 	case r.Leader != nil && r.Leader.Since.After(m.Start):
 		m.Start = r.Leader.Since
 		m.StartEvidence = fmt.Sprintf("the Lease %s/%s: %s leads since %s", LeaderLeaseNamespace, LeaderLeaseName, r.Leader.Holder, r.Leader.Since.UTC().Format(time.RFC3339))

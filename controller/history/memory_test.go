@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,6 +229,26 @@ func TestTheLeaderLeaseIsReadOnceAndItsAbsenceIsNoError(t *testing.T) {
 			}
 			if calls != 1 {
 				t.Errorf("%d reads of the Lease, want 1", calls)
+			}
+		})
+	}
+}
+
+// TestTheNoteSaysWhenNoLeaseTellsOfARestart: without leader election a restart of the
+// controller leaves no evidence; the note says what is assumed instead.
+func TestTheNoteSaysWhenNoLeaseTellsOfARestart(t *testing.T) {
+	hpa := testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)))...)
+	for _, tc := range []struct {
+		name   string
+		events Events
+		want   string
+	}{
+		{name: "no Lease kept", events: Events{LeaderRead: true}, want: "No Lease kube-system/kube-controller-manager is kept"},
+		{name: "the Lease forbidden", events: Events{LeaderRead: true, LeaderErr: errors.New("forbidden")}, want: "When the controller last started is not known (forbidden)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if note := tc.events.Infer(hpa, 4, memNow).Note; !strings.Contains(note, tc.want) {
+				t.Errorf("note lacks %q:\n%s", tc.want, note)
 			}
 		})
 	}
