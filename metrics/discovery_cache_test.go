@@ -162,32 +162,12 @@ func TestCachedDiscoveryOnlySparesRequests(t *testing.T) {
 // TestCachedDiscoveryStillShowsALongRunAMetricsAPIRegisteredLater: run's client asks again
 // for an API it found unserved at every read, through a cache as without one.
 func TestCachedDiscoveryStillShowsALongRunAMetricsAPIRegisteredLater(t *testing.T) {
-	const qpsPath = "/apis/custom.metrics.k8s.io/v1beta1/namespaces/ns/pods/*/qps"
-	srv := &changingAPIServer{}
-	srv.change(func(s *changingAPIServer) { s.api.groups = []metav1.APIGroup{group("metrics.k8s.io", "v1beta1")} })
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	rc := &rest.Config{Host: hs.URL}
-	dc, err := disk.NewCachedDiscoveryClientForConfig(rest.CopyConfig(rc), filepath.Join(t.TempDir(), "discovery"), "", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, c := clientWithoutCustomMetrics(t)
 	ctx := context.Background()
-	c, _, err := NewClient(ctx, DefaultConfig(), rc, dc, clocktesting.NewFakePassiveClock(apiNow))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = c.PodsMetric(ctx, "ns", "qps", labels.Everything(), labels.Everything())
+	_, _, err := c.PodsMetric(ctx, "ns", "qps", labels.Everything(), labels.Everything())
 	checkErr(t, err, "custom.metrics.k8s.io (v1beta2 or v1beta1) is not served by this cluster")
 
-	srv.change(func(s *changingAPIServer) {
-		s.api.groups = append(s.api.groups, group("custom.metrics.k8s.io", "v1beta1"))
-		s.api.routes = map[string]any{qpsPath: map[string]any{
-			"kind": "MetricValueList", "apiVersion": "custom.metrics.k8s.io/v1beta1",
-			"items": []any{map[string]any{"describedObject": map[string]any{"kind": "Pod", "name": "a", "namespace": "ns", "apiVersion": "/v1"},
-				"metricName": "qps", "timestamp": apiNow.Format(time.RFC3339), "value": "7"}},
-		}}
-	})
+	srv.change(registerQPS)
 	got, _, err := c.PodsMetric(ctx, "ns", "qps", labels.Everything(), labels.Everything())
 	if err != nil {
 		t.Fatalf("after the custom metrics API was registered: %v", err)
@@ -201,34 +181,14 @@ func TestCachedDiscoveryStillShowsALongRunAMetricsAPIRegisteredLater(t *testing.
 // run, a --watch frame) under one answer of discovery, not one per HPA; the next pass asks
 // again, and sees an adapter installed meanwhile.
 func TestADiscoveryPassHoldsAnUnservedAPIUntilTheNextPass(t *testing.T) {
-	const qpsPath = "/apis/custom.metrics.k8s.io/v1beta1/namespaces/ns/pods/*/qps"
-	srv := &changingAPIServer{}
-	srv.change(func(s *changingAPIServer) { s.api.groups = []metav1.APIGroup{group("metrics.k8s.io", "v1beta1")} })
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	rc := &rest.Config{Host: hs.URL}
-	dc, err := disk.NewCachedDiscoveryClientForConfig(rest.CopyConfig(rc), filepath.Join(t.TempDir(), "discovery"), "", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, c := clientWithoutCustomMetrics(t)
 	ctx := context.Background()
-	c, _, err := NewClient(ctx, DefaultConfig(), rc, dc, clocktesting.NewFakePassiveClock(apiNow))
-	if err != nil {
-		t.Fatal(err)
-	}
 	passes := c.(DiscoveryPasses)
 	passes.StartDiscoveryPass()
-	_, _, err = c.PodsMetric(ctx, "ns", "qps", labels.Everything(), labels.Everything())
+	_, _, err := c.PodsMetric(ctx, "ns", "qps", labels.Everything(), labels.Everything())
 	checkErr(t, err, "custom.metrics.k8s.io (v1beta2 or v1beta1) is not served by this cluster")
 
-	srv.change(func(s *changingAPIServer) {
-		s.api.groups = append(s.api.groups, group("custom.metrics.k8s.io", "v1beta1"))
-		s.api.routes = map[string]any{qpsPath: map[string]any{
-			"kind": "MetricValueList", "apiVersion": "custom.metrics.k8s.io/v1beta1",
-			"items": []any{map[string]any{"describedObject": map[string]any{"kind": "Pod", "name": "a", "namespace": "ns", "apiVersion": "/v1"},
-				"metricName": "qps", "timestamp": apiNow.Format(time.RFC3339), "value": "7"}},
-		}}
-	})
+	srv.change(registerQPS)
 	// Held: the pass does not ask again, so it does not see the adapter yet.
 	_, _, err = c.PodsMetric(ctx, "ns", "qps", labels.Everything(), labels.Everything())
 	checkErr(t, err, "custom.metrics.k8s.io (v1beta2 or v1beta1) is not served by this cluster")
@@ -241,4 +201,34 @@ func TestADiscoveryPassHoldsAnUnservedAPIUntilTheNextPass(t *testing.T) {
 	if s, _ := got.Get("a"); s.MilliValue != 7000 {
 		t.Errorf("samples %v, want a at 7", got.Map())
 	}
+}
+
+// clientWithoutCustomMetrics is a metrics client through kubectl's disk cache of discovery,
+// over a server that serves metrics.k8s.io and no custom metrics API yet (registerQPS adds it).
+func clientWithoutCustomMetrics(t *testing.T) (*changingAPIServer, Client) {
+	t.Helper()
+	srv := &changingAPIServer{}
+	srv.change(func(s *changingAPIServer) { s.api.groups = []metav1.APIGroup{group("metrics.k8s.io", "v1beta1")} })
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	rc := &rest.Config{Host: hs.URL}
+	dc, err := disk.NewCachedDiscoveryClientForConfig(rest.CopyConfig(rc), filepath.Join(t.TempDir(), "discovery"), "", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := NewClient(context.Background(), DefaultConfig(), rc, dc, clocktesting.NewFakePassiveClock(apiNow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, c
+}
+
+// registerQPS registers custom.metrics.k8s.io/v1beta1 with a qps of 7 for pod ns/a.
+func registerQPS(s *changingAPIServer) {
+	s.api.groups = append(s.api.groups, group("custom.metrics.k8s.io", "v1beta1"))
+	s.api.routes = map[string]any{"/apis/custom.metrics.k8s.io/v1beta1/namespaces/ns/pods/*/qps": map[string]any{
+		"kind": "MetricValueList", "apiVersion": "custom.metrics.k8s.io/v1beta1",
+		"items": []any{map[string]any{"describedObject": map[string]any{"kind": "Pod", "name": "a", "namespace": "ns", "apiVersion": "/v1"},
+			"metricName": "qps", "timestamp": apiNow.Format(time.RFC3339), "value": "7"}},
+	}}
 }

@@ -199,13 +199,15 @@ func Gather(ctx context.Context, src Source, read, hpa *autoscalingv2.Horizontal
 	}
 	*ev = Evaluation{Read: read, Known: known}
 	var kept replicas.History
-	if known != nil {
+	ip, inputDependent := known.(history.InputDependent)
+	if known != nil && !inputDependent {
+		// An input-dependent past is asked once the input is gathered, below.
 		kept = known.History(read, opts.Now)
 	}
 	var g gatherResult
 	ev.Input, g = gather(ctx, src, hpa, kept, opts)
 	ev.MetricTimes, ev.PodsErr = g.took, g.podsErr
-	if ip, ok := known.(history.InputDependent); ok {
+	if inputDependent {
 		// A replayed past needs the pods, the scale and the live samples' times.
 		ev.Input.History = ip.HistoryFor(ctx, ev.Input)
 	}

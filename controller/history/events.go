@@ -50,7 +50,7 @@ func (l EventReader) History(ctx context.Context, namespace, name string) Known 
 		}
 	})
 	wg.Go(func() {
-		list, err := l.Lister.ListEvents(ctx, namespace, metav1.ListOptions{FieldSelector: targetScalingEvents})
+		list, err := l.Lister.ListEvents(ctx, namespace, metav1.ListOptions{FieldSelector: ResizeEvents})
 		if err != nil {
 			out.TargetErr = err
 			return

@@ -25,9 +25,9 @@ const (
 	LeaderLeaseName      = "kube-controller-manager"
 )
 
-// targetScalingEvents selects, on the server, the Deployment controller's events that say how
-// a Deployment's ReplicaSets were resized: the size a target had before a rescale.
-const targetScalingEvents = "involvedObject.kind=Deployment,reason=ScalingReplicaSet"
+// ResizeEvents selects, on the server, the Deployment controller's events that say how a
+// namespace's Deployments' ReplicaSets were resized: the size a target had before a rescale.
+const ResizeEvents = "involvedObject.kind=Deployment,reason=ScalingReplicaSet"
 
 // maxWindow is the longest stabilization window the API accepts (3600 s): a seed older than
 // that holds nothing.
@@ -91,6 +91,9 @@ type Memory struct {
 	NeverSynced bool
 	// Rescales are the controller's rescales since Start, with the size each came from.
 	Rescales []Rescale
+	// Leader and LeaderErr are the Lease's answer, TargetErr why the resizes were not read.
+	Leader               *Leader
+	LeaderErr, TargetErr error
 	// Note says it in a paragraph.
 	Note string
 }
@@ -251,7 +254,7 @@ func (r Events) Infer(hpa *autoscalingv2.HorizontalPodAutoscaler, current int32,
 	if current < 0 {
 		current = hpa.Status.CurrentReplicas
 	}
-	m := Memory{History: replicas.History{Recommendations: []replicas.Recommendation{}}}
+	m := Memory{History: replicas.History{Recommendations: []replicas.Recommendation{}}, Leader: r.Leader, LeaderErr: r.LeaderErr, TargetErr: r.TargetErr}
 	var why []string
 	if neverSynced(hpa) {
 		m.NeverSynced, m.History.Recommendations = true, nil
@@ -313,8 +316,8 @@ func (r Events) Infer(hpa *autoscalingv2.HorizontalPodAutoscaler, current int32,
 				seed.At.UTC().Format(time.RFC3339), m.StartEvidence, seed.Replicas, seed.Evidence))
 		}
 	}
-	for _, rs := range m.Rescales {
-		if !m.NeverSynced {
+	if !m.NeverSynced {
+		for _, rs := range m.Rescales {
 			m.History.Recommendations = append(m.History.Recommendations, replicas.Recommendation{Replicas: rs.To, Timestamp: rs.At})
 		}
 	}

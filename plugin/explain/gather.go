@@ -211,7 +211,6 @@ func (o *Options) facts(ev *evaluation.Evaluation, g *gathering) output.Facts {
 		HistorySource: output.HistoryReconstructed,
 		HistoryNote:   memory.Note,
 		Memory:        &memory,
-		Past:          past,
 		Alternatives:  output.AlternativesOf(in, d, memory.Alternatives(hpa)),
 		FreshDesired:  freshDesired,
 		WhatIf:        g.whatIfs,

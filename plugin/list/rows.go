@@ -242,7 +242,7 @@ func (o *Options) rowOf(ev *evaluation.Evaluation) row {
 	} else {
 		facts.HistorySource = output.HistoryReconstructed
 		memory := past.Infer(hpa, history.CurrentSize(in), in.Now)
-		facts.HistoryNote, facts.Memory, facts.Past = memory.Note, &memory, past
+		facts.HistoryNote, facts.Memory = memory.Note, &memory
 		facts.Alternatives = output.AlternativesOf(in, d, memory.Alternatives(hpa))
 	}
 	if past.Err != nil {

@@ -38,8 +38,6 @@ type Facts struct {
 	Replay *Replay
 	// Memory is what a HistoryReconstructed history was inferred from.
 	Memory *history.Memory
-	// Past is the evidence Memory was inferred from.
-	Past history.Events
 	// HistoryHolder and HistoryRecordedAt say who recorded a HistoryRecorded history, and when.
 	HistoryHolder     string
 	HistoryRecordedAt time.Time
@@ -349,7 +347,7 @@ func decisionOf(d replicas.Decision) *Decision {
 func historyOf(f Facts) *History {
 	h := &History{Source: f.HistorySource, Note: f.HistoryNote, FreshControllerDesired: f.FreshDesired, Replay: f.Replay, Holder: f.HistoryHolder}
 	if f.Memory != nil && f.HistorySource == HistoryReconstructed {
-		h.Memory = memoryOf(*f.Memory, f.Past)
+		h.Memory = memoryOf(*f.Memory)
 	}
 	if !f.HistoryRecordedAt.IsZero() {
 		at := metav1.NewTime(f.HistoryRecordedAt)
@@ -414,19 +412,19 @@ func clusterOf(hpa *autoscalingv2.HorizontalPodAutoscaler, events []corev1.Event
 	return c
 }
 
-func memoryOf(m history.Memory, past history.Events) *Memory {
+func memoryOf(m history.Memory) *Memory {
 	out := &Memory{StartEvidence: m.StartEvidence, NeverSynced: m.NeverSynced}
 	if !m.Start.IsZero() {
 		out.Start = ptr.To(metav1.NewTime(m.Start))
 	}
-	if l := past.Leader; l != nil {
+	if l := m.Leader; l != nil {
 		out.Leader = &Leader{Holder: l.Holder, Since: metav1.NewTime(l.Since), Transitions: l.Transitions}
 	}
-	if past.LeaderErr != nil {
-		out.LeaderError = past.LeaderErr.Error()
+	if m.LeaderErr != nil {
+		out.LeaderError = m.LeaderErr.Error()
 	}
-	if past.TargetErr != nil {
-		out.TargetEventsError = past.TargetErr.Error()
+	if m.TargetErr != nil {
+		out.TargetEventsError = m.TargetErr.Error()
 	}
 	if s := m.Seed; s != nil {
 		out.Seed = &MemorySeed{Replicas: s.Replicas, Time: metav1.NewTime(s.At), Evidence: s.Evidence}

@@ -3,7 +3,6 @@ package batch
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,10 +26,6 @@ import (
 // rescaleEvents selects, on the server, the events every HPA's reconstructed history is made
 // of; history.EventReader picks each HPA's own.
 const rescaleEvents = "involvedObject.kind=HorizontalPodAutoscaler,reason=SuccessfulRescale"
-
-// resizeEvents selects the Deployment controller's resizes of ReplicaSets: the sizes the
-// rescales came from.
-const resizeEvents = "involvedObject.kind=Deployment,reason=ScalingReplicaSet"
 
 // Clients are what a namespace is read through.
 type Clients struct {
@@ -116,7 +111,7 @@ func Read(ctx context.Context, c Clients, namespace string, hpas []*autoscalingv
 		n.events.rescales.list, n.events.rescales.err = c.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: rescaleEvents})
 	})
 	wg.Go(func() {
-		n.events.resizes.list, n.events.resizes.err = c.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: resizeEvents})
+		n.events.resizes.list, n.events.resizes.err = c.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: history.ResizeEvents})
 	})
 	if l, ok := c.Metrics.(metrics.NamespaceLister); ok && resourceMetrics {
 		wg.Go(func() { n.resources = l.NamespacePodResources(ctx, namespace) })
@@ -247,7 +242,7 @@ type listed struct {
 // ListEvents implements history.EventLister: the list of the reason opts select (EventReader
 // keeps the HPA's own or the target's).
 func (e *eventList) ListEvents(_ context.Context, _ string, opts metav1.ListOptions) (*corev1.EventList, error) {
-	if strings.Contains(opts.FieldSelector, "reason=ScalingReplicaSet") {
+	if opts.FieldSelector == history.ResizeEvents {
 		return e.resizes.list, e.resizes.err
 	}
 	return e.rescales.list, e.rescales.err
