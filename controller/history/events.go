@@ -21,11 +21,12 @@ type EventLister interface {
 // EventReader reads the evidence of an HPA's past decisions the API keeps when the controller
 // deciding it is another process: the HPA's SuccessfulRescale events, the Deployment
 // controller's resizes of the namespace's ReplicaSets (the sizes the rescales came from), and
-// kube-controller-manager's leader Lease (when its memory began).
+// the leader Leases (who decides it, and when its memory began).
 type EventReader struct {
 	Lister EventLister
-	// Leadership reads the leader Lease once for every HPA; nil reads none.
-	Leadership *Leadership
+	// Leases reads the leader Leases (kube-controller-manager's, kubectl hpa run's), each once
+	// for every HPA; nil reads none.
+	Leases *Leases
 	// Config is the controller configuration a recorded history is restored under.
 	Config replicas.Config
 }
@@ -57,9 +58,10 @@ func (l EventReader) History(ctx context.Context, namespace, name string) Known 
 		}
 		out.TargetEvents = list.Items
 	})
-	if l.Leadership != nil {
+	if l.Leases != nil {
 		out.LeaderRead = true
-		wg.Go(func() { out.Leader, out.LeaderErr = l.Leadership.Read(ctx) })
+		wg.Go(func() { out.Leader, out.LeaderErr = l.Leases.Leader(ctx, LeaderLeaseNamespace, LeaderLeaseName) })
+		wg.Go(func() { out.Runs, out.RunErr = l.Leases.Runs(ctx, namespace) })
 	}
 	wg.Wait()
 	return out
@@ -67,9 +69,9 @@ func (l EventReader) History(ctx context.Context, namespace, name string) Known 
 
 // Events is the past visible in an HPA's SuccessfulRescale events (Err when they could not be
 // listed: the history is then reconstructed from the HPA's status alone), the namespace's
-// ReplicaSet resizes (TargetEvents, TargetErr) and kube-controller-manager's leader (LeaderRead
+// ReplicaSet resizes (TargetEvents, TargetErr), kube-controller-manager's leader (LeaderRead
 // when its Lease was asked for; Leader nil when none is kept, LeaderErr when it could not be
-// read).
+// read) and the Leases a kubectl hpa run deciding the namespace would hold (Runs, RunErr).
 type Events struct {
 	Events       []corev1.Event
 	Err          error
@@ -78,6 +80,8 @@ type Events struct {
 	LeaderRead   bool
 	Leader       *Leader
 	LeaderErr    error
+	Runs         []*Leader
+	RunErr       error
 	// Config is the controller configuration a recorded history is restored under.
 	Config replicas.Config
 }

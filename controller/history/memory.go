@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -25,6 +26,13 @@ const (
 	LeaderLeaseName      = "kube-controller-manager"
 )
 
+// The Lease a writing kubectl hpa run holds: named RunLeaseName in the namespace it watches, or
+// in RunLeaseNamespace when it runs in the cluster as deploy/ installs it (with -A).
+const (
+	RunLeaseName      = "kubectl-hpa"
+	RunLeaseNamespace = "kubectl-hpa"
+)
+
 // ResizeEvents selects, on the server, the Deployment controller's events that say how a
 // namespace's Deployments' ReplicaSets were resized: the size a target had before a rescale.
 const ResizeEvents = "involvedObject.kind=Deployment,reason=ScalingReplicaSet"
@@ -33,48 +41,104 @@ const ResizeEvents = "involvedObject.kind=Deployment,reason=ScalingReplicaSet"
 // that holds nothing.
 const maxWindow = time.Hour
 
-// Leader is who leads kube-controller-manager and since when, as its Lease says. A new leader
-// starts with an empty memory: it seeds every HPA at its first sync and has seen no rescale.
+// Leader is who holds a leader Lease (Lease, as namespace/name) and since when, as the Lease
+// says. A new holder starts with an empty memory: it seeds every HPA at its first sync and has
+// seen no rescale.
 type Leader struct {
+	Lease       string
 	Holder      string
 	Since       time.Time
 	Transitions int32
+	// Renewed and Duration say until when the holder holds it: a holder that stopped
+	// releases it (no holder) or lets it expire.
+	Renewed  time.Time
+	Duration time.Duration
 }
 
-// Leadership reads kube-controller-manager's leader Lease once for all the HPAs of a command.
-type Leadership struct {
-	// Get reads the Lease (LeaderLeaseNamespace/LeaderLeaseName).
-	Get func(ctx context.Context) (*coordinationv1.Lease, error)
+// HeldAt says whether the holder still holds the Lease at now.
+func (l *Leader) HeldAt(now time.Time) bool {
+	return l != nil && l.Holder != "" && !l.Renewed.Add(l.Duration).Before(now)
+}
 
+// Leases reads leader Leases, each once for all the HPAs of a command.
+type Leases struct {
+	// Get reads one Lease.
+	Get func(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error)
+
+	mu   sync.Mutex
+	read map[string]*leaseRead
+}
+
+type leaseRead struct {
 	once   sync.Once
 	leader *Leader
 	err    error
 }
 
-// Read is the leader (nil when no Lease is kept: a controller without leader election) or why
-// the Lease could not be read.
-func (l *Leadership) Read(ctx context.Context) (*Leader, error) {
+// Leader is the holder of the Lease namespace/name (nil when no such Lease is kept: a
+// controller without leader election) or why the Lease could not be read.
+func (l *Leases) Leader(ctx context.Context, namespace, name string) (*Leader, error) {
 	if l == nil || l.Get == nil {
 		return nil, nil
 	}
-	l.once.Do(func() {
-		lease, err := l.Get(ctx)
+	key := namespace + "/" + name
+	l.mu.Lock()
+	if l.read == nil {
+		l.read = map[string]*leaseRead{}
+	}
+	r, ok := l.read[key]
+	if !ok {
+		r = &leaseRead{}
+		l.read[key] = r
+	}
+	l.mu.Unlock()
+	r.once.Do(func() {
+		lease, err := l.Get(ctx, namespace, name)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			l.err = fmt.Errorf("reading the Lease %s/%s: %w", LeaderLeaseNamespace, LeaderLeaseName, err)
+			r.err = fmt.Errorf("reading the Lease %s: %w", key, err)
 		case lease.Spec.AcquireTime == nil:
 		default:
-			l.leader = &Leader{Since: lease.Spec.AcquireTime.Time}
+			r.leader = &Leader{Lease: key, Since: lease.Spec.AcquireTime.Time}
 			if h := lease.Spec.HolderIdentity; h != nil {
-				l.leader.Holder = *h
+				r.leader.Holder = *h
 			}
 			if n := lease.Spec.LeaseTransitions; n != nil {
-				l.leader.Transitions = *n
+				r.leader.Transitions = *n
+			}
+			if t := lease.Spec.RenewTime; t != nil {
+				r.leader.Renewed = t.Time
+			}
+			if d := lease.Spec.LeaseDurationSeconds; d != nil {
+				r.leader.Duration = time.Duration(*d) * time.Second
 			}
 		}
 	})
-	return l.leader, l.err
+	return r.leader, r.err
+}
+
+// Runs are the Leases a kubectl hpa run deciding namespace's HPAs would hold, as read: the
+// namespace's own, then the in-cluster one; err is the first read that failed.
+func (l *Leases) Runs(ctx context.Context, namespace string) ([]*Leader, error) {
+	namespaces := []string{namespace}
+	if namespace != RunLeaseNamespace {
+		namespaces = append(namespaces, RunLeaseNamespace)
+	}
+	leaders := make([]*Leader, len(namespaces))
+	errs := make([]error, len(namespaces))
+	var wg sync.WaitGroup
+	for i, ns := range namespaces {
+		wg.Go(func() { leaders[i], errs[i] = l.Leader(ctx, ns, RunLeaseName) })
+	}
+	wg.Wait()
+	var out []*Leader
+	for _, x := range leaders {
+		if x != nil {
+			out = append(out, x)
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // Memory is what the cluster's HPA controller holds in memory of one HPA, inferred from what
@@ -91,12 +155,22 @@ type Memory struct {
 	NeverSynced bool
 	// Rescales are the controller's rescales since Start, with the size each came from.
 	Rescales []Rescale
-	// Leader and LeaderErr are the Lease's answer, TargetErr why the resizes were not read.
+	// Controller is who decides the HPA: ControllerManager, or ControllerRun while a kubectl
+	// hpa run holds its Lease. Leader is the Lease its memory began with, LeaderErr why a Lease
+	// could not be read, TargetErr why the resizes were not read.
+	Controller           string
 	Leader               *Leader
 	LeaderErr, TargetErr error
 	// Note says it in a paragraph.
 	Note string
 }
+
+// Who decides an HPA: kube-controller-manager's HPA controller, or a kubectl hpa run holding
+// its Lease (which runs instead of it).
+const (
+	ControllerManager = "kube-controller-manager"
+	ControllerRun     = "kubectl hpa run"
+)
 
 // Seed is the first sync's recommendation: the size the target had then.
 type Seed struct {
@@ -254,7 +328,7 @@ func (r Events) Infer(hpa *autoscalingv2.HorizontalPodAutoscaler, current int32,
 	if current < 0 {
 		current = hpa.Status.CurrentReplicas
 	}
-	m := Memory{History: replicas.History{Recommendations: []replicas.Recommendation{}}, Leader: r.Leader, LeaderErr: r.LeaderErr, TargetErr: r.TargetErr}
+	m := Memory{History: replicas.History{Recommendations: []replicas.Recommendation{}}, Controller: ControllerManager, Leader: r.Leader, LeaderErr: r.LeaderErr, TargetErr: r.TargetErr}
 	var why []string
 	if neverSynced(hpa) {
 		m.NeverSynced, m.History.Recommendations = true, nil
@@ -263,7 +337,16 @@ func (r Events) Infer(hpa *autoscalingv2.HorizontalPodAutoscaler, current int32,
 	if !hpa.CreationTimestamp.IsZero() {
 		m.Start, m.StartEvidence = hpa.CreationTimestamp.Time, "the HPA's creationTimestamp"
 	}
+	run := r.heldRun(now)
 	switch {
+	case run != nil:
+		m.Controller, m.Leader, m.LeaderErr = ControllerRun, run, nil
+		why = append(why, fmt.Sprintf("A kubectl hpa run holds the Lease %s (%s, renewed %s), so it decides this HPA instead of kube-controller-manager, from its own memory (no history is persisted on the HPA).",
+			run.Lease, run.Holder, run.Renewed.UTC().Format(time.RFC3339)))
+		if run.Since.After(m.Start) {
+			m.Start = run.Since
+			m.StartEvidence = fmt.Sprintf("the Lease %s: %s holds it since %s", run.Lease, run.Holder, run.Since.UTC().Format(time.RFC3339))
+		}
 	case r.LeaderErr != nil:
 		why = append(why, fmt.Sprintf("When the controller last started is not known (%v): it is taken to have run since before the HPA existed.", r.LeaderErr))
 	case r.LeaderRead && r.Leader == nil:
@@ -271,6 +354,9 @@ func (r Events) Infer(hpa *autoscalingv2.HorizontalPodAutoscaler, current int32,
 	case r.Leader != nil && r.Leader.Since.After(m.Start):
 		m.Start = r.Leader.Since
 		m.StartEvidence = fmt.Sprintf("the Lease %s/%s: %s leads since %s", LeaderLeaseNamespace, LeaderLeaseName, r.Leader.Holder, r.Leader.Since.UTC().Format(time.RFC3339))
+	}
+	if run == nil && r.RunErr != nil {
+		why = append(why, fmt.Sprintf("Whether a kubectl hpa run decides it instead is not known (%v): kube-controller-manager is taken to.", r.RunErr))
 	}
 
 	all := rescalesOf(r.Events, now)
@@ -370,6 +456,16 @@ func (r Events) Infer(hpa *autoscalingv2.HorizontalPodAutoscaler, current int32,
 	}
 	m.Note = b.String()
 	return m
+}
+
+// heldRun is the first of the run Leases still held at now: a kubectl hpa run decides the HPA.
+func (r Events) heldRun(now time.Time) *Leader {
+	for _, l := range r.Runs {
+		if l.HeldAt(now) {
+			return l
+		}
+	}
+	return nil
 }
 
 func earliest(a, b time.Time) time.Time {

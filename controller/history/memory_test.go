@@ -199,10 +199,10 @@ func TestMemoryIsInferredFromTheClustersEvidence(t *testing.T) {
 	}
 }
 
-// TestTheLeaderLeaseIsReadOnceAndItsAbsenceIsNoError: a controller without leader election
-// keeps no Lease, which says nothing of its start; a forbidden read is said.
-func TestTheLeaderLeaseIsReadOnceAndItsAbsenceIsNoError(t *testing.T) {
-	since := metav1.NewMicroTime(ago(time.Minute))
+// TestEachLeaseIsReadOnceAndItsAbsenceIsNoError: a controller without leader election keeps
+// no Lease, which says nothing of its start; a forbidden read is said.
+func TestEachLeaseIsReadOnceAndItsAbsenceIsNoError(t *testing.T) {
+	since, renewed := metav1.NewMicroTime(ago(time.Minute)), metav1.NewMicroTime(ago(2*time.Second))
 	for _, tc := range []struct {
 		name    string
 		lease   *coordinationv1.Lease
@@ -210,16 +210,17 @@ func TestTheLeaderLeaseIsReadOnceAndItsAbsenceIsNoError(t *testing.T) {
 		want    *Leader
 		wantErr bool
 	}{
-		{name: "a Lease says who leads since when", lease: &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("cp-1"), AcquireTime: &since, LeaseTransitions: ptr.To[int32](2)}},
-			want: &Leader{Holder: "cp-1", Since: since.Time, Transitions: 2}},
+		{name: "a Lease says who holds it, since when and until when", lease: &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To("cp-1"), AcquireTime: &since, RenewTime: &renewed, LeaseDurationSeconds: ptr.To[int32](15), LeaseTransitions: ptr.To[int32](2)}},
+			want: &Leader{Lease: "kube-system/kube-controller-manager", Holder: "cp-1", Since: since.Time, Transitions: 2, Renewed: renewed.Time, Duration: 15 * time.Second}},
 		{name: "no Lease: no leader election, nothing known", err: apierrors.NewNotFound(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, LeaderLeaseName)},
 		{name: "a forbidden read is an error", err: apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, LeaderLeaseName, errors.New("no")), wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := 0
-			l := &Leadership{Get: func(context.Context) (*coordinationv1.Lease, error) { calls++; return tc.lease, tc.err }}
+			l := &Leases{Get: func(context.Context, string, string) (*coordinationv1.Lease, error) { calls++; return tc.lease, tc.err }}
 			for range 3 {
-				got, err := l.Read(context.Background())
+				got, err := l.Leader(context.Background(), LeaderLeaseNamespace, LeaderLeaseName)
 				if (err != nil) != tc.wantErr {
 					t.Fatalf("error %v, want one: %t", err, tc.wantErr)
 				}
@@ -229,6 +230,108 @@ func TestTheLeaderLeaseIsReadOnceAndItsAbsenceIsNoError(t *testing.T) {
 			}
 			if calls != 1 {
 				t.Errorf("%d reads of the Lease, want 1", calls)
+			}
+		})
+	}
+}
+
+// TestTheRunLeasesAreTheNamespacesAndTheInClusterOne: a kubectl hpa run deciding a namespace's
+// HPAs holds kubectl-hpa in that namespace, or kubectl-hpa/kubectl-hpa as deploy/ installs it;
+// each is read once for all the namespace's HPAs.
+func TestTheRunLeasesAreTheNamespacesAndTheInClusterOne(t *testing.T) {
+	since := metav1.NewMicroTime(ago(time.Minute))
+	held := map[string]bool{"shop/kubectl-hpa": true, "kubectl-hpa/kubectl-hpa": true}
+	var reads []string
+	l := &Leases{Get: func(_ context.Context, namespace, name string) (*coordinationv1.Lease, error) {
+		key := namespace + "/" + name
+		reads = append(reads, key)
+		if !held[key] {
+			return nil, apierrors.NewNotFound(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, name)
+		}
+		return &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(namespace), AcquireTime: &since}}, nil
+	}}
+	for _, tc := range []struct {
+		namespace string
+		want      []string
+	}{
+		{namespace: "shop", want: []string{"shop/kubectl-hpa", "kubectl-hpa/kubectl-hpa"}},
+		{namespace: "shop", want: []string{"shop/kubectl-hpa", "kubectl-hpa/kubectl-hpa"}},
+		{namespace: "kubectl-hpa", want: []string{"kubectl-hpa/kubectl-hpa"}},
+		{namespace: "web", want: []string{"kubectl-hpa/kubectl-hpa"}},
+	} {
+		runs, err := l.Runs(context.Background(), tc.namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range runs {
+			got = append(got, r.Lease)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("Runs(%s) (-want +got):\n%s", tc.namespace, diff)
+		}
+	}
+	if len(reads) != 3 {
+		t.Errorf("Leases read %v, want each of the three once", reads)
+	}
+}
+
+// TestARunHoldingItsLeaseDecidesFromAMemoryThatBeganWithIt: while a kubectl hpa run holds its
+// Lease it decides the namespace's HPAs, and its memory (without a persisted history) began
+// when it took the Lease: a restart seeds every HPA then and forgets the rescales before.
+// A released or expired Lease leaves kube-controller-manager deciding.
+func TestARunHoldingItsLeaseDecidesFromAMemoryThatBeganWithIt(t *testing.T) {
+	kcm := &Leader{Lease: "kube-system/kube-controller-manager", Holder: "cp-1", Since: ago(3 * time.Hour), Renewed: ago(time.Second), Duration: 15 * time.Second}
+	run := func(lease, holder string, since, renewed time.Duration) *Leader {
+		return &Leader{Lease: lease, Holder: holder, Since: ago(since), Renewed: ago(renewed), Duration: 15 * time.Second}
+	}
+	hpa := testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)), podsPer60s)...)
+	rescaled := []corev1.Event{rescaleEvent(6, up, ago(4*time.Minute))}
+	// kube-controller-manager's memory began before the rescale: it is a recommendation, and a
+	// scale event of at least one pod (outside the 60s policy period, it limits nothing).
+	forgotNothing := replicas.History{
+		Recommendations: []replicas.Recommendation{{Replicas: 6, Timestamp: ago(4 * time.Minute)}},
+		ScaleUpEvents:   []replicas.ScaleEvent{{ReplicaChange: 1, Timestamp: ago(4 * time.Minute)}},
+	}
+	for _, tc := range []struct {
+		name       string
+		runs       []*Leader
+		controller string
+		want       replicas.History
+		evidence   string
+	}{
+		{name: "a run holding the namespace's Lease seeded the HPA when it took it",
+			runs:       []*Leader{run("shop/kubectl-hpa", "laptop_1", time.Minute, 2*time.Second)},
+			controller: ControllerRun,
+			want:       replicas.History{Recommendations: []replicas.Recommendation{{Replicas: 6, Timestamp: ago(time.Minute)}}},
+			evidence:   "the Lease shop/kubectl-hpa: laptop_1 holds it since 2026-12-07T11:59:00Z"},
+		{name: "the in-cluster run's Lease counts as well",
+			runs:       []*Leader{run("kubectl-hpa/kubectl-hpa", "kubectl-hpa-5f7_x", 30*time.Second, time.Second)},
+			controller: ControllerRun,
+			want:       replicas.History{Recommendations: []replicas.Recommendation{{Replicas: 6, Timestamp: ago(30 * time.Second)}}},
+			evidence:   "the Lease kubectl-hpa/kubectl-hpa: kubectl-hpa-5f7_x holds it since 2026-12-07T11:59:30Z"},
+		{name: "a released Lease (a run that stopped) leaves kube-controller-manager deciding",
+			runs:       []*Leader{run("shop/kubectl-hpa", "", time.Minute, 2*time.Second)},
+			controller: ControllerManager,
+			want:       forgotNothing,
+			evidence:   "the HPA's creationTimestamp"},
+		{name: "an expired Lease (a run that died) leaves kube-controller-manager deciding",
+			runs:       []*Leader{run("shop/kubectl-hpa", "laptop_1", time.Minute, 20*time.Second)},
+			controller: ControllerManager,
+			want:       forgotNothing,
+			evidence:   "the HPA's creationTimestamp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := Events{LeaderRead: true, Leader: kcm, Runs: tc.runs, Events: rescaled}
+			m := ev.Infer(hpa, 6, memNow)
+			if m.Controller != tc.controller {
+				t.Errorf("controller %q, want %q", m.Controller, tc.controller)
+			}
+			if m.StartEvidence != tc.evidence {
+				t.Errorf("start evidence %q, want %q", m.StartEvidence, tc.evidence)
+			}
+			if diff := cmp.Diff(tc.want, m.History); diff != "" {
+				t.Errorf("history (-want +got):\n%s\nnote: %s", diff, m.Note)
 			}
 		})
 	}
@@ -245,6 +348,7 @@ func TestTheNoteSaysWhenNoLeaseTellsOfARestart(t *testing.T) {
 	}{
 		{name: "no Lease kept", events: Events{LeaderRead: true}, want: "No Lease kube-system/kube-controller-manager is kept"},
 		{name: "the Lease forbidden", events: Events{LeaderRead: true, LeaderErr: errors.New("forbidden")}, want: "When the controller last started is not known (forbidden)"},
+		{name: "a run's Lease forbidden", events: Events{LeaderRead: true, RunErr: errors.New("forbidden")}, want: "Whether a kubectl hpa run decides it instead is not known (forbidden): kube-controller-manager is taken to."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if note := tc.events.Infer(hpa, 4, memNow).Note; !strings.Contains(note, tc.want) {

@@ -321,6 +321,8 @@ func TestExplainReadsEachThingOnce(t *testing.T) {
 		"get deployments/scale",
 		"get horizontalpodautoscalers",
 		"get leases",
+		"get leases",
+		"get leases",
 		"list deployments",
 		"list events",
 		"list events",

@@ -201,18 +201,19 @@ const (
 	resizesSelector  = "involvedObject.kind=Deployment,reason=ScalingReplicaSet"
 )
 
-// Beside the decision's seven reads (the HPA with the evidence of the controller's memory: its
-// rescales, the Deployments' resizes, the leader Lease; then the scale, the pods, the
-// metrics), explain sends list's three for its overlap check and lint findings (the
+// Beside the decision's nine reads (the HPA with the evidence of the controller's memory: its
+// rescales, the Deployments' resizes, the leader Leases of kube-controller-manager and of a
+// kubectl hpa run in the namespace or in the cluster; then the scale, the pods, the metrics), explain sends list's three for its overlap check and lint findings (the
 // namespace's HPAs with the scale, then its Deployments and PodDisruptionBudgets with the
 // pods); the metrics go out once the pods and those lists say no other HPA selects the pods,
 // as upstream reads them.
-func TestExplainAgainstAnAPIServerUsesFourParallelRoundTripsAndTenRequests(t *testing.T) {
+func TestExplainAgainstAnAPIServerUsesFourParallelRoundTripsAndTwelveRequests(t *testing.T) {
 	f := newFixture()
 	f.RescaleEvent(4, 10*time.Minute)
 	b := newRoundBarrier(t,
 		[]string{"GET /apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/web", "GET /api/v1/namespaces/shop/events?" + rescalesSelector,
-			"GET /api/v1/namespaces/shop/events?" + resizesSelector, "GET /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"},
+			"GET /api/v1/namespaces/shop/events?" + resizesSelector, "GET /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager",
+			"GET /apis/coordination.k8s.io/v1/namespaces/shop/leases/kubectl-hpa", "GET /apis/coordination.k8s.io/v1/namespaces/kubectl-hpa/leases/kubectl-hpa"},
 		[]string{"GET /apis/apps/v1/namespaces/shop/deployments/web/scale", "GET /apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers"},
 		[]string{"GET /api/v1/namespaces/shop/pods", "GET /apis/apps/v1/namespaces/shop/deployments", "GET /apis/policy/v1/namespaces/shop/poddisruptionbudgets"},
 		[]string{"metrics PodResource cpu"},
@@ -250,8 +251,8 @@ current-context: other
 	if err := root.ExecuteContext(context.Background()); err != nil {
 		t.Fatalf("explain failed: %v\nstderr: %s", err, errOut.String())
 	}
-	if len(b.log) != 10 {
-		t.Errorf("%d requests after discovery, want 10: %v", len(b.log), b.log)
+	if len(b.log) != 12 {
+		t.Errorf("%d requests after discovery, want 12: %v", len(b.log), b.log)
 	}
 	for _, want := range []string{"Verdict:", "would stay at 4", "Binding constraint:  Tolerance"} {
 		if !strings.Contains(out.String(), want) {

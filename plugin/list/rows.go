@@ -115,12 +115,12 @@ func (o *Options) rows(ctx context.Context) ([]row, error) {
 	}
 	lr := cmdutil.LintReader{Kube: o.clients.Kube, Dynamic: o.clients.Dynamic, Served: cmdutil.ServedGroupVersions(o.clients.Discovery)}
 	// The leader Lease is read once for every namespace of this pass.
-	leadership := live.Leadership(o.clients.Kube)
+	leases := live.Leases(o.clients.Kube)
 	for ns, list := range byNS {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			rs := o.namespaceRows(ctx, lr, leadership, ns, allByNS[ns], list)
+			rs := o.namespaceRows(ctx, lr, leases, ns, allByNS[ns], list)
 			mu.Lock()
 			defer mu.Unlock()
 			out = append(out, rs...)
@@ -191,13 +191,13 @@ func (o *Options) missingNames(hpas []*autoscalingv2.HorizontalPodAutoscaler) []
 // evaluation path, as explain does (every HPA of the namespace read, all, those selected decided): the cluster's controller now, with the history
 // reconstructed from its status and rescale events (or the one run recorded). Each row's
 // findings are list's own and the lint rules' on its HPA.
-func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, leadership *history.Leadership, namespace string, all, hpas []*autoscalingv2.HorizontalPodAutoscaler) []row {
+func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, leases *history.Leases, namespace string, all, hpas []*autoscalingv2.HorizontalPodAutoscaler) []row {
 	c := o.clients
 	var src *batch.Namespace
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		src = batch.Read(ctx, batch.Clients{Kube: c.Kube, Scales: c.Scales, Metrics: c.Metrics, Config: o.Config, Leadership: leadership}, namespace, all)
+		src = batch.Read(ctx, batch.Clients{Kube: c.Kube, Scales: c.Scales, Metrics: c.Metrics, Config: o.Config, Leases: leases}, namespace, all)
 	}()
 	objs, notes := lr.Read(ctx, namespace, all, cmdutil.WorkloadsFunc(func(gk schema.GroupKind) ([]runtime.Object, bool, error) {
 		<-read

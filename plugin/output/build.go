@@ -413,12 +413,12 @@ func clusterOf(hpa *autoscalingv2.HorizontalPodAutoscaler, events []corev1.Event
 }
 
 func memoryOf(m history.Memory) *Memory {
-	out := &Memory{StartEvidence: m.StartEvidence, NeverSynced: m.NeverSynced}
+	out := &Memory{Controller: m.Controller, StartEvidence: m.StartEvidence, NeverSynced: m.NeverSynced}
 	if !m.Start.IsZero() {
 		out.Start = ptr.To(metav1.NewTime(m.Start))
 	}
 	if l := m.Leader; l != nil {
-		out.Leader = &Leader{Holder: l.Holder, Since: metav1.NewTime(l.Since), Transitions: l.Transitions}
+		out.Leader = &Leader{Lease: l.Lease, Holder: l.Holder, Since: metav1.NewTime(l.Since), Transitions: l.Transitions}
 	}
 	if m.LeaderErr != nil {
 		out.LeaderError = m.LeaderErr.Error()

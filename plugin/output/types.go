@@ -357,8 +357,10 @@ type Memory struct {
 	// HPA's creationTimestamp, kube-controller-manager's leader Lease).
 	Start         *metav1.Time `json:"start,omitempty"`
 	StartEvidence string       `json:"startEvidence,omitempty"`
-	// Leader is kube-controller-manager's leader as its Lease says; LeaderError why the Lease
+	// Controller is who decides the HPA: "kube-controller-manager", or "kubectl hpa run" while
+	// one holds its Lease. Leader is that controller's Lease as read; LeaderError why a Lease
 	// could not be read.
+	Controller  string  `json:"controller,omitempty"`
 	Leader      *Leader `json:"leader,omitempty"`
 	LeaderError string  `json:"leaderError,omitempty"`
 	// NeverSynced: the HPA's status was never written; its next sync is its first and seeds.
@@ -370,8 +372,10 @@ type Memory struct {
 	TargetEventsError string `json:"targetEventsError,omitempty"`
 }
 
-// Leader is who leads kube-controller-manager since when, and how often the Lease changed hands.
+// Leader is who holds a controller's leader Lease (namespace/name) since when, and how often
+// the Lease changed hands.
 type Leader struct {
+	Lease       string      `json:"lease"`
 	Holder      string      `json:"holder"`
 	Since       metav1.Time `json:"since"`
 	Transitions int32       `json:"transitions"`

@@ -37,8 +37,9 @@ type Clients struct {
 	Metrics evaluation.MetricsReader
 	// Config is the controller configuration a recorded history is restored under.
 	Config replicas.Config
-	// Leadership reads kube-controller-manager's leader Lease, once for every namespace.
-	Leadership *history.Leadership
+	// Leases reads the leader Leases (kube-controller-manager's, kubectl hpa run's), each once
+	// for every namespace.
+	Leases *history.Leases
 }
 
 // Namespace is the evaluation.Source of one namespace's HPAs, read once by Read.
@@ -94,7 +95,7 @@ func Read(ctx context.Context, c Clients, namespace string, hpas []*autoscalingv
 		workloads:     map[schema.GroupKind]*workloads{},
 		scales:        c.Scales,
 	}
-	n.HistoryReader = history.EventReader{Lister: &n.events, Leadership: c.Leadership, Config: c.Config}
+	n.HistoryReader = history.EventReader{Lister: &n.events, Leases: c.Leases, Config: c.Config}
 	resourceMetrics := false
 	for _, h := range hpas {
 		n.hpas[h.Name] = h

@@ -47,16 +47,16 @@ func Source(kube kubernetes.Interface, scales evaluation.ScaleReader, pods evalu
 }
 
 // EventReader reads the evidence of the cluster controller's memory from the API server (the
-// HPAs' SuccessfulRescale events, the Deployments' resizes, kube-controller-manager's leader
-// Lease), for a history inferred from it under cfg.
+// HPAs' SuccessfulRescale events, the Deployments' resizes, the leader Leases of
+// kube-controller-manager and kubectl hpa run), for a history inferred from it under cfg.
 func EventReader(kube kubernetes.Interface, cfg replicas.Config) history.EventReader {
-	return history.EventReader{Lister: EventLister{Client: kube}, Leadership: Leadership(kube), Config: cfg}
+	return history.EventReader{Lister: EventLister{Client: kube}, Leases: Leases(kube), Config: cfg}
 }
 
-// Leadership reads kube-controller-manager's leader Lease from the API server, once.
-func Leadership(kube kubernetes.Interface) *history.Leadership {
-	return &history.Leadership{Get: func(ctx context.Context) (*coordinationv1.Lease, error) {
-		return kube.CoordinationV1().Leases(history.LeaderLeaseNamespace).Get(ctx, history.LeaderLeaseName, metav1.GetOptions{})
+// Leases reads leader Leases from the API server, each once.
+func Leases(kube kubernetes.Interface) *history.Leases {
+	return &history.Leases{Get: func(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error) {
+		return kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
 	}}
 }
 
