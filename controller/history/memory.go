@@ -290,16 +290,35 @@ func resizesOf(events []corev1.Event, ref autoscalingv2.CrossVersionObjectRefere
 // are kept to the second.
 const resizeSlack = 3 * time.Second
 
+// resizeLag is how long after a rescale the Deployment controller may still resize the
+// ReplicaSet for it: while it is not running (kube-controller-manager restarting, its leader
+// election under way, while a kubectl hpa run rescales), it resizes on its return, from the
+// size the rescale came from, unless another rescale came first.
+const resizeLag = 2 * time.Minute
+
 // fromOf is the size before the rescale r as the Deployment's events say it: the resize of a
-// ReplicaSet to r's size at r's time. A Deployment in the middle of a rollout splits a resize
-// between ReplicaSets, and none of them reaches the new size: then nothing is said.
-func fromOf(r rescale, resizes []resize) (int32, string, bool) {
-	for _, z := range resizes {
-		if z.to == r.to && z.from != z.to && z.at.Sub(r.at).Abs() <= resizeSlack {
-			return z.from, fmt.Sprintf("the Deployment's event %q (%s)", z.text, z.at.UTC().Format(time.RFC3339)), true
+// ReplicaSet to r's size nearest r's time, at most resizeLag after it and before the next
+// rescale (at until; zero when none came). A Deployment in the middle of a rollout splits a
+// resize between ReplicaSets, and none of them reaches the new size: then nothing is said.
+func fromOf(r rescale, until time.Time, resizes []resize) (int32, string, bool) {
+	var best *resize
+	for i, z := range resizes {
+		if z.to != r.to || z.from == z.to {
+			continue
+		}
+		d := z.at.Sub(r.at)
+		late := d > resizeSlack && d <= resizeLag && (until.IsZero() || z.at.Before(until))
+		if d.Abs() > resizeSlack && !late {
+			continue
+		}
+		if best == nil || d.Abs() < best.at.Sub(r.at).Abs() {
+			best = &resizes[i]
 		}
 	}
-	return 0, "", false
+	if best == nil {
+		return 0, "", false
+	}
+	return best.from, fmt.Sprintf("the Deployment's event %q (%s)", best.text, best.at.UTC().Format(time.RFC3339)), true
 }
 
 // neverSynced: the HPA's status was never written (no condition, no observed generation, no
@@ -373,7 +392,11 @@ func (r Events) Infer(hpa *autoscalingv2.HorizontalPodAutoscaler, current int32,
 	resizes := resizesOf(r.TargetEvents, hpa.Spec.ScaleTargetRef, now)
 	for i, x := range seen {
 		rs := Rescale{At: x.at, To: x.to, Direction: x.direction}
-		if from, ev, ok := fromOf(x, resizes); ok {
+		var until time.Time
+		if i+1 < len(seen) {
+			until = seen[i+1].at
+		}
+		if from, ev, ok := fromOf(x, until, resizes); ok {
 			rs.From, rs.FromEvidence = &from, ev
 		} else if i > 0 {
 			from := seen[i-1].to

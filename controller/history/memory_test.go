@@ -136,6 +136,32 @@ func TestMemoryIsInferredFromTheClustersEvidence(t *testing.T) {
 			seed: `the size the first rescale since came from, by the Deployment's event "Scaled up replica set web-5d8f from 4 to 6" (2026-12-07T11:59:30Z)`,
 		},
 		{
+			name: "a rescale made while the Deployment controller was away counts its change from the resize it made on its return",
+			hpa:  testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)), podsPer60s)...),
+			events: Events{
+				Events:       []corev1.Event{rescaleEvent(8, up, ago(40*time.Second))},
+				TargetEvents: []corev1.Event{resizeEvent("web", 6, 8, ago(22*time.Second))},
+			},
+			current: 8,
+			want: replicas.History{
+				Recommendations: []replicas.Recommendation{{Replicas: 8, Timestamp: ago(40 * time.Second)}},
+				ScaleUpEvents:   []replicas.ScaleEvent{{ReplicaChange: 2, Timestamp: ago(40 * time.Second)}},
+			},
+		},
+		{
+			name: "a resize after the next rescale is not the earlier rescale's",
+			hpa:  testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)), podsPer60s)...),
+			events: Events{
+				Events:       []corev1.Event{rescaleEvent(8, up, ago(50*time.Second)), rescaleEvent(9, up, ago(40*time.Second))},
+				TargetEvents: []corev1.Event{resizeEvent("web", 5, 8, ago(30*time.Second))},
+			},
+			current: 9,
+			want: replicas.History{
+				Recommendations: []replicas.Recommendation{{Replicas: 8, Timestamp: ago(50 * time.Second)}, {Replicas: 9, Timestamp: ago(40 * time.Second)}},
+				ScaleUpEvents:   []replicas.ScaleEvent{{ReplicaChange: 1, Timestamp: ago(50 * time.Second)}, {ReplicaChange: 1, Timestamp: ago(40 * time.Second)}},
+			},
+		},
+		{
 			name: "a later rescale counts its change from the one before it",
 			hpa:  testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)), podsPer60s)...),
 			events: Events{Events: []corev1.Event{

@@ -114,7 +114,11 @@ func rescalesFromEvents(known history.Events, ref autoscalingv2.CrossVersionObje
 		if strings.Contains(s.reason, "above") {
 			r.Direction = "up"
 		}
-		if prev, _, ok := history.SizeBefore(known.TargetEvents, ref, s.at, s.size, to); ok {
+		var next time.Time
+		if i+1 < len(all) {
+			next = all[i+1].at
+		}
+		if prev, _, ok := history.SizeBefore(known.TargetEvents, ref, s.at, s.size, next, to); ok {
 			r.From, r.Direction = &prev, direction(prev, s.size)
 		} else if i > 0 {
 			prev := all[i-1].size
