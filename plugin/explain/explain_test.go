@@ -186,6 +186,17 @@ func scenarios() map[string]struct {
 			}
 			return f
 		}},
+		// A rollout's two new pods are not ready yet: counted as 0, they bring cpu 106% (ratio
+		// 1.32) to within tolerance, and the verdict says so in its sentence.
+		"within-tolerance-once-unready-pods-count": {fx: func() *fixture {
+			f := newFixture()
+			f.SetPods(6, "500m", "528m")
+			f.AddPod("web-new-1", "500m", "100m", false, 30*time.Second, "def")
+			f.AddPod("web-new-2", "500m", "100m", false, 30*time.Second, "def")
+			f.Scale.Spec.Replicas, f.Scale.Status.Replicas = 8, 8
+			f.HPA.Status.CurrentReplicas, f.HPA.Status.DesiredReplicas = 8, 8
+			return f
+		}},
 		"scale-down-held-by-reconstructed-history": {fx: func() *fixture {
 			f := newFixture()
 			tolerance := resource.MustParse("0.05")

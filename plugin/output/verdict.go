@@ -16,6 +16,49 @@ func metricPhrase(m Metric) string {
 	return fmt.Sprintf("%s %s vs %s", m.Short, strings.TrimSuffix(m.Current, " (avg)"), strings.TrimSuffix(m.Target, " (avg)"))
 }
 
+// rebalancing is ", once 2 unready pods count as 0 (ratio 1.32 -> 0.99)" when the pods the
+// calculator could not take at their sample (not ready yet, or without one) moved m's ratio,
+// so that the verdict says why a metric far from its target asks for little; "" otherwise.
+func rebalancing(m Metric) string {
+	if m.Ratio == nil || m.RebalancedRatio == nil || fmt.Sprintf("%.2f", *m.Ratio) == fmt.Sprintf("%.2f", *m.RebalancedRatio) {
+		return ""
+	}
+	var unready, missingZero, missingTarget int
+	for _, p := range m.Pods {
+		if p.AssumedUsageMilli == nil {
+			continue
+		}
+		switch {
+		case p.Treatment == string(replicas.PodUnready):
+			unready++
+		case p.Treatment == string(replicas.PodMissing) && *p.AssumedUsageMilli == 0:
+			missingZero++
+		case p.Treatment == string(replicas.PodMissing):
+			missingTarget++
+		}
+	}
+	pods := func(n int, what, as string) string {
+		if n == 1 {
+			return "1 " + what + " pod counts " + as
+		}
+		return fmt.Sprintf("%d %s pods count %s", n, what, as)
+	}
+	var parts []string
+	if unready > 0 {
+		parts = append(parts, pods(unready, "unready", "as 0"))
+	}
+	if missingZero > 0 {
+		parts = append(parts, pods(missingZero, "unmeasured", "as 0"))
+	}
+	if missingTarget > 0 {
+		parts = append(parts, pods(missingTarget, "unmeasured", "at the target"))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", once %s (ratio %.2f -> %.2f)", strings.Join(parts, " and "), *m.Ratio, *m.RebalancedRatio)
+}
+
 // verdictOf says the decision in a sentence; its constraint is the core's ConstraintOf, which
 // the simulator's summary counts too.
 func verdictOf(d replicas.Decision, e *Explanation) *Verdict {
@@ -33,8 +76,17 @@ func verdictOf(d replicas.Decision, e *Explanation) *Verdict {
 		move = fmt.Sprintf("would scale %d -> %d", from, to)
 	}
 	why := ""
+	if chosen == nil && c == replicas.ConstraintTolerance {
+		// Within tolerance no metric sets the count: name the one the pods' treatment moved.
+		for i := range e.Metrics {
+			if rebalancing(e.Metrics[i]) != "" {
+				chosen = &e.Metrics[i]
+				break
+			}
+		}
+	}
 	if chosen != nil {
-		why = ": " + metricPhrase(*chosen)
+		why = ": " + metricPhrase(*chosen) + rebalancing(*chosen)
 	}
 	switch {
 	case c == replicas.ConstraintScaleUnavailable:
