@@ -25,7 +25,7 @@ func TestUsageErrorsExitTwoWithOneActionableLine(t *testing.T) {
 		{"a misspelt command suggests the right one", []string{"explian"}, `did you mean "explain"?`, ""},
 		{"an unknown flag before any command", []string{"--bogus"}, `unknown flag: --bogus`, ""},
 		{"an unknown flag of a command", []string{"run", "--bogus"}, `unknown flag: --bogus`, ""},
-		{"version -o yaml", []string{"version", "-o", "yaml"}, `unknown output format "yaml": use -o json or omit -o`, ""},
+		{"version -o wide", []string{"version", "-o", "wide"}, `unknown output format "wide": use -o json, -o yaml or omit -o`, ""},
 		{"version with an argument", []string{"version", "now"}, `unexpected argument "now": kubectl hpa version takes no arguments`, "unknown command"},
 		{"run with an argument is an unexpected argument, not an unknown command", []string{"run", "extra"},
 			`unexpected argument "extra": kubectl hpa run takes no arguments; select HPAs with -n NAMESPACE, -A or -l SELECTOR`, "unknown command"},

@@ -16,24 +16,32 @@ import (
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/version"
 )
 
-func TestVersionJSONReportsEveryField(t *testing.T) {
-	var out bytes.Buffer
-	if code := Execute(context.Background(), genericiooptions.IOStreams{Out: &out, ErrOut: &out}, []string{"version", "-o", "json"}, nil); code != 0 {
-		t.Fatalf("version -o json exited %d: %s", code, out.String())
-	}
-	var got map[string]string
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-		t.Fatalf("version -o json printed %q: %v", out.String(), err)
-	}
-	v := version.Get()
-	want := map[string]string{"version": v.Version, "commit": v.Commit, "goVersion": runtime.Version(),
-		"platform": runtime.GOOS + "/" + runtime.GOARCH, "upstream": "v1.37.2"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("version -o json = %v; want %v", got, want)
+func TestVersionJSONAndYAMLReportEveryField(t *testing.T) {
+	for _, format := range []string{"json", "yaml"} {
+		t.Run(format, func(t *testing.T) {
+			var out bytes.Buffer
+			if code := Execute(context.Background(), genericiooptions.IOStreams{Out: &out, ErrOut: &out}, []string{"version", "-o", format}, nil); code != 0 {
+				t.Fatalf("version -o %s exited %d: %s", format, code, out.String())
+			}
+			var got map[string]string
+			if err := yaml.Unmarshal(out.Bytes(), &got); err != nil {
+				t.Fatalf("version -o %s printed %q: %v", format, out.String(), err)
+			}
+			if format == "json" && !json.Valid(out.Bytes()) {
+				t.Errorf("version -o json printed %q, not JSON", out.String())
+			}
+			v := version.Get()
+			want := map[string]string{"version": v.Version, "commit": v.Commit, "goVersion": runtime.Version(),
+				"platform": runtime.GOOS + "/" + runtime.GOARCH, "upstream": "v1.37.2"}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("version -o %s = %v; want %v", format, got, want)
+			}
+		})
 	}
 }
 

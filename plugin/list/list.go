@@ -178,7 +178,7 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	case "wide":
 		o.wide = true
 	default:
-		p, err := cmdutil.Printer(o.PrintFlags)
+		p, err := cmdutil.Printer(o.PrintFlags, "wide")
 		if err != nil {
 			return cmdutil.UsageErrorf("%w", err)
 		}

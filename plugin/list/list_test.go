@@ -200,6 +200,7 @@ func TestFailures(t *testing.T) {
 			code: cmdutil.ExitWrongNamespace, stderr: `namespace "nowhere" does not exist`},
 		{name: "-A with names", args: []string{"-A", "web"}, code: cmdutil.ExitUsage, stderr: "name them with -n NAMESPACE"},
 		{name: "--sort-by a column that does not exist", args: []string{"--sort-by", "age"}, code: cmdutil.ExitUsage, stderr: `--sort-by "age" is not a column`},
+		{name: "an unknown -o names wide among the formats", args: []string{"-o", "wdie"}, code: cmdutil.ExitUsage, stderr: `output format "wdie", allowed formats are: go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,kyaml,template,templatefile,wide,yaml`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 )
@@ -14,7 +15,7 @@ import (
 type Options struct {
 	genericiooptions.IOStreams
 
-	// Output is -o: "" for the one-line form, or "json".
+	// Output is -o: "" for the one-line form, "json" or "yaml".
 	Output string
 }
 
@@ -37,15 +38,15 @@ func NewCmdVersion(streams genericiooptions.IOStreams) *cobra.Command {
 			return o.Run()
 		},
 	}
-	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: json")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: json or yaml")
 	cmdutil.WithUsageExitCodes(cmd)
 	return cmd
 }
 
 // Validate checks -o.
 func (o *Options) Validate() error {
-	if o.Output != "" && o.Output != "json" {
-		return cmdutil.UsageErrorf("unknown output format %q: use -o json or omit -o", o.Output)
+	if o.Output != "" && o.Output != "json" && o.Output != "yaml" {
+		return cmdutil.UsageErrorf("unknown output format %q: use -o json, -o yaml or omit -o", o.Output)
 	}
 	return nil
 }
@@ -53,10 +54,18 @@ func (o *Options) Validate() error {
 // Run prints the build's version information.
 func (o *Options) Run() error {
 	v := Get()
-	if o.Output == "json" {
+	switch o.Output {
+	case "json":
 		enc := json.NewEncoder(o.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
+	case "yaml":
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = o.Out.Write(b)
+		return err
 	}
 	_, err := fmt.Fprintln(o.Out, v)
 	return err
