@@ -83,8 +83,8 @@ type forbiddenError struct {
 }
 
 func (e *forbiddenError) Error() string {
-	return fmt.Sprintf("%s: forbidden: user %q lacks the permission to %s; ask your cluster admin to grant it (the %s ClusterRole in deploy/rbac/ holds every permission this command uses)",
-		e.doing, e.user, e.perm, e.role)
+	return fmt.Sprintf("%s: forbidden: user %q lacks the permission to %s; ask your cluster admin to grant it (%s)",
+		e.doing, e.user, e.perm, roleHint(e.role))
 }
 
 func (e *forbiddenError) Unwrap() error { return e.err }
@@ -106,8 +106,14 @@ func (e *MissingPermissionsError) Error() string {
 	if len(names) > 1 {
 		them = "them"
 	}
-	return fmt.Sprintf("%s is not allowed to %s; ask your cluster admin to grant %s (the %s ClusterRole in deploy/rbac/ holds every permission this command uses)",
-		e.Command, strings.Join(names, "; "), them, e.Role)
+	return fmt.Sprintf("%s is not allowed to %s; ask your cluster admin to grant %s (%s)",
+		e.Command, strings.Join(names, "; "), them, roleHint(e.Role))
+}
+
+// roleHint names the ClusterRole holding a command's permissions and the command that prints
+// it: a krew user has the plugin, not the repository's deploy/rbac/.
+func roleHint(role string) string {
+	return fmt.Sprintf("the ClusterRole %s holds every permission this command uses; kubectl hpa rbac %s prints it", role, strings.TrimPrefix(role, "kubectl-hpa-"))
 }
 
 // preflightParallelism bounds the SelfSubjectAccessReviews in flight at once.

@@ -63,9 +63,9 @@ func TestExplainNamesTheMissingPermissionInOneLine(t *testing.T) {
 		want string
 	}{
 		{"HPA read", apiForbidden("dev", "get", "autoscaling", "horizontalpodautoscalers", "", "shop", "web"),
-			`getting it: forbidden: user "dev" lacks the permission to get horizontalpodautoscalers (autoscaling) named "web" in namespace "shop"; ask your cluster admin to grant it (the kubectl-hpa-explain ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+			`getting it: forbidden: user "dev" lacks the permission to get horizontalpodautoscalers (autoscaling) named "web" in namespace "shop"; ask your cluster admin to grant it (the ClusterRole kubectl-hpa-explain holds every permission this command uses; kubectl hpa rbac explain prints it)`},
 		{"metrics read", apiForbidden("dev", "list", "metrics.k8s.io", "pods", "", "shop", ""),
-			`getting it: forbidden: user "dev" lacks the permission to list pods (metrics.k8s.io) in namespace "shop"; ask your cluster admin to grant it (the kubectl-hpa-explain ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+			`getting it: forbidden: user "dev" lacks the permission to list pods (metrics.k8s.io) in namespace "shop"; ask your cluster admin to grant it (the ClusterRole kubectl-hpa-explain holds every permission this command uses; kubectl hpa rbac explain prints it)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

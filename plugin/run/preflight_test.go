@@ -137,7 +137,7 @@ func TestRunPreflightNamesEveryMissingPermission(t *testing.T) {
 			hpas: []runtime.Object{testHPA("web", "web"), everyMetricHPA()}},
 		{name: "a missing status update is named with its namespace", args: []string{"-n", "shop"}, sel: metricsAPI,
 			allowed: without(runRoleGrants(), updateStatus), hpas: []runtime.Object{testHPA("web", "web")},
-			want: `kubectl hpa run is not allowed to update horizontalpodautoscalers/status (autoscaling) in namespace "shop"; ask your cluster admin to grant it (the kubectl-hpa-run ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+			want: `kubectl hpa run is not allowed to update horizontalpodautoscalers/status (autoscaling) in namespace "shop"; ask your cluster admin to grant it (the ClusterRole kubectl-hpa-run holds every permission this command uses; kubectl hpa rbac run prints it)`},
 		{name: "every missing permission at once, those of existing HPAs included", args: []string{"-n", "shop"}, sel: metricsAPI,
 			allowed: without(runRoleGrants(), updateStatus, listMetrics,
 				cmdutil.Permission{Verb: "create", Resource: "events"},
@@ -147,14 +147,14 @@ func TestRunPreflightNamesEveryMissingPermission(t *testing.T) {
 			want: `kubectl hpa run is not allowed to update horizontalpodautoscalers/status (autoscaling) in namespace "shop"; ` +
 				`create events (core) in namespace "shop"; update statefulsets/scale (apps) in namespace "shop"; ` +
 				`list pods (metrics.k8s.io) in namespace "shop"; list queue_depth (external.metrics.k8s.io) in namespace "shop"; ` +
-				`ask your cluster admin to grant them (the kubectl-hpa-run ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+				`ask your cluster admin to grant them (the ClusterRole kubectl-hpa-run holds every permission this command uses; kubectl hpa rbac run prints it)`},
 		{name: "without list on HPAs the HPAs are not read", args: []string{"-n", "shop"}, sel: metricsAPI,
 			allowed: without(runRoleGrants(), listHPAs), hpas: []runtime.Object{testHPA("web", "web")},
-			want: `kubectl hpa run is not allowed to list horizontalpodautoscalers (autoscaling) in namespace "shop"; ask your cluster admin to grant it (the kubectl-hpa-run ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+			want: `kubectl hpa run is not allowed to list horizontalpodautoscalers (autoscaling) in namespace "shop"; ask your cluster admin to grant it (the ClusterRole kubectl-hpa-run holds every permission this command uses; kubectl hpa rbac run prints it)`},
 		{name: "dry-run=client asks only for reads and points at the read-only role", args: []string{"-n", "shop", "--dry-run=client"}, sel: metricsAPI,
 			allowed: nil, hpas: []runtime.Object{testHPA("web", "web")},
 			want: `kubectl hpa run is not allowed to list horizontalpodautoscalers (autoscaling) in namespace "shop"; watch horizontalpodautoscalers (autoscaling) in namespace "shop"; ` +
-				`list pods (core) in namespace "shop"; watch pods (core) in namespace "shop"; ask your cluster admin to grant them (the kubectl-hpa-explain ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+				`list pods (core) in namespace "shop"; watch pods (core) in namespace "shop"; ask your cluster admin to grant them (the ClusterRole kubectl-hpa-explain holds every permission this command uses; kubectl hpa rbac explain prints it)`},
 		{name: "dry-run=client with read grants asks for the target's scale and metrics reads only", args: []string{"-n", "shop", "--dry-run=client"}, sel: metricsAPI,
 			allowed: runRoleGrants(), hpas: []runtime.Object{testHPA("web", "web")},
 			wantAsked: []cmdutil.Permission{
@@ -171,7 +171,7 @@ func TestRunPreflightNamesEveryMissingPermission(t *testing.T) {
 		{name: "the Lease is checked by name in its namespace", args: []string{"-n", "shop", "--leader-elect-lease-namespace=ops"}, sel: metricsAPI,
 			allowed: append(without(runRoleGrants(), cmdutil.Permission{Verb: "update", Group: "coordination.k8s.io", Resource: "leases"}),
 				cmdutil.Permission{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "ops", Name: "other"}),
-			want: `kubectl hpa run is not allowed to update leases (coordination.k8s.io) named "kubectl-hpa" in namespace "ops"; ask your cluster admin to grant it (the kubectl-hpa-run ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+			want: `kubectl hpa run is not allowed to update leases (coordination.k8s.io) named "kubectl-hpa" in namespace "ops"; ask your cluster admin to grant it (the ClusterRole kubectl-hpa-run holds every permission this command uses; kubectl hpa rbac run prints it)`},
 		{name: "Heapster through the service proxy needs the proxy and no metrics APIs", args: []string{"-A", "--leader-elect=false"}, sel: heapster,
 			allowed: without(runRoleGrants(), listMetrics), hpas: []runtime.Object{testHPA("web", "web")}},
 		{name: "all namespaces need cluster-wide grants", args: []string{"-A"}, sel: metricsAPI,
@@ -180,7 +180,7 @@ func TestRunPreflightNamesEveryMissingPermission(t *testing.T) {
 				`list pods (core) in all namespaces; watch pods (core) in all namespaces; get horizontalpodautoscalers (autoscaling) in all namespaces; ` +
 				`update horizontalpodautoscalers/status (autoscaling) in all namespaces; create events (core) in all namespaces; patch events (core) in all namespaces; ` +
 				`get leases (coordination.k8s.io) named "kubectl-hpa" in namespace "default"; create leases (coordination.k8s.io) in namespace "default"; ` +
-				`update leases (coordination.k8s.io) named "kubectl-hpa" in namespace "default"; ask your cluster admin to grant them (the kubectl-hpa-run ClusterRole in deploy/rbac/ holds every permission this command uses)`},
+				`update leases (coordination.k8s.io) named "kubectl-hpa" in namespace "default"; ask your cluster admin to grant them (the ClusterRole kubectl-hpa-run holds every permission this command uses; kubectl hpa rbac run prints it)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
