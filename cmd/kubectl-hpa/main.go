@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -30,6 +31,8 @@ func main() {
 	// klog keeps its settings in package state; main is the one place that owns it.
 	logFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(logFlags)
+	// client-go's error handlers are package state too.
+	utilruntime.ErrorHandlers = quietDiscovery(utilruntime.ErrorHandlers)
 	ctx, release := notifyStop(context.Background(), clock.RealClock{}, stopDeadline, os.Stderr, func() {
 		klog.Flush()
 		os.Exit(exitStopTimedOut)
@@ -40,6 +43,27 @@ func main() {
 	release()
 	klog.Flush()
 	os.Exit(code)
+}
+
+// discoveryMessages are what client-go's discovery cache logs when discovery fails, a
+// failure every command reports itself: in its one-line error, or, for an API a metric needs,
+// in the decision's conditions.
+var discoveryMessages = map[string]bool{
+	"Couldn't get current server API group list": true,
+	"Couldn't get resource list":                 true,
+}
+
+// quietDiscovery passes every error to handlers but discovery's, which it passes only at -v=2
+// and above, so that an unreachable server is one line.
+func quietDiscovery(handlers []utilruntime.ErrorHandler) []utilruntime.ErrorHandler {
+	return []utilruntime.ErrorHandler{func(ctx context.Context, err error, msg string, keysAndValues ...any) {
+		if discoveryMessages[msg] && !klog.V(2).Enabled() {
+			return
+		}
+		for _, h := range handlers {
+			h(ctx, err, msg, keysAndValues...)
+		}
+	}}
 }
 
 // interruptGrace is how long after the first stop signal a SIGINT counts as a second,

@@ -31,12 +31,54 @@ const stopHelperEnv = "KUBECTL_HPA_STOP_HELPER_DEADLINE"
 // exitHelperForced is the helper's exit code when its stop deadline passed.
 const exitHelperForced = 3
 
+// asPluginEnv makes the test binary act as kubectl-hpa itself, its arguments the command's.
+const asPluginEnv = "KUBECTL_HPA_AS_PLUGIN"
+
 func TestMain(m *testing.M) {
 	if d, err := time.ParseDuration(os.Getenv(stopHelperEnv)); err == nil {
 		stopHelper(d)
 		return
 	}
+	if os.Getenv(asPluginEnv) != "" {
+		main()
+	}
 	os.Exit(m.Run())
+}
+
+// TestAnUnreachableServerIsOneLine: the commands say a failed discovery in their own one-line
+// error; client-go's discovery cache logging it too (memcache.go "Couldn't get current server
+// API group list") shows only with -v=2 and above.
+func TestAnUnreachableServerIsOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		wantLines int
+	}{
+		{args: []string{"explain", "web"}, wantLines: 1},
+		{args: []string{"list"}, wantLines: 1},
+		{args: []string{"explain", "web", "-v=2"}, wantLines: 2},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], append(tc.args, "--server", "https://127.0.0.1:1", "--kubeconfig", os.DevNull, "--cache-dir", t.TempDir())...)
+			cmd.Env = append(os.Environ(), asPluginEnv+"=1")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Fatalf("exit: %v, want code 1; stderr:\n%s", err, stderr.String())
+			}
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			if tc.wantLines == 1 && len(lines) != 1 {
+				t.Errorf("stderr has %d lines, want 1:\n%s", len(lines), stderr.String())
+			}
+			if tc.wantLines > 1 && !strings.Contains(stderr.String(), "Couldn't get current server API group list") {
+				t.Errorf("with -v=2 stderr lacks client-go's discovery line:\n%s", stderr.String())
+			}
+			if last := lines[len(lines)-1]; !strings.Contains(last, "is the API server reachable?") {
+				t.Errorf("the error line %q does not say what to check", last)
+			}
+		})
+	}
 }
 
 // stopTakesEnv, when set, makes the helper's stop finish after that long, exiting 0.
