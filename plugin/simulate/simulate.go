@@ -145,7 +145,7 @@ func NewCmdSimulate(configFlags *genericclioptions.ConfigFlags, streams generici
 
 func newCmd(o *Options) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:                   "simulate NAME [-n NAMESPACE] --load FILE | simulate -f HPA.yaml --load FILE",
+		Use:                   "simulate NAME [-n NAMESPACE] --load FILE | simulate -f HPA.yaml --load FILE | simulate [NAME] --from-recording FILE | simulate NAME --from-prometheus --prometheus-url URL",
 		DisableFlagsInUseLine: true,
 		Short:                 "Play a demand curve through the exact controller over time, for the HPA and variants of it",
 		Long:                  long,
