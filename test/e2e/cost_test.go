@@ -16,12 +16,14 @@ import (
 )
 
 // explainMaxRequests is what one explain may send with a warm discovery cache: the HPA
-// beside its rescale events, the target's scale, the pods, their metrics (5), and 3 lists that
+// beside the evidence of the controller's memory (its rescale events, the Deployments' resizes,
+// the leader Leases of kube-controller-manager and of a run in the namespace or in the cluster),
+// the target's scale, the pods, their metrics (9), and 3 lists that
 // give explain list's decision and findings: the namespace's HPAs (whether another selects the
 // same pods: upstream's AmbiguousSelector), and for the lint rules the targeted kind's workloads
 // (one Deployment list: the rules read the target's pod template, and it gives the other HPAs'
 // target selectors without a scale GET each) and the PodDisruptionBudgets.
-const explainMaxRequests = 10
+const explainMaxRequests = 12
 
 // TestExplainCostFromTheAuditLog counts, in the API server's audit log, the requests of one
 // `kubectl hpa explain` with warm caches (the kubectl on PATH is a dispatcher that may send a

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -97,8 +98,11 @@ type memSituation struct {
 	// controller's memory: its disagreements are reported, not failed. None here: issue 42 names
 	// these situations as ones where the evidence exists.
 	noEvidence bool
-	hpas       []memHPA
-	ns         string
+	// runPersists: in the run phases, the kubectl hpa run deciding this situation's namespace
+	// persists its history on the HPAs; the others keep it in memory only (--persist-history=false).
+	runPersists bool
+	hpas        []memHPA
+	ns          string
 }
 
 func memRules(window int32, sel autoscalingv2.ScalingPolicySelect, policies ...autoscalingv2.HPAScalingPolicy) *autoscalingv2.HPAScalingRules {
@@ -219,12 +223,16 @@ func memSituations() []*memSituation {
 		}}
 	})
 	add(&memSituation{
-		name: "steady", group: memEarly,
-		about: "control: no behavior, every pod at the target",
+		name: "steady", group: memEarly, seedWindow: memDownscaleStabilization,
+		about: "control: no behavior, every pod at the target; before the runs restart, the load asks ceil(0.4 x size): the seed of the restarted run's first sync holds the size",
 	}, 10, func(i int) memHPA {
 		r := sizes(i, 2, 3, 4)
 		return memHPA{replicas: r, loadMilli: 50 * int64(r)}
 	})
+	// The run phases: one situation in two persists its history, the others keep it in memory.
+	for i, s := range out {
+		s.runPersists = i%2 == 0
+	}
 	return out
 }
 
@@ -261,6 +269,13 @@ type memEnv struct {
 	// settle: the last pod signature of each ns/deployment and when it changed.
 	sig     map[string]string
 	changed map[string]time.Time
+	// runDecisions: every decision the kubectl hpa runs printed, by ns/name, when it arrived.
+	runDecisions map[string][]memRunDecision
+}
+
+type memRunDecision struct {
+	at time.Time
+	st memStatus
 }
 
 type memStatus struct {
@@ -436,6 +451,78 @@ type memSyncs struct {
 	gets, writes map[string][]time.Time
 }
 
+// memJudge is the controller whose next sync each read is held to: kube-controller-manager's
+// HPA controller, or the kubectl hpa runs that replace it in the run phases.
+type memJudge struct {
+	name string
+	// syncs are its syncs (when each began) and scale writes by ns/name, from mark in the audit
+	// log and, for what the log does not say, from the time after.
+	syncs func(mark cluster.AuditMark, after time.Time) memSyncs
+	// decision is its decision at its sync s1 of key (gets: the syncs of key).
+	decision func(key string, s1 time.Time, gets []time.Time) memStatus
+}
+
+func (e *memEnv) kcmJudge() memJudge {
+	return memJudge{name: "kube-controller-manager",
+		syncs:    func(mark cluster.AuditMark, _ time.Time) memSyncs { return e.kcmSyncs(mark) },
+		decision: e.decisionAt}
+}
+
+// runJudge: a run syncs a namespace's HPAs together, from one list of the namespace's
+// PodMetrics (--metrics-reads=per-namespace), and prints each decision once made.
+func (e *memEnv) runJudge(user string) memJudge {
+	return memJudge{name: "kubectl hpa run",
+		syncs: func(mark cluster.AuditMark, after time.Time) memSyncs {
+			reqs, err := e.c.AuditSince(mark, cluster.AuditFilter{User: user})
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			s := memSyncs{gets: map[string][]time.Time{}, writes: map[string][]time.Time{}}
+			passes := map[string][]time.Time{}
+			for _, r := range reqs {
+				switch {
+				case r.APIGroup == "metrics.k8s.io" && r.Resource == "pods" && r.Verb == "list" && r.Received.After(after):
+					passes[r.Namespace] = append(passes[r.Namespace], r.Received)
+				case r.Resource == "deployments" && r.Subresource == "scale" && r.Verb == "update" && r.Code/100 == 2:
+					s.writes[r.Namespace+"/"+r.Name] = append(s.writes[r.Namespace+"/"+r.Name], r.Received)
+				}
+			}
+			// A pass counts for an HPA when the run printed its decision before the next one.
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			for _, si := range e.sits {
+				ps := passes[si.ns]
+				for _, h := range si.hpas {
+					key := si.ns + "/" + h.name
+					for i, p := range ps {
+						next := p.Add(time.Hour)
+						if i+1 < len(ps) {
+							next = ps[i+1]
+						}
+						if slices.ContainsFunc(e.runDecisions[key], func(d memRunDecision) bool { return d.at.After(p) && d.at.Before(next) }) {
+							s.gets[key] = append(s.gets[key], p)
+						}
+					}
+				}
+			}
+			return s
+		},
+		decision: func(key string, s1 time.Time, gets []time.Time) memStatus {
+			s2, ok := memFirstAfter(gets, s1)
+			if !ok {
+				s2 = s1.Add(memSyncPeriod)
+			}
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			for _, d := range e.runDecisions[key] {
+				if d.at.After(s1) && d.at.Before(s2) {
+					return d.st
+				}
+			}
+			return memStatus{desired: -1, reasons: "no decision printed"}
+		}}
+}
+
 func (e *memEnv) kcmSyncs(mark cluster.AuditMark) memSyncs {
 	e.t.Helper()
 	reqs, err := e.c.AuditSince(mark, cluster.AuditFilter{User: memKCMUser})
@@ -544,21 +631,23 @@ func (o memOutcome) agrees() bool { return o.read.err == "" && o.read.desired ==
 
 // memPhase is one comparison of the whole fleet.
 type memPhase struct {
-	name string
-	list []memOutcome
-	expl []memOutcome
+	name  string
+	judge string
+	list  []memOutcome
+	expl  []memOutcome
 }
 
 // compare reads list and explain for every HPA, then waits for kube-controller-manager's next
 // sync of each and compares. The leading kube-controller-manager began after seedAfter: its
 // first sync of an HPA since then (in the audit log from seedsFrom) is the seed that holds it.
-func (e *memEnv) compare(ctx context.Context, name string, seedsFrom cluster.AuditMark, seedAfter time.Time) memPhase {
+func (e *memEnv) compare(ctx context.Context, name string, judge memJudge, seedsFrom cluster.AuditMark, seedAfter time.Time) memPhase {
 	e.t.Helper()
-	ph := memPhase{name: name}
+	ph := memPhase{name: name, judge: judge.name}
 	mark, err := e.c.AuditMark()
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	markTime := time.Now()
 	reads := map[string]map[string]memRead{"list": {}, "explain": {}}
 	start := time.Now()
 	out, err := e.k.Run(ctx, append([]string{"hpa", "list", "-A", "-o", "json"}, e.listFlags...)...)
@@ -613,12 +702,12 @@ func (e *memEnv) compare(ctx context.Context, name string, seedsFrom cluster.Aud
 	wg.Wait()
 	e.logf("%s: %d explains in %.1fs", name, len(jobs), time.Since(t0).Seconds())
 
-	// kube-controller-manager's next sync of each HPA after each read, and 3 s for its writes
-	// to reach the informer.
+	// The controller's next sync of each HPA after each read, and 3 s for its writes to reach
+	// the informer and its decision to be printed.
 	deadline := time.Now().Add(3*memSyncPeriod + 10*time.Second)
 	var syncs memSyncs
 	for {
-		syncs = e.kcmSyncs(mark)
+		syncs = judge.syncs(mark, markTime)
 		pending := 0
 		for _, byKey := range reads {
 			for key, r := range byKey {
@@ -633,7 +722,7 @@ func (e *memEnv) compare(ctx context.Context, name string, seedsFrom cluster.Aud
 		}
 		time.Sleep(time.Second)
 	}
-	seeds := e.kcmSyncs(seedsFrom)
+	seeds := judge.syncs(seedsFrom, seedAfter)
 	for _, tool := range []string{"list", "explain"} {
 		for _, s := range e.sits {
 			for _, h := range s.hpas {
@@ -646,13 +735,13 @@ func (e *memEnv) compare(ctx context.Context, name string, seedsFrom cluster.Aud
 				s1, synced := memFirstAfter(syncs.gets[key], r.end)
 				switch {
 				case !synced:
-					o.excluded = "no sync of kube-controller-manager after the read"
+					o.excluded = "no sync of " + judge.name + " after the read"
 				case memAnyIn(syncs.writes[key], r.start, s1):
-					o.excluded = "kube-controller-manager rescaled it during the read"
+					o.excluded = judge.name + " rescaled it during the read"
 				}
 				if synced {
 					o.sync = s1
-					o.kcm = e.decisionAt(key, s1, syncs.gets[key])
+					o.kcm = judge.decision(key, s1, syncs.gets[key])
 					// The seed's edge matters only where kcm moved at that sync: held, it
 					// decided as the seed would have had it.
 					if s.seedWindow > 0 && o.kcm.desired != o.kcm.current {
@@ -710,7 +799,7 @@ func (e *memEnv) report(phases []memPhase) {
 	e.t.Helper()
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "PHASE\tSITUATION\tHPAS\tAGREE LIST\tAGREE EXPLAIN\tNOT COUNTED\tDISAGREEMENTS (tool: decision vs kcm's at its next sync)")
+	fmt.Fprintln(w, "PHASE\tSITUATION\tHPAS\tAGREE LIST\tAGREE EXPLAIN\tNOT COUNTED\tDISAGREEMENTS (tool: decision vs the controller's at its next sync)")
 	var failures []string
 	for _, ph := range phases {
 		for _, s := range e.sits {
@@ -734,7 +823,7 @@ func (e *memEnv) report(phases []memPhase) {
 					if o.agrees() {
 						a[0]++
 					} else {
-						ex := fmt.Sprintf("%s %s: %s vs kcm %d (%s)", tool, o.hpa, o.read, o.kcm.desired, o.kcm.reasons)
+						ex := fmt.Sprintf("%s %s: %s vs %s %d (%s)", tool, o.hpa, o.read, ph.judge, o.kcm.desired, o.kcm.reasons)
 						examples = append(examples, ex)
 						if !s.noEvidence {
 							failures = append(failures, ph.name+" "+s.name+" "+ex)
@@ -752,12 +841,15 @@ func (e *memEnv) report(phases []memPhase) {
 			if s.noEvidence {
 				name += " (no evidence)"
 			}
+			if ph.judge != "kube-controller-manager" {
+				name += map[bool]string{true: " (persisted)", false: " (memory-only)"}[s.runPersists]
+			}
 			fmt.Fprintf(w, "%s\t%s\t%d\t%d/%d\t%d/%d\t%d\t%s\n", ph.name, name, n,
 				agree["list"][0], agree["list"][1], agree["explain"][0], agree["explain"][1], notCounted, strings.Join(shown, "; "))
 		}
 	}
 	w.Flush()
-	e.t.Logf("agreement with kube-controller-manager at its next sync, per situation:\n%s", b.String())
+	e.t.Logf("agreement with the deciding controller (kube-controller-manager, then the kubectl hpa runs) at its next sync, per situation:\n%s", b.String())
 	for _, ph := range phases {
 		for _, outs := range [][]memOutcome{ph.list, ph.expl} {
 			for _, o := range outs {
@@ -768,7 +860,7 @@ func (e *memEnv) report(phases []memPhase) {
 		}
 	}
 	if len(failures) > 0 {
-		e.t.Errorf("%d decisions differ from kube-controller-manager's at its next sync (the cluster keeps the evidence in each of these situations):\n  %s",
+		e.t.Errorf("%d decisions differ from the deciding controller's at its next sync (the cluster keeps the evidence in each of these situations):\n  %s",
 			len(failures), strings.Join(failures, "\n  "))
 	}
 	// Every situation must have been compared at least once per phase by each tool.
@@ -834,6 +926,109 @@ func (e *memEnv) pluginFlags(ctx context.Context) {
 	e.logf("list flags %v, explain flags %v", e.listFlags, e.explainFlags)
 }
 
+// memRunUser is the user the kubectl hpa runs act as, so that the audit log tells their
+// requests from list's and explain's.
+const memRunUser = "e2e:mem-run"
+
+// startRuns starts one kubectl hpa run per situation's namespace, with kube-controller-manager's
+// settings, persisting the history where the situation says so; each decision it prints is kept
+// in e.runDecisions. The returned stop ends them all (Ctrl-C: each releases its Lease).
+func (e *memEnv) startRuns(k cluster.Kubectl) (stop func()) {
+	e.t.Helper()
+	var stops []func()
+	for _, s := range e.sits {
+		args := append([]string{"hpa", "run", "-n", s.ns, "-o", "json", "--sync-period=" + memSyncPeriod.String(),
+			"--downscale-stabilization=" + memDownscaleStabilization.String(),
+			// kube-controller-manager wrote these HPAs' status a moment ago: it has stopped.
+			"--force-ownership"}, histLease...)
+		if !s.runPersists {
+			args = append(args, "--persist-history=false")
+		}
+		stops = append(stops, e.startRun(k, s.ns, args))
+	}
+	return func() {
+		var wg sync.WaitGroup
+		for _, stop := range stops {
+			wg.Go(stop)
+		}
+		wg.Wait()
+	}
+}
+
+func (e *memEnv) startRun(k cluster.Kubectl, ns string, args []string) (stop func()) {
+	e.t.Helper()
+	errOut, err := os.CreateTemp(e.t.TempDir(), "run-*.err")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := k.Command(ctx, args...)
+	cmd.Stderr = errOut
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		e.t.Fatal(err)
+	}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+		for sc.Scan() {
+			at := time.Now()
+			var it memItem
+			if err := json.Unmarshal(sc.Bytes(), &it); err != nil || it.Decision == nil {
+				continue
+			}
+			st := memStatus{at: at, current: it.Decision.CurrentReplicas, desired: it.Decision.DesiredReplicas}
+			if it.Verdict != nil {
+				st.reasons = it.Verdict.Constraint
+			}
+			key := it.Metadata.Namespace + "/" + it.Metadata.Name
+			e.mu.Lock()
+			e.runDecisions[key] = append(e.runDecisions[key], memRunDecision{at: at, st: st})
+			e.mu.Unlock()
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-read
+			if err := cmd.Wait(); err != nil && ctx.Err() == nil {
+				e.t.Errorf("kubectl hpa run -n %s: %v", ns, err)
+			}
+			errOut.Close()
+			if e.t.Failed() {
+				b, _ := os.ReadFile(errOut.Name())
+				e.t.Logf("kubectl hpa run -n %s stderr (last 4 KiB):\n%s", ns, b[max(0, len(b)-4096):])
+			}
+		})
+	}
+	e.t.Cleanup(stop)
+	return stop
+}
+
+// runSyncedSince says which HPA no run has decided since t, "" when every one has.
+func (e *memEnv) runSyncedSince(t time.Time) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range e.sits {
+		for _, h := range s.hpas {
+			ds := e.runDecisions[s.ns+"/"+h.name]
+			if len(ds) == 0 || !ds[len(ds)-1].at.After(t) {
+				return s.name + "/" + h.name + " not decided by its run yet"
+			}
+		}
+	}
+	return ""
+}
+
 // TestMemoryListAndExplainDecideAsKubeControllerManagerAtItsNextSync is issue 42's gate: on a
 // cluster of its own (kube-controller-manager's HPA controller, leader election on, sync period
 // 10s, downscale stabilization 60s), 102 HPAs in 10 situations where the controller's memory
@@ -842,9 +1037,15 @@ func (e *memEnv) pluginFlags(ctx context.Context) {
 // each on its own Deployment. Phase "fleet": list and explain against kube-controller-manager's
 // next sync of each HPA. Phase "restart": kube-controller-manager restarted (a new leader: the
 // Lease changes hands after the old one's expires), every HPA reseeded at the new leader's first
-// sync and the policies' periods forgotten; compared again. The load of each Deployment is
-// constant and every pod has a metrics sample after its Deployment's last change when a phase
-// reads, so what differs between a read and the sync after it is the controller's memory.
+// sync and the policies' periods forgotten; compared again. Phase "run-start":
+// kube-controller-manager's HPA controller off, a kubectl hpa run per namespace decides in its
+// place (every other one persisting its history on the HPAs, the others memory-only), compared
+// against each run's next decision. Phase "run-restart": every run stopped with Ctrl-C and
+// started again (the memory-only ones seed every HPA and forget the policies' periods, the
+// persisting ones restore them), compared again. The load of each Deployment is constant (but
+// steady's, lowered before the runs restart) and every pod has a metrics sample after its
+// Deployment's last change when a phase reads, so what differs between a read and the sync
+// after it is the controller's memory.
 func TestMemoryListAndExplainDecideAsKubeControllerManagerAtItsNextSync(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -859,6 +1060,7 @@ func TestMemoryListAndExplainDecideAsKubeControllerManagerAtItsNextSync(t *testi
 		t: t, c: c, mc: mc, start: time.Now(), sits: memSituations(),
 		k:        c.Kubectl(c.PluginKubeconfig(), os.Getenv(pluginDirEnv)),
 		statuses: map[string][]memStatus{}, sig: map[string]string{}, changed: map[string]time.Time{},
+		runDecisions: map[string][]memRunDecision{},
 	}
 	e.logf("own cluster started in %.1fs", startTook.Seconds())
 	e.watchHPAs(ctx)
@@ -953,7 +1155,7 @@ func TestMemoryListAndExplainDecideAsKubeControllerManagerAtItsNextSync(t *testi
 	e.logf("the new HPAs created %.0fs ago, every HPA synced once", time.Since(tNew).Seconds())
 
 	var phases []memPhase
-	fleet := e.compare(ctx, "fleet", testStart, time.Time{})
+	fleet := e.compare(ctx, "fleet", e.kcmJudge(), testStart, time.Time{})
 	phases = append(phases, fleet)
 	e.logf("phase fleet compared; the new HPAs' seeds are %.0fs old", time.Since(tNew).Seconds())
 	if late := time.Since(tNew); late > memDownscaleStabilization-5*time.Second {
@@ -1015,7 +1217,58 @@ func TestMemoryListAndExplainDecideAsKubeControllerManagerAtItsNextSync(t *testi
 			}
 		}
 	}
-	phases = append(phases, e.compare(ctx, "restart", restartMark, tStarted))
+	phases = append(phases, e.compare(ctx, "restart", e.kcmJudge(), restartMark, tStarted))
+
+	// The run phases: kube-controller-manager without its HPA controller, and in its place a
+	// kubectl hpa run per namespace, every other one persisting its history. Compared when the
+	// runs have decided every HPA, and again after every run restarted.
+	if err := c.RestartControllerManagerWith(ctx, false, memKCMArgs()...); err != nil {
+		t.Fatal(err)
+	}
+	runKubeconfig, err := c.KubeconfigFor(memRunUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rk := c.Kubectl(runKubeconfig, os.Getenv(pluginDirEnv))
+	runs := e.runJudge(memRunUser)
+	runsMark, err := c.AuditMark()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tRuns := time.Now()
+	stopRuns := e.startRuns(rk)
+	notMoving := func(s *memSituation) bool { return s.movesAfterRestart }
+	if left := e.waitSettled(ctx, 60*time.Second, notMoving, func() string { return e.runSyncedSince(tRuns) }); len(left) > 0 {
+		t.Logf("after the runs started, not settled (compared anyway): %s", strings.Join(left[:min(len(left), 10)], "; "))
+	}
+	e.logf("kube-controller-manager's HPA controller stopped; a kubectl hpa run per namespace has decided every HPA")
+	phases = append(phases, e.compare(ctx, "run-start", runs, runsMark, tRuns))
+
+	// steady's load drops to ceil(0.4 x size) before the runs restart: its run, memory-only,
+	// seeds it with its size at the restart and holds it there for the 60s window.
+	for _, s := range e.sits {
+		if s.name != "steady" {
+			continue
+		}
+		for _, h := range s.hpas {
+			c.Load().Set(cluster.Workload{Namespace: s.ns, Selector: map[string]string{"app": h.name}},
+				cluster.Load{CPUMilli: 20 * int64(h.replicas), MemoryBytes: int64(h.replicas) * 64 << 20})
+		}
+	}
+	time.Sleep(25 * time.Second)
+	stopRuns()
+	restartRunsMark, err := c.AuditMark()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tRestartRuns := time.Now()
+	stopRuns = e.startRuns(rk)
+	if left := e.waitSettled(ctx, 30*time.Second, notMoving, func() string { return e.runSyncedSince(tRestartRuns) }); len(left) > 0 {
+		t.Logf("after the runs restarted, not settled (compared anyway): %s", strings.Join(left[:min(len(left), 10)], "; "))
+	}
+	e.logf("every kubectl hpa run restarted and has decided every HPA")
+	phases = append(phases, e.compare(ctx, "run-restart", runs, restartRunsMark, tRestartRuns))
+	stopRuns()
 	e.report(phases)
 	t.Logf("wall time %.0fs (own cluster start %.1fs)", time.Since(t0).Seconds(), startTook.Seconds())
 }
