@@ -255,3 +255,18 @@ spec:
 		t.Errorf("HPA013 said %q, want %q", got, want)
 	}
 }
+
+// TestATargetMissingFromManifestsWithoutANamespaceSaysSo: files that name no namespace are
+// read in none, which the finding must not print as namespace "".
+func TestATargetMissingFromManifestsWithoutANamespaceSaysSo(t *testing.T) {
+	for _, fd := range lint.Check(load(t, "testdata/no-namespace-without-target.yaml"), manifestOptions()) {
+		if fd.ID != "HPA004" {
+			continue
+		}
+		if want := "Deployment web is not among the objects read: no file given holds it (pass the one that does with another -f)"; fd.Message != want {
+			t.Errorf("HPA004 says %q, want %q", fd.Message, want)
+		}
+		return
+	}
+	t.Error("HPA004 did not fire")
+}

@@ -199,6 +199,11 @@ func checkTarget(c *checker) {
 	if err != nil || !readKind(gv.Group, ref.Kind) || c.workload != nil {
 		return
 	}
+	if c.hpa.Namespace == "" {
+		// Manifests that name no namespace: "" is none, not a namespace to name.
+		c.add("spec.scaleTargetRef", fmt.Sprintf("%s %s is not among the objects read: no file given holds it (pass the one that does with another -f)", ref.Kind, ref.Name))
+		return
+	}
 	c.add("spec.scaleTargetRef", fmt.Sprintf("%s %s is not among the objects read in namespace %q", ref.Kind, ref.Name, c.hpa.Namespace))
 }
 

@@ -133,6 +133,8 @@ func TestSimulateRefusesBadInputWithOneLine(t *testing.T) {
 		{"an invalid HPA file names its line", []string{"-f", td("bad-period.yaml"), "--requests", "cpu=200m", "--load", td("load.csv")},
 			"bad-period.yaml:16: the API server would refuse it: spec.behavior.scaleUp.policies[0].periodSeconds"},
 		{"a misspelt field names its line", append(base, "--variant-file", td("misspelt.yaml")), `misspelt.yaml:11: unknown field "spec.behaviour"`},
+		{"an autoscaling/v1 HPA says which version simulate reads", []string{"-f", td("hpa-v1.yaml"), "--requests", "cpu=200m", "--load", td("load.csv")},
+			"hpa-v1.yaml:2: apiVersion autoscaling/v1: simulate reads autoscaling/v2 HorizontalPodAutoscalers (the API server serves every HPA as autoscaling/v2; write this one so)"},
 		{"a variant with an unknown key lists the known ones", append(base, "--variant", "x=scaleup.policies=Pods:4/15s"),
 			`--variant x=scaleup.policies=Pods:4/15s: unknown key "scaleup.policies": known keys are min, max, tolerance, scaleUp.stabilizationWindowSeconds`},
 		{"a variant naming a metric index out of range says so", append(base, "--variant", "x=3=60%"),

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -263,6 +264,12 @@ func decodeHPA(path string, data []byte, ns string, opts validation.Options) (*a
 	var second yaml.Node
 	if err := dec.Decode(&second); err == nil {
 		return nil, cmdutil.UsageErrorf("%s:%d: a second document: give one HorizontalPodAutoscaler per file", path, second.Line)
+	}
+	// The kind first: another version's fields would otherwise read as misspelt ones.
+	var tm metav1.TypeMeta
+	if err := sigsyaml.Unmarshal(data, &tm); err == nil && tm.Kind == "HorizontalPodAutoscaler" && tm.APIVersion != "autoscaling/v2" {
+		return nil, cmdutil.UsageErrorf("%s:%d: apiVersion %s: simulate reads autoscaling/v2 HorizontalPodAutoscalers (the API server serves every HPA as autoscaling/v2; write this one so)",
+			path, yamlline.OfPath(&root, "apiVersion"), tm.APIVersion)
 	}
 	var hpa autoscalingv2.HorizontalPodAutoscaler
 	if err := sigsyaml.UnmarshalStrict(data, &hpa); err != nil {
