@@ -160,7 +160,7 @@ func newCmd(o *Options) *cobra.Command {
 	fs := cmd.Flags()
 	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "Re-explain every --sync-period until interrupted")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod,
-		"With --watch, how often to re-explain; with --prometheus-url, kube-controller-manager's sync period (--horizontal-pod-autoscaler-sync-period), at which the replay decides")
+		"The cluster's sync period (kube-controller-manager --horizontal-pod-autoscaler-sync-period): with --watch, how often to re-explain, since a decision changes at most once a period; with --prometheus-url, the period at which the replay decides")
 	fs.StringArrayVar(&o.SetTargets, "set-target", nil, "What-if: use this target for a metric, e.g. cpu=60% or requests_per_second=100 (metric by short name or index; repeatable)")
 	fs.StringArrayVar(&o.Assumes, "assume", nil, "What-if: use this current value for a metric instead of the fetched one, e.g. cpu=90% or memory=300Mi per pod (repeatable)")
 	cmdutil.AddControllerConfigFlags(fs, &o.Config, "The cluster's")

@@ -149,7 +149,7 @@ func newCmd(o *Options) *cobra.Command {
 	fs.BoolVar(&o.ProblemsOnly, "problems", o.ProblemsOnly, "Only the HPAs with a problem")
 	fs.StringVar(&o.SortBy, "sort-by", o.SortBy, "Sort the rows by a column: "+strings.Join(sortColumns(), ", ")+" (default: namespace, then name)")
 	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "List again every --sync-period until interrupted, marking with * what changed")
-	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "With --watch, how often to list again")
+	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "The cluster's sync period (kube-controller-manager --horizontal-pod-autoscaler-sync-period): with --watch, how often to list again, since a decision changes at most once a period")
 	cmdutil.AddControllerConfigFlags(fs, &o.Config, "The cluster's")
 	cmdutil.AddMetricsFlags(fs, &o.Metrics)
 	_ = fs.MarkHidden("show-managed-fields")

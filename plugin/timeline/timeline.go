@@ -156,7 +156,7 @@ func newCmd(o *Options) *cobra.Command {
 	fs.StringVar(&o.Record, "record", "", "A kubectl hpa run --record file: the exact timeline of every sync it holds (no cluster is read)")
 	fs.BoolVar(&o.AllSyncs, "all-syncs", false, "List every sync, not only those where something changed")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod,
-		"With --prometheus-url, kube-controller-manager's sync period (--horizontal-pod-autoscaler-sync-period), at which the replay decides")
+		"The cluster's sync period (kube-controller-manager --horizontal-pod-autoscaler-sync-period): with --prometheus-url, the period at which the replay decides")
 	fs.StringVar(&o.Plot, "plot", "", "Also draw the timeline into FILE.svg or FILE.png")
 	fs.IntVar(&o.Width, "width", 0, "Width of the text chart in columns (default: the terminal's, else 80)")
 	cmdutil.AddControllerConfigFlags(fs, &o.Config, "With --prometheus-url, the cluster's")
