@@ -1,12 +1,17 @@
 package explain
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -89,6 +94,9 @@ type Options struct {
 
 	// Clock drives --watch; injected for tests.
 	Clock clock.WithTicker
+	// terminalRows is the height of the terminal Out is, 0 when it is none: --watch redraws
+	// each explanation in place there, cut to fit.
+	terminalRows func() int
 
 	// newClients builds the clients from ConfigFlags; tests replace it with fakes.
 	newClients func(ctx context.Context, o *Options) (*clients, error)
@@ -129,6 +137,14 @@ func NewOptions(configFlags *genericclioptions.ConfigFlags, streams genericioopt
 		newMetrics:  metricsFromOptions,
 		Metrics:     metrics.DefaultConfig(),
 		Prometheus:  prometheus.Config{Timeout: prometheus.DefaultTimeout},
+		terminalRows: func() int {
+			if f, ok := streams.Out.(*os.File); ok && cmdutil.IsTerminal(f) {
+				if _, h, err := term.GetSize(int(f.Fd())); err == nil {
+					return h
+				}
+			}
+			return 0
+		},
 	}
 }
 
@@ -244,9 +260,14 @@ func (o *Options) Run(ctx context.Context) error {
 		e, err := o.explain(ctx)
 		return o.print(e, err)
 	}
-	// The text frames follow one another (an explanation is longer than a screen); -o
-	// json|yaml's printers separate their documents themselves.
-	frames := &cmdutil.Frames{Out: o.Out}
+	// On a terminal each text frame replaces the one before, cut to the screen's height so
+	// that the verdict stays in sight; elsewhere they follow one another. -o json|yaml's
+	// printers separate their documents themselves.
+	rows := 0
+	if o.textOutput() {
+		rows = o.terminalRows()
+	}
+	frames := &cmdutil.Frames{Out: o.Out, Redraw: rows > 0}
 	return cmdutil.Watch(ctx, o.Clock, o.SyncPeriod, o.ErrOut, func(ctx context.Context) error {
 		e, err := o.explain(ctx)
 		if err != nil && ctx.Err() != nil {
@@ -254,20 +275,43 @@ func (o *Options) Run(ctx context.Context) error {
 			// made in full is printed and counts, even if the stop came as it was printed.
 			return err
 		}
-		if o.textOutput() {
-			frames.Start()
+		if !o.textOutput() {
+			return o.print(e, err)
 		}
-		return o.print(e, err)
+		var frame bytes.Buffer
+		perr := o.printTo(&frame, e, err)
+		frames.Start()
+		if _, werr := o.Out.Write(fitRows(frame.Bytes(), rows)); werr != nil {
+			return werr
+		}
+		return perr
 	})
+}
+
+// fitRows cuts a frame to rows lines (0: no limit), its last saying how many more there are.
+func fitRows(frame []byte, rows int) []byte {
+	lines := strings.SplitAfter(string(frame), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if rows <= 1 || len(lines) <= rows {
+		return frame
+	}
+	cut := len(lines) - (rows - 1)
+	return []byte(strings.Join(lines[:rows-1], "") + fmt.Sprintf("... %d more lines (explain without --watch prints them all)\n", cut))
 }
 
 // print writes e (or, on failure, a structured error for -o json|yaml) and returns err.
 func (o *Options) print(e *output.Explanation, err error) error {
+	return o.printTo(o.Out, e, err)
+}
+
+func (o *Options) printTo(out io.Writer, e *output.Explanation, err error) error {
 	if err != nil && e == nil {
 		return o.fail(err)
 	}
 	if e != nil {
-		if perr := o.printer.PrintObj(e, o.Out); perr != nil {
+		if perr := o.printer.PrintObj(e, out); perr != nil {
 			return fmt.Errorf("printing the explanation: %w", perr)
 		}
 	}

@@ -89,6 +89,12 @@ func runExplain(t *testing.T, ctx context.Context, clk *clocktesting.FakeClock, 
 // runExplainTo is runExplain writing to out and errOut, which the test may read while it runs.
 func runExplainTo(t *testing.T, ctx context.Context, clk *clocktesting.FakeClock, ec *clients, c *cmdtest.Fakes, out, errOut *cmdtest.SyncBuffer, args ...string) result {
 	t.Helper()
+	return runExplainWith(t, ctx, clk, ec, c, out, errOut, nil, args...)
+}
+
+// runExplainWith is runExplainTo with the options tweaked (a terminal, say) before the run.
+func runExplainWith(t *testing.T, ctx context.Context, clk *clocktesting.FakeClock, ec *clients, c *cmdtest.Fakes, out, errOut *cmdtest.SyncBuffer, tweak func(*Options), args ...string) result {
+	t.Helper()
 	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
 	configFlags := genericclioptions.NewConfigFlags(true)
 	root := &cobra.Command{Use: "kubectl-hpa", SilenceUsage: true, SilenceErrors: true}
@@ -99,6 +105,9 @@ func runExplainTo(t *testing.T, ctx context.Context, clk *clocktesting.FakeClock
 	}
 	o.Clock = clk
 	o.newClients = func(context.Context, *Options) (*clients, error) { return ec, nil }
+	if tweak != nil {
+		tweak(o)
+	}
 	root.AddCommand(newCmd(o))
 	root.SetArgs(append([]string{"explain", "--kubeconfig", cmdtest.Kubeconfig(t)}, args...))
 	root.SetOut(out)
@@ -481,6 +490,49 @@ func TestExplainWatchReExplainsEverySyncPeriodUntilCancelled(t *testing.T) {
 	}
 	if got := strings.Count(r.stdout, `"kind": "Explanation"`); got < 2 {
 		t.Errorf("printed %d explanations, want at least 2", got)
+	}
+}
+
+// TestExplainWatchRedrawsInPlaceOnATerminal: on a terminal each explanation replaces the one
+// before, cut to the screen's height so that the verdict stays in sight, and says how much
+// more there is.
+func TestExplainWatchRedrawsInPlaceOnATerminal(t *testing.T) {
+	ec, c := newFixture().build()
+	clk := clocktesting.NewFakeClock(now)
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &cmdtest.SyncBuffer{}
+	done := make(chan result)
+	const rows = 12
+	go func() {
+		done <- runExplainWith(t, ctx, clk, ec, c, out, &cmdtest.SyncBuffer{}, func(o *Options) { o.terminalRows = func() int { return rows } },
+			"web", "-n", "shop", "--watch", "--sync-period", "30s")
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for strings.Count(out.String(), "\x1b[H\x1b[2J") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no second frame:\n%s", out.String())
+		}
+		if clk.HasWaiters() && hpaGets(c) == strings.Count(out.String(), "\x1b[H\x1b[2J") {
+			clk.Step(30 * time.Second)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if r := <-done; r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	frames := strings.Split(out.String(), "\x1b[H\x1b[2J")
+	for i, f := range frames[1:3] {
+		lines := strings.Split(strings.TrimSuffix(f, "\n"), "\n")
+		if len(lines) > rows {
+			t.Errorf("frame %d has %d lines, more than the terminal's %d", i+1, len(lines), rows)
+		}
+		if !strings.HasPrefix(lines[3], "Verdict:") {
+			t.Errorf("frame %d does not show the verdict at the top:\n%s", i+1, f)
+		}
+		if last := lines[len(lines)-1]; !strings.Contains(last, "more lines") {
+			t.Errorf("frame %d ends with %q, not the count of lines cut", i+1, last)
+		}
 	}
 }
 
