@@ -17,7 +17,8 @@
 # failed build leaves COMPONENT_DIR.failed beside the component's directory for them to see.
 #
 # Environment: KUBECTL_HPA_TESTBIN names a directory to build the set into instead (no cache);
-# XDG_CACHE_HOME moves the cache (default ~/.cache/kubectl-hpa); KUBECTL_HPA_PROMETHEUS=module
+# XDG_CACHE_HOME moves the cache (default ~/.cache/kubectl-hpa); KUBECTL_HPA_PROGRESS=SECONDS says
+# every SECONDS that a build goes on; KUBECTL_HPA_PROMETHEUS=module
 # builds Prometheus 3.x from its module instead of fetching Debian's 2.42.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -133,8 +134,15 @@ ensure() {
     echo "build-testbin: building $c into $dir" >&2
     rm -rf "$dir.partial" "$dir.times" "$dir.failed" && mkdir -p "$dir.partial"
     building=$dir
+    # KUBECTL_HPA_PROGRESS=SECONDS (make demo sets it): say every so often that the build goes on.
+    if [ -n "${KUBECTL_HPA_PROGRESS:-}" ]; then
+      ( while sleep "$KUBECTL_HPA_PROGRESS"; do echo "build-testbin: still building $c ($(( $(date +%s) - t0 ))s)" >&2; done ) &
+      ticker=$!
+    fi
     # In a subshell that writes its process tree's CPU time (bash's times) as it exits.
     ( trap 'times >"$dir.times"' EXIT; "build_$c" "$dir.partial" )
+    [ -z "$ticker" ] || kill "$ticker" 2>/dev/null || true
+    ticker=
     building=
     mkdir -p "$dir"
     local b bins="binaries_$c[@]"
@@ -149,7 +157,8 @@ ensure() {
 # A build that fails (or is stopped) leaves DIR.failed, so that a test waiting for its binary
 # stops waiting.
 building=
-trap '[ -z "$building" ] || echo "build-testbin: building $building failed; see the output above" >"$building.failed"' EXIT
+ticker=
+trap '[ -z "$ticker" ] || kill "$ticker" 2>/dev/null; [ -z "$building" ] || echo "build-testbin: building $building failed; see the output above" >"$building.failed"' EXIT
 
 wanted=("$@")
 [ ${#wanted[@]} -gt 0 ] || wanted=("${components[@]}")
