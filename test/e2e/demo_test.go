@@ -73,15 +73,19 @@ func (l *lineLog) waitFor(t *testing.T, bound time.Duration, what string, match 
 	})
 }
 
-// TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder starts `make demo`'s program as a
-// terminal would (its own process group, the foreground job) with stdout on a pipe, runs the
-// commands it prints exactly as printed (through sh, as a paste would), then does what
-// `make demo | tee log` and Ctrl-C do: SIGINT to the whole group while the pipe's reader
-// goes away. The demo must stop its run first (the Lease released while the API server still
-// answers), then the cluster, exit 0 and leave no run directory (keys, tokens, etcd data); its
-// log has the teardown the closed pipe did not carry.
-func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
-	t.Parallel()
+// demoProcess is `make demo`'s program started as a terminal starts a foreground job: its own
+// process group, stdout and stderr on pipes the test reads.
+type demoProcess struct {
+	stdout, stderr lineLog
+	exited         chan error
+	pgid           int
+	outR           *os.File
+	// log is the demo's log file (KUBECTL_HPA_DEMO_LOG).
+	log string
+}
+
+func startDemo(t *testing.T) *demoProcess {
+	t.Helper()
 	bin := os.Getenv(demoEnv)
 	if bin == "" {
 		t.Fatalf("%s is not set; run `make test-e2e`", demoEnv)
@@ -95,8 +99,8 @@ func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
 		}
 	}
 	// Not the default /tmp/kubectl-hpa-demo.log, which a demo of the user's may be writing.
-	demoLog := filepath.Join(t.TempDir(), "demo.log")
-	cmd.Env = append(cmd.Env, "KUBECTL_HPA_DEMO_LOG="+demoLog)
+	d := &demoProcess{exited: make(chan error, 1), log: filepath.Join(t.TempDir(), "demo.log")}
+	cmd.Env = append(cmd.Env, "KUBECTL_HPA_DEMO_LOG="+d.log)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -112,24 +116,116 @@ func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
 	}
 	outW.Close()
 	errW.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	pgid := cmd.Process.Pid
+	d.outR, d.pgid = outR, cmd.Process.Pid
+	go func() { d.exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		select {
-		case <-exited:
+		case <-d.exited:
 		default:
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			_ = syscall.Kill(-d.pgid, syscall.SIGKILL)
 		}
 	})
-	var stdout, stderr lineLog
-	go stdout.follow(outR)
-	go stderr.follow(errR)
-	defer func() {
+	go d.stdout.follow(outR)
+	go d.stderr.follow(errR)
+	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("demo stderr:\n%s\ndemo stdout:\n%s", stderr.String(), stdout.String())
+			t.Logf("demo stderr:\n%s\ndemo stdout:\n%s", d.stderr.String(), d.stdout.String())
 		}
-	}()
+	})
+	return d
+}
+
+// exitCode waits (up to bound) for the demo to exit and returns its exit code.
+func (d *demoProcess) exitCode(t *testing.T, bound time.Duration) int {
+	t.Helper()
+	select {
+	case err := <-d.exited:
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			return 0
+		case errors.As(err, &exit):
+			return exit.ExitCode()
+		default:
+			t.Fatalf("waiting for the demo: %v", err)
+		}
+	case <-time.After(bound):
+		t.Fatalf("the demo did not exit within %s of Ctrl-C", bound)
+	}
+	return -1
+}
+
+// TestDemoCtrlCInEveryPhaseStopsCleanly: Ctrl-C while the cluster starts, while the demo
+// waits for pod metrics and while it explains: one line says what was stopped, nothing after
+// it starts (no run), every process and the run directory are gone, exit 130. (Ctrl-C while
+// run runs: TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder.)
+func TestDemoCtrlCInEveryPhaseStopsCleanly(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		phase string
+		// at is the demo's line after which Ctrl-C comes, wait how long after it.
+		at    string
+		wait  time.Duration
+		bound time.Duration
+	}{
+		{phase: "starting the cluster", at: "demo: starting the cluster", wait: 1500 * time.Millisecond, bound: time.Minute},
+		{phase: "waiting for metrics-server's first pod metrics", at: "demo: waiting for metrics-server's first pod metrics", bound: 3 * time.Minute},
+		{phase: "explaining the HPA from metrics-server and from Heapster", at: "demo: waiting for Heapster to sample a full window", wait: 2 * time.Second, bound: 5 * time.Minute},
+	} {
+		t.Run(tc.phase, func(t *testing.T) {
+			t.Parallel()
+			d := startDemo(t)
+			d.stderr.waitFor(t, tc.bound, "the demo says "+tc.at, lineContaining(tc.at))
+			time.Sleep(tc.wait)
+			if err := syscall.Kill(-d.pgid, syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			if code := d.exitCode(t, 90*time.Second); code != 130 {
+				t.Errorf("exit code %d after Ctrl-C, want 130", code)
+			}
+			d.stderr.waitFor(t, 10*time.Second, "the demo's stderr ends", func([]string) bool { _, done := d.stderr.snapshot(); return done })
+			lines, _ := d.stderr.snapshot()
+			contains(t, d.stderr.String(), "demo: stopped while "+tc.phase+"; nothing after it was started")
+			for _, l := range lines {
+				for _, bad := range []string{"$ kubectl hpa run", "poke at the cluster", "explain failed", "context canceled", "not ready after"} {
+					if strings.Contains(l, bad) {
+						t.Errorf("after Ctrl-C the demo said %q", l)
+					}
+				}
+			}
+			// The run directory: the demo names it when it removes it (its cluster's
+			// teardown, or the parent when the cluster was not up).
+			var dir string
+			for _, l := range lines {
+				if _, after, ok := strings.Cut(l, "removed "); ok {
+					dir = after
+				}
+			}
+			if dir == "" {
+				t.Fatalf("the demo never said it removed its run directory")
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("run directory %s after the demo: %v, want it removed", dir, err)
+			}
+			// Every process of the demo's group is gone.
+			if err := syscall.Kill(-d.pgid, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("the demo's process group still has processes after it exited (kill 0: %v)", err)
+			}
+		})
+	}
+}
+
+// TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder starts `make demo`'s program as a
+// terminal would (its own process group, the foreground job) with stdout on a pipe, runs the
+// commands it prints exactly as printed (through sh, as a paste would), then does what
+// `make demo | tee log` and Ctrl-C do: SIGINT to the whole group while the pipe's reader
+// goes away. The demo must stop its run first (the Lease released while the API server still
+// answers), then the cluster, exit 0 and leave no run directory (keys, tokens, etcd data); its
+// log has the teardown the closed pipe did not carry.
+func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
+	t.Parallel()
+	d := startDemo(t)
+	stdout, stderr, pgid, outR, demoLog := &d.stdout, &d.stderr, d.pgid, d.outR, d.log
 
 	// The bounds are the demo's own: its cluster start as the suite's (3 min), then its waits
 	// for pod metrics (90s) and for a full Heapster window (3 min), plus the explanations.
@@ -211,18 +307,13 @@ func TestDemoPrintedCommandsWorkAndCtrlCTearsDownInOrder(t *testing.T) {
 	if err := syscall.Kill(-pgid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err = <-exited:
-	case <-time.After(90 * time.Second):
-		t.Fatal("the demo did not exit within 90s of Ctrl-C")
-	}
-	if err != nil {
-		t.Errorf("demo after Ctrl-C: %v, want exit 0", err)
+	if code := d.exitCode(t, 90*time.Second); code != 130 {
+		t.Errorf("demo after Ctrl-C: exit code %d, want 130", code)
 	}
 	// Everything the demo said reaches the log before it exits.
 	stderr.waitFor(t, 10*time.Second, "the demo's stderr ends", func([]string) bool { _, done := stderr.snapshot(); return done })
 	log := stderr.String()
-	contains(t, log, "run released its Lease demo/kubectl-hpa")
+	contains(t, log, "run released its Lease demo/kubectl-hpa", "demo: stopped while kubectl hpa run was running")
 	runDir := filepath.Dir(strings.Fields(commands[0])[0])
 	contains(t, log, "stopped; removed "+runDir)
 	if _, err := os.Stat(runDir); !errors.Is(err, os.ErrNotExist) {

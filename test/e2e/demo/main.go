@@ -89,7 +89,13 @@ func main() {
 	code, isParent, err := cluster.RunIsolated(cluster.DefaultIP)
 	if err == nil && !isParent {
 		err = run(s)
-		if err != nil {
+		var stopped *interrupted
+		switch {
+		case errors.As(err, &stopped):
+			// One line, what was stopped: the teardown said the rest.
+			s.say("%v", err)
+			err, code = nil, exitInterrupted
+		case err != nil:
 			code = 1
 		}
 	}
@@ -100,12 +106,37 @@ func main() {
 		}
 	}
 	if isParent {
-		removeRunDir(os.Getenv(runDirEnv))
+		if dir := os.Getenv(runDirEnv); removeRunDir(dir) {
+			// The child removes it after an orderly teardown; here it was left behind (the
+			// child stopped before its cluster was up, or crashed).
+			s.say("removed %s", dir)
+		}
 		if logPath != "" {
 			s.say("the whole output is in %s", logPath)
 		}
 	}
 	os.Exit(code)
+}
+
+// runPhase is the demo's last step: stopping it is how the demo ends.
+const runPhase = "kubectl hpa run was running"
+
+// exitInterrupted is the exit code of a demo stopped by Ctrl-C (SIGTERM, a closed output), as a
+// shell reports a command SIGINT ended.
+const exitInterrupted = 130
+
+// interrupted is the demo stopped by a signal (or its output closed) while doing phase, and
+// whether steps after it were left unstarted.
+type interrupted struct {
+	phase string
+	more  bool
+}
+
+func (e *interrupted) Error() string {
+	if e.more {
+		return "stopped while " + e.phase + "; nothing after it was started"
+	}
+	return "stopped while " + e.phase
 }
 
 // setUpLog opens the log logEnv names: the parent names defaultLogPath when logEnv is unset
@@ -154,18 +185,24 @@ func tableNote() string {
 }
 
 // streams are the demo's stdout and stderr: each write goes to the console and to the log.
-type streams struct{ out, err io.Writer }
+type streams struct{ out, err, log io.Writer }
 
 // newStreams tees stdout and stderr into log (nil: the console only).
 func newStreams(stdout, stderr, log io.Writer) streams {
 	if log == nil {
 		log = io.Discard
 	}
-	return streams{out: tee{console: stdout, log: log}, err: tee{console: stderr, log: log}}
+	return streams{out: tee{console: stdout, log: log}, err: tee{console: stderr, log: log}, log: log}
 }
 
 func (s streams) say(format string, args ...any) {
 	fmt.Fprintf(s.err, "demo: "+format+"\n", args...)
+}
+
+// record says a line in the log only: while run's table is on the terminal, a line there
+// would break its redraw.
+func (s streams) record(format string, args ...any) {
+	fmt.Fprintf(s.log, "%s demo: "+format+"\n", append([]any{time.Now().UTC().Format(time.RFC3339)}, args...)...)
 }
 
 // tee writes each write whole to the log and to the console, and never fails: a console that
@@ -180,11 +217,17 @@ func (t tee) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// removeRunDir removes the run directory unless cluster.KeepEnv asks to keep it.
-func removeRunDir(dir string) {
-	if dir != "" && os.Getenv(cluster.KeepEnv) == "" {
-		_ = os.RemoveAll(dir)
+// removeRunDir removes the run directory unless cluster.KeepEnv asks to keep it, and says
+// whether there was one to remove.
+func removeRunDir(dir string) bool {
+	if dir == "" || os.Getenv(cluster.KeepEnv) != "" {
+		return false
 	}
+	if _, err := os.Stat(dir); err != nil {
+		return false
+	}
+	_ = os.RemoveAll(dir)
+	return true
 }
 
 func run(s streams) (err error) {
@@ -198,12 +241,21 @@ func run(s streams) (err error) {
 	if bin == "" || pluginDir == "" {
 		return errors.New("KUBECTL_HPA_TESTBIN and KUBECTL_HPA_PLUGIN_DIR must be set; run `make demo`")
 	}
+	// A step that fails once the demo is told to stop was cut short by the stop: it says so,
+	// not what the cut made of the step (a probe's "context canceled").
+	phase := "starting the cluster"
+	stopped := func(err error) error {
+		if ctx.Err() != nil {
+			return &interrupted{phase: phase, more: phase != runPhase}
+		}
+		return err
+	}
 	s.say("starting the cluster (etcd, kube-apiserver, kube-controller-manager, metrics-server, Heapster, node and Heapster stand-ins)")
 	t0 := time.Now()
 	dir := os.Getenv(runDirEnv)
 	c, err := cluster.Start(ctx, cluster.Config{BinDir: bin, Dir: dir, Progress: func(f string, a ...any) { s.say("  "+f, a...) }})
 	if err != nil {
-		return err
+		return stopped(err)
 	}
 	defer func() {
 		s.say("tearing down")
@@ -213,8 +265,9 @@ func run(s streams) (err error) {
 	}()
 	s.say("cluster ready in %.1fs", time.Since(t0).Seconds())
 
+	phase = "creating the sample Deployment and HPA"
 	if err := sample(ctx, c); err != nil {
-		return err
+		return stopped(err)
 	}
 	wrapper, err := writeKubectlWrapper(c, pluginDir)
 	if err != nil {
@@ -225,13 +278,21 @@ func run(s streams) (err error) {
 	// Both explanations read the load of the cycle's first phase; the cycle starts after them.
 	first := cycle()[0]
 	c.Load().Set(cluster.Workload{Namespace: demoNamespace, Selector: map[string]string{"app": demoApp}}, cluster.Load{CPUMilli: first.cpuMilli, MemoryBytes: 128 << 20})
-	s.say("load -> %s", first.what)
+	s.say("the explanations read this load: %s", first.what)
+	phase = "waiting for metrics-server's first pod metrics"
 	s.say("waiting for metrics-server's first pod metrics (two scrapes)")
 	if err := waitForMetrics(ctx, k); err != nil {
-		return err
+		return stopped(err)
 	}
+	phase = "explaining the HPA from metrics-server and from Heapster"
 	if err := explainBothSources(ctx, k, s); err != nil {
+		if ctx.Err() != nil {
+			return stopped(err)
+		}
 		s.say("explain failed: %v", err)
+	}
+	if ctx.Err() != nil {
+		return stopped(nil)
 	}
 	// On a terminal run redraws its table in place: a line printed under it would break the
 	// redraw, so the load's phases are announced once, before the table.
@@ -239,7 +300,9 @@ func run(s streams) (err error) {
 	announce := func(format string, args ...any) {
 		if !tableUp.Load() {
 			s.say(format, args...)
+			return
 		}
+		s.record(format, args...)
 	}
 	printCommands(s.err, wrapper)
 	go driveLoad(ctx, c, announce)
@@ -253,7 +316,13 @@ func run(s streams) (err error) {
 	}
 	args := []string{"hpa", "run", "-n", demoNamespace, "--downscale-stabilization=30s", "--sync-period=5s"}
 	s.say("$ kubectl %s   (Ctrl-C to stop and tear down)", strings.Join(args, " "))
-	if err := runInForeground(ctx, k.Command(context.Background(), args...), s); err != nil {
+	phase = runPhase
+	err = runInForeground(ctx, k.Command(context.Background(), args...), s)
+	if ctx.Err() != nil {
+		s.say("%s", leaseState(c))
+		return errors.Join(err, stopped(nil))
+	}
+	if err != nil {
 		return err
 	}
 	s.say("%s", leaseState(c))
