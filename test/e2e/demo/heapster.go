@@ -24,7 +24,7 @@ func explainBothSources(ctx context.Context, k cluster.Kubectl, s streams) error
 	// Heapster's window (60s) is the longer: once it starts after the pods became ready,
 	// metrics-server's does too, and both explanations count the same ready pods.
 	s.say("waiting for Heapster to sample a full window (60s, it says) since the pods became ready")
-	if err := waitHeapsterWindow(ctx, k); err != nil {
+	if err := waitHeapsterWindow(ctx, k, s); err != nil {
 		return err
 	}
 	var explained []output.Explanation
@@ -61,11 +61,20 @@ func explainJSON(ctx context.Context, k cluster.Kubectl, flags ...string) (outpu
 // waitHeapsterWindow waits until explain from Heapster counts every pod as ready: Heapster
 // stamps its samples with a 60s window, and like upstream explain counts a young pod's CPU only
 // once that window starts after the pod became ready.
-func waitHeapsterWindow(ctx context.Context, k cluster.Kubectl) error {
+// progressEvery is how often a long wait says it goes on.
+const progressEvery = 15 * time.Second
+
+func waitHeapsterWindow(ctx context.Context, k cluster.Kubectl, s streams) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	var last string
+	t0, said := time.Now(), time.Now()
 	for {
+		// A minute of silence reads as a hang: say every 15s that the wait goes on.
+		if time.Since(said) >= progressEvery {
+			s.say("  still waiting for Heapster's window (%.0fs; last: %s)", time.Since(t0).Seconds(), last)
+			said = time.Now()
+		}
 		e, err := explainJSON(ctx, k, "--metrics-source=heapster")
 		switch {
 		case err != nil:
