@@ -57,7 +57,7 @@ var discoveryMessages = map[string]bool{
 // and above, so that an unreachable server is one line.
 func quietDiscovery(handlers []utilruntime.ErrorHandler) []utilruntime.ErrorHandler {
 	return []utilruntime.ErrorHandler{func(ctx context.Context, err error, msg string, keysAndValues ...any) {
-		if discoveryMessages[msg] && !klog.V(2).Enabled() {
+		if discoveryMessages[msg] && !klog.FromContext(ctx).V(2).Enabled() {
 			return
 		}
 		for _, h := range handlers {
