@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -267,10 +268,15 @@ func TestEachLeaseIsReadOnceAndItsAbsenceIsNoError(t *testing.T) {
 func TestTheRunLeasesAreTheNamespacesAndTheInClusterOne(t *testing.T) {
 	since := metav1.NewMicroTime(ago(time.Minute))
 	held := map[string]bool{"shop/kubectl-hpa": true, "kubectl-hpa/kubectl-hpa": true}
-	var reads []string
+	var (
+		mu    sync.Mutex
+		reads []string
+	)
 	l := &Leases{Get: func(_ context.Context, namespace, name string) (*coordinationv1.Lease, error) {
 		key := namespace + "/" + name
+		mu.Lock()
 		reads = append(reads, key)
+		mu.Unlock()
 		if !held[key] {
 			return nil, apierrors.NewNotFound(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, name)
 		}
