@@ -285,7 +285,7 @@ demo: build
 # ---- krew: dist, manifest, install round-trip (owner: krew) ----
 DIST ?= $(CURDIR)/dist
 
-.PHONY: dist krew-manifest krew-index test-krew image release e2e-image krew
+.PHONY: dist krew-manifest krew-local krew-index test-krew image release e2e-image krew
 
 ## krew: krew v0.4.3, built from the modules krew/tools pins, installed into KREW_ROOT (default
 ## ~/.krew) offline as krew's own offline installation does (hack/krew-install.sh); `kubectl krew`
@@ -328,6 +328,12 @@ release:
 ## krew-manifest: $(DIST)/hpa.yaml for VERSION=vX.Y.Z from krew/hpa.yaml, validated by krew
 krew-manifest: dist
 	GO="$(GO)" VERSION="$(VERSION)" DIST="$(DIST)" hack/krew-manifest.sh
+
+## krew-local: this machine's archive alone and a krew manifest for it in $(DIST), to install from
+## source with kubectl krew install --manifest --archive (docs/install.md): one build, not six
+krew-local: $(call platform_bin,$(HOST_PLATFORM))
+	GO="$(GO)" VERSION="$(VERSION)" BIN="$(BIN)" DIST="$(DIST)" PLATFORMS="$(HOST_PLATFORM)" STANDIN= hack/dist.sh
+	GO="$(GO)" VERSION="$(VERSION)" DIST="$(DIST)" KREW_PLATFORMS="$(HOST_PLATFORM)" hack/krew-manifest.sh
 
 ## krew-index: krew/index/plugins/hpa.yaml for VERSION (the project's own krew index, see krew/index)
 krew-index: krew-manifest

@@ -10,6 +10,8 @@ dist=${DIST:-$root/dist}
 
 tools=$("$root/hack/krew-tools.sh" | tail -n1)
 
-"$tools/krew-render" -template "$root/krew/hpa.yaml" -tag "$version" -dist "$dist" -o "$dist/hpa.yaml"
+# KREW_PLATFORMS (os/arch, blank-separated; make krew-local sets it): a manifest of those alone.
+only=${KREW_PLATFORMS:-}
+"$tools/krew-render" -template "$root/krew/hpa.yaml" -tag "$version" -dist "$dist" -o "$dist/hpa.yaml" ${only:+-platforms "${only// /,}"}
 "$tools/validate-krew-manifest" -manifest "$dist/hpa.yaml" -skip-install
 echo "krew-manifest: $dist/hpa.yaml"

@@ -25,6 +25,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -93,6 +94,7 @@ type release struct {
 	dist     string // archives, checksums.txt, hpa.yaml
 	manifest string // dist/hpa.yaml
 	oldDist  string // oldVersion's archive for this machine
+	oldBin   string // the BIN directory holding oldVersion's binary for this machine
 	commit   string // short commit the binaries report
 	mtime    time.Time
 }
@@ -124,7 +126,7 @@ func setup(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(work)
-	rel = release{root: root, dist: filepath.Join(work, "dist"), oldDist: filepath.Join(work, "old")}
+	rel = release{root: root, dist: filepath.Join(work, "dist"), oldDist: filepath.Join(work, "old"), oldBin: filepath.Join(work, "old-bin")}
 	rel.manifest = filepath.Join(rel.dist, "hpa.yaml")
 	if version = os.Getenv("VERSION"); version == "" {
 		out, err := command(root, nil, filepath.Join(root, "hack", "version.sh")).Output()
@@ -154,7 +156,7 @@ func setup(m *testing.M) (int, error) {
 	// The upgrade needs the old version on this machine only: one more build, not six, into a
 	// bin directory of its own so that bin/ keeps the current version's binaries.
 	start = time.Now()
-	if out, err := makeTargets(rel.oldDist, oldVersion, "PLATFORMS="+host, "BIN="+filepath.Join(work, "old-bin"), "dist"); err != nil {
+	if out, err := makeTargets(rel.oldDist, oldVersion, "PLATFORMS="+host, "BIN="+rel.oldBin, "dist"); err != nil {
 		return 0, fmt.Errorf("make dist %s: %w\n%s", oldVersion, err, out)
 	}
 	fmt.Fprintf(os.Stderr, "roundtrip: make dist %s for %s in %s\n", oldVersion, host, time.Since(start).Round(time.Millisecond))
@@ -764,31 +766,61 @@ func TestReadmeInstructionsWork(t *testing.T) {
 	})
 
 	// A fresh clone offline, with no krew: the README's make krew, the install from source through
-	// that krew, and the uninstall for a krew without an index.
-	t.Run("local build before a release, with make krew's krew", func(t *testing.T) {
+	// that krew (an older checkout's build), the upgrade docs/install.md gives for a from-source
+	// install (with the uninstall for a krew without an index, as it says), and that uninstall.
+	t.Run("local build before a release, with make krew's krew, then upgraded from source", func(t *testing.T) {
 		krewRoot := t.TempDir()
-		// The block's make line is what setup ran into rel.dist; the rest runs as written from
-		// a checkout whose dist/ is that directory.
+		// The block's make line is run here, for the version each step needs; the rest runs as
+		// written from a checkout whose dist/ it filled.
 		block := readmeBlock(t, "--archive=")
-		makeLine, rest, ok := strings.Cut(block, "\n")
-		if !strings.HasPrefix(makeLine, "make dist krew-manifest") || !ok {
-			t.Fatalf("README's local build block does not start with make dist krew-manifest:\n%s", block)
+		makeLine, install, ok := strings.Cut(block, "\n")
+		if makeLine != "make krew-local" || !ok {
+			t.Fatalf("README's local build block does not start with make krew-local:\n%s", block)
 		}
 		checkout := t.TempDir()
-		if err := os.Symlink(rel.dist, filepath.Join(checkout, "dist")); err != nil {
-			t.Fatal(err)
+		dist := filepath.Join(checkout, "dist")
+		if out, err := makeTargets(dist, oldVersion, "BIN="+rel.oldBin, "krew-local"); err != nil {
+			t.Fatalf("make krew-local for %s: %v\n%s", oldVersion, err, out)
 		}
-		script := "cd " + rel.root + "\n" + readmeBlock(t, "make krew") + "cd " + checkout + "\n" + rest
+		archives, err := filepath.Glob(filepath.Join(dist, "kubectl-hpa_*"))
+		if err != nil || len(archives) != 1 {
+			t.Fatalf("make krew-local packed %v (%v), want this machine's archive alone", archives, err)
+		}
+		script := "cd " + rel.root + "\n" + readmeBlock(t, "make krew") + "cd " + checkout + "\n" + install
 		out, err := shOwnKrew(krewRoot, host, script)
 		if err != nil {
 			t.Fatalf("README commands failed: %v\n%s\n%s", err, script, out)
 		}
-		if !strings.Contains(out, versionLine(version)) {
-			t.Errorf("make krew and the local install printed:\n%s\nwant %q", out, versionLine(version))
+		if !strings.Contains(out, versionLine(oldVersion)) {
+			t.Errorf("make krew and the local install printed:\n%s\nwant %q", out, versionLine(oldVersion))
 		}
-		installed(t, krewRoot, host)
+		installedVersion(t, krewRoot, host, oldVersion)
 		if target, err := os.Readlink(filepath.Join(krewRoot, "bin", "kubectl-krew")); err != nil || !strings.HasPrefix(target, filepath.Join(krewRoot, "store", "krew")+string(filepath.Separator)) {
 			t.Errorf("make krew did not install krew as krew installs itself (bin/kubectl-krew -> %q, %v)", target, err)
+		}
+
+		// The upgrade: make krew-local in the newer checkout, then docs/install.md's block with
+		// the rm -rf block of the README's Uninstall in place of kubectl krew uninstall, as it
+		// says for a krew without an index.
+		upgrade := docBlock(t, "docs/install.md", "make krew-local")
+		makeLine, rest, ok := strings.Cut(upgrade, "\n")
+		if makeLine != "make krew-local" || !ok || !strings.Contains(rest, "kubectl krew uninstall hpa\n") {
+			t.Fatalf("docs/install.md's upgrade from source does not run make krew-local, then kubectl krew uninstall hpa:\n%s", upgrade)
+		}
+		if out, err := makeTargets(dist, version, "krew-local"); err != nil {
+			t.Fatalf("make krew-local for %s: %v\n%s", version, err, out)
+		}
+		rest = strings.Replace(rest, "kubectl krew uninstall hpa\n", readmeBlock(t, "receipts/hpa.yaml"), 1)
+		out, err = shOwnKrew(krewRoot, host, "cd "+checkout+"\n"+rest)
+		if err != nil {
+			t.Fatalf("docs/install.md's upgrade failed: %v\n%s\n%s", err, rest, out)
+		}
+		if !strings.Contains(out, versionLine(version)) {
+			t.Errorf("the upgrade from source printed:\n%s\nwant %q", out, versionLine(version))
+		}
+		installed(t, krewRoot, host)
+		if _, err := os.Stat(filepath.Join(krewRoot, "store", "hpa", oldVersion)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the old version is still in krew's store after the upgrade: %v", err)
 		}
 
 		// krew without an index refuses to uninstall, as the README says; its other block works.

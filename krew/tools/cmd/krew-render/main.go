@@ -1,7 +1,7 @@
 // Command krew-render renders the krew manifest template for one release tag, with the sha256
 // sums of the archives in a local dist directory.
 //
-//	krew-render -template krew/hpa.yaml -tag v1.0.0 -dist dist -o dist/hpa.yaml
+//	krew-render -template krew/hpa.yaml -tag v1.0.0 -dist dist -o dist/hpa.yaml [-platforms linux/amd64]
 package main
 
 import (
@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/kubectl-hpa/kubectl-hpa/krew/tools/internal/render"
 )
@@ -26,15 +27,21 @@ func run(args []string) error {
 	tag := fs.String("tag", "", "release tag, for example v1.0.0")
 	dist := fs.String("dist", "", "directory holding the release archives")
 	out := fs.String("o", "", "rendered manifest to write")
+	only := fs.String("platforms", "", "keep only these platforms (os/arch, comma-separated), for a build of those alone")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *tmplPath == "" || *tag == "" || *dist == "" || *out == "" || fs.NArg() != 0 {
-		return errors.New("usage: krew-render -template FILE -tag TAG -dist DIR -o FILE")
+		return errors.New("usage: krew-render -template FILE -tag TAG -dist DIR -o FILE [-platforms OS/ARCH,...]")
 	}
 	tmpl, err := os.ReadFile(*tmplPath)
 	if err != nil {
 		return fmt.Errorf("reading template: %w", err)
+	}
+	if *only != "" {
+		if tmpl, err = render.OnlyPlatforms(tmpl, strings.Split(*only, ",")); err != nil {
+			return err
+		}
 	}
 	manifest, err := render.Manifest(tmpl, *tag, *dist)
 	if err != nil {

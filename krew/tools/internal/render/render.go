@@ -13,6 +13,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"text/template"
 )
 
@@ -70,4 +72,50 @@ func sha256File(name string) (sum string, err error) {
 		return "", fmt.Errorf("hashing %s: %w", name, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// OnlyPlatforms keeps, of the template's spec.platforms, those whose selector names one of
+// platforms ("os/arch"), every other line as it is: the manifest of a build for those alone
+// (make krew-local), whose install needs no other archive. A platform the template lacks, or
+// none asked for, is an error.
+func OnlyPlatforms(tmpl []byte, platforms []string) ([]byte, error) {
+	if len(platforms) == 0 {
+		return nil, errors.New("no platform to keep")
+	}
+	lines := strings.SplitAfter(string(tmpl), "\n")
+	const item, field = "  - selector:", "        "
+	var out strings.Builder
+	found := map[string]bool{}
+	for i := 0; i < len(lines); {
+		if !strings.HasPrefix(lines[i], item) {
+			out.WriteString(lines[i])
+			i++
+			continue
+		}
+		// One platform: its lines up to the next item or the end of the list.
+		end := i + 1
+		for end < len(lines) && !strings.HasPrefix(lines[end], item) && (strings.HasPrefix(lines[end], "    ") || strings.TrimSpace(lines[end]) == "") {
+			end++
+		}
+		var goos, goarch string
+		for _, l := range lines[i:end] {
+			if v, ok := strings.CutPrefix(l, field+"os: "); ok {
+				goos = strings.TrimSpace(v)
+			}
+			if v, ok := strings.CutPrefix(l, field+"arch: "); ok {
+				goarch = strings.TrimSpace(v)
+			}
+		}
+		if slices.Contains(platforms, goos+"/"+goarch) {
+			found[goos+"/"+goarch] = true
+			out.WriteString(strings.Join(lines[i:end], ""))
+		}
+		i = end
+	}
+	for _, p := range platforms {
+		if !found[p] {
+			return nil, fmt.Errorf("the template has no platform %s", p)
+		}
+	}
+	return []byte(out.String()), nil
 }

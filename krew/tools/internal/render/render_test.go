@@ -103,3 +103,42 @@ func TestManifest(t *testing.T) {
 		})
 	}
 }
+
+// TestOnlyPlatformsKeepsTheNamedPlatformsOfTheProjectTemplate: make krew-local builds this
+// machine's archive alone, and its manifest lists that platform alone (krew then needs no
+// other archive to check), every other part of the template as it is.
+func TestOnlyPlatformsKeepsTheNamedPlatformsOfTheProjectTemplate(t *testing.T) {
+	tmpl, err := os.ReadFile("../../../hpa.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	only, err := OnlyPlatforms(tmpl, []string{"linux/amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dist := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dist, "kubectl-hpa_v1.2.3_linux_amd64.tar.gz"), []byte("linux_amd64.tar.gz"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Manifest(only, "v1.2.3", dist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.ReadFile(filepath.Join("testdata", "hpa-v1.2.3.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The golden manifest with every platform but linux/amd64 cut out.
+	start := strings.Index(string(full), "  - selector:\n      matchLabels:\n        os: linux\n        arch: arm64")
+	if start < 0 {
+		t.Fatal("the golden manifest has no linux/arm64 platform after linux/amd64")
+	}
+	if want := string(full[:start]); string(got) != want {
+		t.Errorf("manifest for linux/amd64 (-want +got):\n%s", cmp.Diff(want, string(got)))
+	}
+	for _, bad := range [][]string{{"plan9/amd64"}, {}} {
+		if _, err := OnlyPlatforms(tmpl, bad); err == nil {
+			t.Errorf("OnlyPlatforms(%q) gave no error", bad)
+		}
+	}
+}
