@@ -94,7 +94,7 @@ func (r Events) History(hpa *autoscalingv2.HorizontalPodAutoscaler, now time.Tim
 	if rec, ok, err := r.Recorded(hpa, now); ok && err == nil {
 		return rec.Restored.History
 	}
-	return r.Infer(hpa, -1, now).History
+	return r.Infer(hpa, nil, now).History
 }
 
 // HistoryFor implements InputDependent: History with the target's size now, which a seed holds
@@ -103,15 +103,7 @@ func (r Events) HistoryFor(_ context.Context, in replicas.Input) replicas.Histor
 	if rec, ok, err := r.Recorded(in.HPA, in.Now); ok && err == nil {
 		return rec.Restored.History
 	}
-	return r.Infer(in.HPA, CurrentSize(in), in.Now).History
-}
-
-// CurrentSize is the target's size in in, -1 when its scale was not read.
-func CurrentSize(in replicas.Input) int32 {
-	if in.Scale == nil {
-		return -1
-	}
-	return in.Scale.SpecReplicas
+	return r.Infer(in.HPA, in.Scale, in.Now).History
 }
 
 // Recorded is the history a kubectl hpa run recorded on hpa, as that run would decide from it

@@ -321,6 +321,21 @@ func fromOf(r rescale, until time.Time, resizes []resize) (int32, string, bool) 
 	return best.from, fmt.Sprintf("the Deployment's event %q (%s)", best.text, best.at.UTC().Format(time.RFC3339)), true
 }
 
+// notResizedYet is the size before the rescale x when the Deployment controller has not acted
+// on it yet (it was down, or its leader election under way): x is the latest rescale, recent,
+// the Deployment's spec already holds its new size and its status.replicas still another, and
+// the resize events were read (none said it). Its pods are then the ones it had before.
+func notResizedYet(x rescale, latest bool, ref autoscalingv2.CrossVersionObjectReference, scale *replicas.Scale, targetErr error, now time.Time) (int32, bool) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if !latest || scale == nil || targetErr != nil || err != nil || gv.Group != "apps" || ref.Kind != "Deployment" {
+		return 0, false
+	}
+	if now.Sub(x.at) > resizeLag || scale.SpecReplicas != x.to || scale.StatusReplicas == x.to {
+		return 0, false
+	}
+	return scale.StatusReplicas, true
+}
+
 // neverSynced: the HPA's status was never written (no condition, no observed generation, no
 // rescale time), so no controller has synced it; its next sync is its first. An object with no
 // creationTimestamp was not read from an API server and says nothing of the kind.
@@ -329,9 +344,9 @@ func neverSynced(hpa *autoscalingv2.HorizontalPodAutoscaler) bool {
 	return !hpa.CreationTimestamp.IsZero() && len(st.Conditions) == 0 && st.ObservedGeneration == nil && st.LastScaleTime == nil
 }
 
-// Infer is the cluster controller's memory of hpa at now, from the evidence r holds: current
-// is the target's size now (-1 when the scale could not be read: status.currentReplicas
-// stands for it).
+// Infer is the cluster controller's memory of hpa at now, from the evidence r holds: scale is
+// the target's scale now (nil when it could not be read: status.currentReplicas stands for
+// its size).
 //
 //   - Its memory of the HPA starts at the latest of the HPA's creation and the leader's
 //     acquisition of its Lease: the leader forgets nothing else, and an earlier leader's
@@ -341,11 +356,13 @@ func neverSynced(hpa *autoscalingv2.HorizontalPodAutoscaler) bool {
 //     written has no seed yet: the core seeds it, as the controller's next sync will.
 //   - Each rescale since is a recommendation of its new size (the raw recommendations between
 //     them are not kept anywhere) and, with a behavior, a scale event of the change: from the
-//     Deployment's resize of its ReplicaSet at that time, else from the previous rescale, else
-//     at least one pod in the event's direction.
-func (r Events) Infer(hpa *autoscalingv2.HorizontalPodAutoscaler, current int32, now time.Time) Memory {
-	if current < 0 {
-		current = hpa.Status.CurrentReplicas
+//     Deployment's resize of its ReplicaSet at that time, else from the previous rescale, else,
+//     for the latest rescale of a Deployment whose controller has not resized it yet, from the
+//     pods it still has, else at least one pod in the event's direction.
+func (r Events) Infer(hpa *autoscalingv2.HorizontalPodAutoscaler, scale *replicas.Scale, now time.Time) Memory {
+	current := hpa.Status.CurrentReplicas
+	if scale != nil {
+		current = scale.SpecReplicas
 	}
 	m := Memory{History: replicas.History{Recommendations: []replicas.Recommendation{}}, Controller: ControllerManager, Leader: r.Leader, LeaderErr: r.LeaderErr, TargetErr: r.TargetErr}
 	var why []string
@@ -401,6 +418,8 @@ func (r Events) Infer(hpa *autoscalingv2.HorizontalPodAutoscaler, current int32,
 		} else if i > 0 {
 			from := seen[i-1].to
 			rs.From, rs.FromEvidence = &from, fmt.Sprintf("the previous rescale (New size: %d at %s)", from, seen[i-1].at.UTC().Format(time.RFC3339))
+		} else if from, ok := notResizedYet(x, i == len(seen)-1, hpa.Spec.ScaleTargetRef, scale, r.TargetErr, now); ok {
+			rs.From, rs.FromEvidence = &from, fmt.Sprintf("the Deployment's status.replicas (%d): its controller has not resized it to %d yet (no ScalingReplicaSet event)", from, x.to)
 		}
 		if rs.From != nil && rs.Direction == "" {
 			rs.Direction = map[bool]string{true: "up", false: "down"}[*rs.From < rs.To]

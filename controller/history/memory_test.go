@@ -75,7 +75,9 @@ func TestMemoryIsInferredFromTheClustersEvidence(t *testing.T) {
 		hpa     *autoscalingv2.HorizontalPodAutoscaler
 		events  Events
 		current int32
-		want    replicas.History
+		// observed is the target's status.replicas (0: as current).
+		observed int32
+		want     replicas.History
 		// seed is the inferred seed's evidence, "" for none.
 		seed string
 	}{
@@ -201,6 +203,27 @@ func TestMemoryIsInferredFromTheClustersEvidence(t *testing.T) {
 			},
 		},
 		{
+			name: "a rescale the Deployment controller has not acted on yet came from the size its pods still have",
+			hpa:  testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)), podsPer60s)...),
+			events: Events{Events: []corev1.Event{rescaleEvent(8, up, ago(20*time.Second))},
+				TargetEvents: []corev1.Event{resizeEvent("web", 4, 6, ago(5*time.Minute))}},
+			current: 8, observed: 6,
+			want: replicas.History{
+				Recommendations: []replicas.Recommendation{{Replicas: 8, Timestamp: ago(20 * time.Second)}},
+				ScaleUpEvents:   []replicas.ScaleEvent{{ReplicaChange: 2, Timestamp: ago(20 * time.Second)}},
+			},
+		},
+		{
+			name:    "the pods' count says nothing of a rescale older than the Deployment controller's longest lag",
+			hpa:     testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)), podsPer60s)...),
+			events:  Events{Events: []corev1.Event{rescaleEvent(8, up, ago(3*time.Minute))}},
+			current: 8, observed: 6,
+			want: replicas.History{
+				Recommendations: []replicas.Recommendation{{Replicas: 8, Timestamp: ago(3 * time.Minute)}},
+				ScaleUpEvents:   []replicas.ScaleEvent{{ReplicaChange: 1, Timestamp: ago(3 * time.Minute)}},
+			},
+		},
+		{
 			name: "without a behavior the controller keeps no scale events",
 			hpa:  testbuild.HPA("shop", "web", synced(created(ago(2*time.Hour)))...),
 			events: Events{Events: []corev1.Event{rescaleEvent(6, up, ago(30*time.Second))},
@@ -211,7 +234,11 @@ func TestMemoryIsInferredFromTheClustersEvidence(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := tc.events.Infer(tc.hpa, tc.current, memNow)
+			scale := &replicas.Scale{SpecReplicas: tc.current, StatusReplicas: tc.current}
+			if tc.observed != 0 {
+				scale.StatusReplicas = tc.observed
+			}
+			m := tc.events.Infer(tc.hpa, scale, memNow)
 			if diff := cmp.Diff(tc.want, m.History); diff != "" {
 				t.Errorf("history (-want +got):\n%s\nnote: %s", diff, m.Note)
 			}
@@ -355,7 +382,7 @@ func TestARunHoldingItsLeaseDecidesFromAMemoryThatBeganWithIt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := Events{LeaderRead: true, Leader: kcm, Runs: tc.runs, Events: rescaled}
-			m := ev.Infer(hpa, 6, memNow)
+			m := ev.Infer(hpa, &replicas.Scale{SpecReplicas: 6, StatusReplicas: 6}, memNow)
 			if m.Controller != tc.controller {
 				t.Errorf("controller %q, want %q", m.Controller, tc.controller)
 			}
@@ -383,7 +410,7 @@ func TestTheNoteSaysWhenNoLeaseTellsOfARestart(t *testing.T) {
 		{name: "a run's Lease forbidden", events: Events{LeaderRead: true, RunErr: errors.New("forbidden")}, want: "Whether a kubectl hpa run decides it instead is not known (forbidden): kube-controller-manager is taken to."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if note := tc.events.Infer(hpa, 4, memNow).Note; !strings.Contains(note, tc.want) {
+			if note := tc.events.Infer(hpa, &replicas.Scale{SpecReplicas: 4, StatusReplicas: 4}, memNow).Note; !strings.Contains(note, tc.want) {
 				t.Errorf("note lacks %q:\n%s", tc.want, note)
 			}
 		})

@@ -259,7 +259,7 @@ func ReplaySeries(in replicas.Input, rescales Events, series []MetricSeries, pla
 		rp.Notes = append(rp.Notes, fmt.Sprintf("the sync phase comes from a sync %d periods ago; kube-controller-manager queues each sync one period after the previous one ended, so its syncs drift later by the time each takes (milliseconds, more on a loaded controller) and a restart of it moves them",
 			int(in.Now.Sub(anchoredAt)/p)))
 	}
-	base := rescales.Infer(in.HPA, CurrentSize(in), in.Now).History
+	base := rescales.Infer(in.HPA, in.Scale, in.Now).History
 	sizes := sizesOf(rescales, in.Now)
 	maxAge := 2 * plan.grid.Step
 	gone := map[string]bool{}

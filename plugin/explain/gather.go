@@ -201,7 +201,7 @@ func (o *Options) facts(ev *evaluation.Evaluation, g *gathering) output.Facts {
 	if replayed != nil {
 		past = replayed.Events
 	}
-	memory := past.Infer(hpa, history.CurrentSize(in), in.Now)
+	memory := past.Infer(hpa, in.Scale, in.Now)
 	facts := output.Facts{
 		Input:         in,
 		Decision:      d,

@@ -241,7 +241,7 @@ func (o *Options) rowOf(ev *evaluation.Evaluation) row {
 		facts.HistoryNote = "the history kubectl hpa run recorded on the HPA"
 	} else {
 		facts.HistorySource = output.HistoryReconstructed
-		memory := past.Infer(hpa, history.CurrentSize(in), in.Now)
+		memory := past.Infer(hpa, in.Scale, in.Now)
 		facts.HistoryNote, facts.Memory = memory.Note, &memory
 		facts.Alternatives = output.AlternativesOf(in, d, memory.Alternatives(hpa))
 	}

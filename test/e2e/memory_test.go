@@ -570,6 +570,7 @@ type memRead struct {
 	desired    int32
 	constraint string
 	err        string
+	memory     string
 }
 
 func (r memRead) String() string {
@@ -598,6 +599,10 @@ type memItem struct {
 	Verdict *struct {
 		Constraint string `json:"constraint"`
 	} `json:"verdict"`
+	// History is kept as read, to show what a disagreeing tool inferred.
+	History struct {
+		Memory json.RawMessage `json:"memory"`
+	} `json:"history"`
 }
 
 func (it memItem) read(start, end time.Time) memRead {
@@ -609,7 +614,7 @@ func (it memItem) read(start, end time.Time) memRead {
 		}
 		return r
 	}
-	r.current, r.desired = it.Decision.CurrentReplicas, it.Decision.DesiredReplicas
+	r.current, r.desired, r.memory = it.Decision.CurrentReplicas, it.Decision.DesiredReplicas, string(it.History.Memory)
 	if it.Verdict != nil {
 		r.constraint = it.Verdict.Constraint
 	}
@@ -862,6 +867,7 @@ func (e *memEnv) report(phases []memPhase) {
 	if len(failures) > 0 {
 		e.t.Errorf("%d decisions differ from the deciding controller's at its next sync (the cluster keeps the evidence in each of these situations):\n  %s",
 			len(failures), strings.Join(failures, "\n  "))
+		e.evidence(phases, 4)
 	}
 	// Every situation must have been compared at least once per phase by each tool.
 	for _, ph := range phases {
@@ -877,6 +883,40 @@ func (e *memEnv) report(phases []memPhase) {
 					e.t.Errorf("%s %s: no decision of %s could be compared (every one not counted)", ph.name, s.name, tool)
 				}
 			}
+		}
+	}
+}
+
+// evidence logs, for the first n of explain's disagreements, what it inferred and the events it
+// inferred it from (the HPA's rescales, its Deployment's resizes), with their times.
+func (e *memEnv) evidence(phases []memPhase, n int) {
+	e.t.Helper()
+	ctx := context.Background()
+	for _, ph := range phases {
+		for _, o := range ph.expl {
+			if n == 0 {
+				return
+			}
+			if o.excluded != "" || o.agrees() || o.sit.noEvidence {
+				continue
+			}
+			n--
+			var lines []string
+			evs, err := e.c.Client().CoreV1().Events(o.sit.ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				lines = append(lines, err.Error())
+			} else {
+				for _, ev := range evs.Items {
+					if ev.InvolvedObject.Name != o.hpa || (ev.Reason != "SuccessfulRescale" && ev.Reason != "ScalingReplicaSet") {
+						continue
+					}
+					lines = append(lines, fmt.Sprintf("%s %s/%s %s x%d first %s last %s event %s: %s", ev.Source.Component+ev.ReportingController, ev.InvolvedObject.Kind, ev.InvolvedObject.Name, ev.Reason, ev.Count,
+						ev.FirstTimestamp.Format("15:04:05"), ev.LastTimestamp.Format("15:04:05"), ev.EventTime.Format("15:04:05.000"), ev.Message))
+				}
+			}
+			sort.Strings(lines)
+			e.t.Logf("%s %s/%s: explain read %s-%s, inferred memory %s\n  %s", ph.name, o.sit.name, o.hpa,
+				o.read.start.Format("15:04:05.000"), o.read.end.Format("15:04:05.000"), o.read.memory, strings.Join(lines, "\n  "))
 		}
 	}
 }
@@ -1241,7 +1281,7 @@ func TestMemoryListAndExplainDecideAsKubeControllerManagerAtItsNextSync(t *testi
 	if left := e.waitSettled(ctx, 60*time.Second, notMoving, func() string { return e.runSyncedSince(tRuns) }); len(left) > 0 {
 		t.Logf("after the runs started, not settled (compared anyway): %s", strings.Join(left[:min(len(left), 10)], "; "))
 	}
-	e.logf("kube-controller-manager's HPA controller stopped; a kubectl hpa run per namespace has decided every HPA")
+	e.logf("kube-controller-manager's HPA controller stopped; a kubectl hpa run per namespace has decided every HPA\n  %s", e.lease(ctx))
 	phases = append(phases, e.compare(ctx, "run-start", runs, runsMark, tRuns))
 
 	// steady's load drops to ceil(0.4 x size) before the runs restart: its run, memory-only,
