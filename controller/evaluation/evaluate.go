@@ -50,7 +50,8 @@ type HistoryReader interface {
 
 // Source is everything one evaluation reads: the HPA, its past decisions, its target's
 // scale, its pods and their metrics. run's source is its informer caches and its memory,
-// explain's the live API (LiveSource); a recording or a load model can be one too.
+// explain's the live API (live.Source), list's a namespace's batched reads (batch.Read); a
+// recording or a load model can be one too.
 // Evaluate makes independent reads concurrently, so a Source must allow that.
 type Source interface {
 	HPAReader

@@ -2,6 +2,8 @@
 // goes through evaluation.Evaluate from a Source serving what run read at that sync, and
 // through replicas.Settle, carrying the history forward from sync to sync as run does; any
 // difference from what run decided and kept is reported, sync by sync and field by field.
+// Demand and SimSpec read a recording's load and the HPA's workload for a simulation of it
+// (simulate --from-recording with variants).
 package rerun
 
 import (
