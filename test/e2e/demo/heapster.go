@@ -72,7 +72,7 @@ func waitHeapsterWindow(ctx context.Context, k cluster.Kubectl, s streams) error
 	for {
 		// A minute of silence reads as a hang: say every 15s that the wait goes on.
 		if time.Since(said) >= progressEvery {
-			s.say("  still waiting for Heapster's window (%.0fs; last: %s)", time.Since(t0).Seconds(), last)
+			s.say("  still waiting for Heapster's window (%.0fs of about 60)", time.Since(t0).Seconds())
 			said = time.Now()
 		}
 		e, err := explainJSON(ctx, k, "--metrics-source=heapster")
