@@ -493,12 +493,8 @@ func driveLoad(ctx context.Context, c *cluster.Cluster, announce func(string, ..
 func waitForMetrics(ctx context.Context, k cluster.Kubectl, s streams) error {
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	t0, said := time.Now(), time.Now()
+	defer heartbeat(ctx, s, progressEvery, "for pod metrics", "")()
 	for {
-		if time.Since(said) >= progressEvery {
-			s.say("  still waiting for pod metrics (%.0fs; metrics-server scrapes every 15s)", time.Since(t0).Seconds())
-			said = time.Now()
-		}
 		if _, err := k.Run(ctx, "get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/"+demoNamespace+"/pods"); err == nil {
 			if out, err := k.Run(ctx, "top", "pods", "-n", demoNamespace, "--no-headers"); err == nil && out != "" {
 				return nil

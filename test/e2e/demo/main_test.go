@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // writeRecorder keeps each Write it is given apart.
@@ -125,5 +128,43 @@ func TestOpenLogTruncatesInTheParentAppendsInTheChildAndRefusesASymlink(t *testi
 	}
 	if b, _ := os.ReadFile(target); string(b) != "not the demo's\n" {
 		t.Errorf("the link's target was changed: %q", b)
+	}
+}
+
+// lockedLog keeps each write, for a writer on another goroutine.
+type lockedLog struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.writes = append(l.writes, string(p))
+	return len(p), nil
+}
+
+func (l *lockedLog) snapshot() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.writes...)
+}
+
+// A wait says that it goes on at every tick, and nothing once it ended.
+func TestHeartbeatSaysTheWaitGoesOnUntilStopped(t *testing.T) {
+	var log lockedLog
+	s := newStreams(&deadConsole{}, &deadConsole{}, &log)
+	const every = 20 * time.Millisecond
+	stop := heartbeat(context.Background(), s, every, "for pod metrics", "")
+	for deadline := time.Now().Add(time.Minute); len(log.snapshot()) < 2; time.Sleep(every) {
+		if time.Now().After(deadline) {
+			t.Fatal("no two heartbeats in a minute")
+		}
+	}
+	stop()
+	n := len(log.snapshot())
+	time.Sleep(5 * every)
+	if got := log.snapshot(); len(got) != n || !strings.HasPrefix(got[0], "demo:   still waiting for pod metrics (0s)") {
+		t.Errorf("heartbeat wrote %q, want a line a tick and none after stop", got)
 	}
 }
