@@ -58,11 +58,15 @@ func TestUsageErrorsExitTwoWithOneActionableLine(t *testing.T) {
 	}
 }
 
-// The README's table and the commands' help are the contract scripts read: every code the
-// commands return is in the README with its reason, and in the help of the command that
-// returns it (explain's lists every code but lint's, which lint's help gives).
+// The README's table, docs/exit-codes.md and the commands' help are the contract scripts read:
+// every code the commands return is in both tables with its reason, and in the help of the
+// command that returns it (explain's lists every code but lint's, which lint's help gives).
 func TestExitCodesAreDocumentedInTheREADMEAndHelp(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join("..", "docs", "exit-codes.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +82,9 @@ func TestExitCodesAreDocumentedInTheREADMEAndHelp(t *testing.T) {
 		row := fmt.Sprintf("| %d | `%s` |", code, reason)
 		if !strings.Contains(string(readme), row) {
 			t.Errorf("README.md has no exit-code row %q", row)
+		}
+		if !strings.Contains(string(page), row) {
+			t.Errorf("docs/exit-codes.md has no exit-code row %q", row)
 		}
 		name := cmp.Or(helpOf[code], "explain")
 		if !strings.Contains(long(name), fmt.Sprintf(" %d ", code)) {
