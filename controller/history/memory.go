@@ -262,8 +262,7 @@ func directionOfReason(reason string) string {
 // resizesOf are the Deployment controller's resizes of ref's ReplicaSets, when ref is a
 // Deployment.
 func resizesOf(events []corev1.Event, ref autoscalingv2.CrossVersionObjectReference, now time.Time) []resize {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil || gv.Group != "apps" || ref.Kind != "Deployment" {
+	if !isDeployment(ref) {
 		return nil
 	}
 	var out []resize
@@ -326,14 +325,20 @@ func fromOf(r rescale, until time.Time, resizes []resize) (int32, string, bool) 
 // the Deployment's spec already holds its new size and its status.replicas still another, and
 // the resize events were read (none said it). Its pods are then the ones it had before.
 func notResizedYet(x rescale, latest bool, ref autoscalingv2.CrossVersionObjectReference, scale *replicas.Scale, targetErr error, now time.Time) (int32, bool) {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if !latest || scale == nil || targetErr != nil || err != nil || gv.Group != "apps" || ref.Kind != "Deployment" {
+	if !latest || scale == nil || targetErr != nil || !isDeployment(ref) {
 		return 0, false
 	}
 	if now.Sub(x.at) > resizeLag || scale.SpecReplicas != x.to || scale.StatusReplicas == x.to {
 		return 0, false
 	}
 	return scale.StatusReplicas, true
+}
+
+// isDeployment says whether ref is an apps Deployment, whose controller's events say each
+// resize of its ReplicaSets.
+func isDeployment(ref autoscalingv2.CrossVersionObjectReference) bool {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == "apps" && ref.Kind == "Deployment"
 }
 
 // neverSynced: the HPA's status was never written (no condition, no observed generation, no

@@ -76,17 +76,17 @@ func verdictOf(d replicas.Decision, e *Explanation) *Verdict {
 		move = fmt.Sprintf("would scale %d -> %d", from, to)
 	}
 	why := ""
-	if chosen == nil && c == replicas.ConstraintTolerance {
+	switch {
+	case chosen != nil:
+		why = ": " + metricPhrase(*chosen) + rebalancing(*chosen)
+	case c == replicas.ConstraintTolerance:
 		// Within tolerance no metric sets the count: name the one the pods' treatment moved.
-		for i := range e.Metrics {
-			if rebalancing(e.Metrics[i]) != "" {
-				chosen = &e.Metrics[i]
+		for _, m := range e.Metrics {
+			if r := rebalancing(m); r != "" {
+				why = ": " + metricPhrase(m) + r
 				break
 			}
 		}
-	}
-	if chosen != nil {
-		why = ": " + metricPhrase(*chosen) + rebalancing(*chosen)
 	}
 	switch {
 	case c == replicas.ConstraintScaleUnavailable:

@@ -61,35 +61,6 @@ func explainJSON(ctx context.Context, k cluster.Kubectl, flags ...string) (outpu
 // waitHeapsterWindow waits until explain from Heapster counts every pod as ready: Heapster
 // stamps its samples with a 60s window, and like upstream explain counts a young pod's CPU only
 // once that window starts after the pod became ready.
-// progressEvery is how often a long wait says it goes on: a quarter of a minute of silence
-// already reads as a hang.
-const progressEvery = 14 * time.Second
-
-// heartbeat says every every, until the returned stop is called or ctx is done, that the demo
-// still waits for what, and for how long (with of: "of about 60").
-func heartbeat(ctx context.Context, s streams, every time.Duration, what, of string) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	t0 := time.Now()
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				s.say("  still waiting %s (%.0fs%s)", what, time.Since(t0).Seconds(), strings.TrimRight(" "+of, " "))
-			}
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
-}
-
 func waitHeapsterWindow(ctx context.Context, k cluster.Kubectl, s streams) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
