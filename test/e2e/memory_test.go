@@ -48,6 +48,8 @@ const (
 	memHPAAgent = "/horizontal-pod-autoscaler"
 	// memLease is the Lease kube-controller-manager's leader election keeps.
 	memLeaseNamespace, memLeaseName = "kube-system", "kube-controller-manager"
+	// restartAfterNew is when, after the new HPAs are created, kube-controller-manager restarts.
+	restartAfterNew = 40 * time.Second
 )
 
 func memKCMArgs() []string {
@@ -206,20 +208,22 @@ func memSituations() []*memSituation {
 		}
 		return memHPA{replicas: r, loadMilli: 60, behavior: b, settlesAt: to}
 	})
+	// Pods 1/1s paces these one pod a sync; it ends long before the next sync (10s), so only a
+	// read within a second of a rescale sees a limit the sync does not (not counted then).
 	add(&memSituation{
 		name: "up-several", group: memEarly, movesAfterRestart: true,
-		about: "scaleUp Min of Pods 1/5s and Pods 4/600s, load asks 20: 3 -> 4 -> 5 -> 6 -> 7 inside the 600s period, held at 7",
+		about: "scaleUp Min of Pods 1/1s and Pods 4/600s, load asks 20: 3 -> 4 -> 5 -> 6 -> 7 inside the 600s period, held at 7",
 	}, 6, func(int) memHPA {
 		return memHPA{replicas: 3, loadMilli: 1000, settlesAt: 7, behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
-			ScaleUp: memRules(0, autoscalingv2.MinChangePolicySelect, memPods(1, 5), memPods(4, 600)),
+			ScaleUp: memRules(0, autoscalingv2.MinChangePolicySelect, memPods(1, 1), memPods(4, 600)),
 		}}
 	})
 	add(&memSituation{
 		name: "down-several", group: memEarly, movesAfterRestart: true,
-		about: "scaleDown Min of Pods 1/5s and Pods 4/600s, load asks 2: 10 -> 9 -> 8 -> 7 -> 6 inside the 600s period, held at 6",
+		about: "scaleDown Min of Pods 1/1s and Pods 4/600s, load asks 2: 10 -> 9 -> 8 -> 7 -> 6 inside the 600s period, held at 6",
 	}, 6, func(int) memHPA {
 		return memHPA{replicas: 10, loadMilli: 60, settlesAt: 6, behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
-			ScaleDown: memRules(0, autoscalingv2.MinChangePolicySelect, memPods(1, 5), memPods(4, 600)),
+			ScaleDown: memRules(0, autoscalingv2.MinChangePolicySelect, memPods(1, 1), memPods(4, 600)),
 		}}
 	})
 	add(&memSituation{
@@ -642,12 +646,57 @@ type memPhase struct {
 	expl  []memOutcome
 }
 
-// compare reads list and explain for every HPA, then waits for kube-controller-manager's next
-// sync of each and compares. The leading kube-controller-manager began after seedAfter: its
-// first sync of an HPA since then (in the audit log from seedsFrom) is the seed that holds it.
-func (e *memEnv) compare(ctx context.Context, name string, judge memJudge, seedsFrom cluster.AuditMark, seedAfter time.Time) memPhase {
+// memSince is where the deciding controller's memory of an HPA began: its first sync after
+// `after` (in the audit log from mark) seeded it, and it remembers its rescales since.
+type memSince struct {
+	mark  cluster.AuditMark
+	after time.Time
+}
+
+// compare reads list and explain for every HPA, then waits for the judge's next sync of each
+// and compares; since says, per situation, where the judge's memory of its HPAs began.
+func (e *memEnv) compare(ctx context.Context, name string, judge memJudge, since func(*memSituation) memSince) memPhase {
+	e.t.Helper()
+	ph := e.compareOnce(ctx, name, judge, since, nil)
+	// A comparison not counted (the memory changed between the read and the sync) is made
+	// once more: the second read comes a few seconds after the judge's sync, at another point
+	// of its memory.
+	again := map[string]bool{}
+	for _, outs := range [][]memOutcome{ph.list, ph.expl} {
+		for _, o := range outs {
+			if o.excluded != "" {
+				again[o.sit.ns+"/"+o.hpa] = true
+			}
+		}
+	}
+	if len(again) == 0 {
+		return ph
+	}
+	e.logf("%s: %d HPAs read again, their first comparison not counted", name, len(again))
+	second := e.compareOnce(ctx, name, judge, since, again)
+	replace := func(first, second []memOutcome) {
+		for i, o := range first {
+			if o.excluded == "" {
+				continue
+			}
+			for _, o2 := range second {
+				if o2.sit == o.sit && o2.hpa == o.hpa {
+					first[i] = o2
+				}
+			}
+		}
+	}
+	replace(ph.list, second.list)
+	replace(ph.expl, second.expl)
+	return ph
+}
+
+// compareOnce reads list and explain for the HPAs in only (all when nil) and compares each
+// with the judge's next sync.
+func (e *memEnv) compareOnce(ctx context.Context, name string, judge memJudge, since func(*memSituation) memSince, only map[string]bool) memPhase {
 	e.t.Helper()
 	ph := memPhase{name: name, judge: judge.name}
+	wanted := func(key string) bool { return only == nil || only[key] }
 	mark, err := e.c.AuditMark()
 	if err != nil {
 		e.t.Fatal(err)
@@ -667,7 +716,9 @@ func (e *memEnv) compare(ctx context.Context, name string, judge memJudge, seeds
 		e.t.Fatalf("%s: decoding list -o json: %v", name, err)
 	}
 	for _, it := range list.Items {
-		reads["list"][it.Metadata.Namespace+"/"+it.Metadata.Name] = it.read(start, end)
+		if key := it.Metadata.Namespace + "/" + it.Metadata.Name; wanted(key) {
+			reads["list"][key] = it.read(start, end)
+		}
 	}
 	e.logf("%s: list -A -o json read %d HPAs in %.1fs", name, len(list.Items), end.Sub(start).Seconds())
 
@@ -676,7 +727,9 @@ func (e *memEnv) compare(ctx context.Context, name string, judge memJudge, seeds
 	var jobs []job
 	for _, s := range e.sits {
 		for _, h := range s.hpas {
-			jobs = append(jobs, job{s.ns, h.name})
+			if wanted(s.ns + "/" + h.name) {
+				jobs = append(jobs, job{s.ns, h.name})
+			}
 		}
 	}
 	var mu sync.Mutex
@@ -727,11 +780,21 @@ func (e *memEnv) compare(ctx context.Context, name string, judge memJudge, seeds
 		}
 		time.Sleep(time.Second)
 	}
-	seeds := judge.syncs(seedsFrom, seedAfter)
+	remembered := map[memSince]memSyncs{}
+	for _, s := range e.sits {
+		if m := since(s); remembered[m].gets == nil {
+			remembered[m] = judge.syncs(m.mark, m.after)
+		}
+	}
 	for _, tool := range []string{"list", "explain"} {
 		for _, s := range e.sits {
+			m := since(s)
+			seeds := remembered[m]
 			for _, h := range s.hpas {
 				key := s.ns + "/" + h.name
+				if !wanted(key) {
+					continue
+				}
 				r, ok := reads[tool][key]
 				o := memOutcome{sit: s, hpa: h.name, read: r}
 				if !ok {
@@ -750,12 +813,15 @@ func (e *memEnv) compare(ctx context.Context, name string, judge memJudge, seeds
 					// The seed's edge matters only where kcm moved at that sync: held, it
 					// decided as the seed would have had it.
 					if s.seedWindow > 0 && o.kcm.desired != o.kcm.current {
-						if seed, ok := memFirstAfter(seeds.gets[key], seedAfter); ok {
+						if seed, ok := memFirstAfter(seeds.gets[key], m.after); ok {
 							edge := seed.Add(s.seedWindow)
 							if r.start.Before(edge.Add(time.Second)) && s1.After(edge.Add(-time.Second)) {
 								o.excluded = fmt.Sprintf("its seed (%s) left the window between the read and the sync", seed.Format("15:04:05"))
 							}
 						}
+					}
+					if w, p, ok := memPeriodEnded(h.behavior, seeds.writes[key], r.start, s1); ok && o.kcm.desired != o.kcm.current {
+						o.excluded = fmt.Sprintf("its rescale at %s left a %ds policy period between the read and the sync", w.Format("15:04:05.000"), p)
 					}
 				}
 				if tool == "list" {
@@ -767,6 +833,37 @@ func (e *memEnv) compare(ctx context.Context, name string, judge memJudge, seeds
 		}
 	}
 	return ph
+}
+
+func memSinceAll(m memSince) func(*memSituation) memSince {
+	return func(*memSituation) memSince { return m }
+}
+
+// memPeriodEnded finds a rescale the controller remembers whose scaling policy period ended
+// between a read that began at start and the sync s1 (a second either side: events, which the
+// tools read, keep the second only): the read and the sync then had different limits.
+func memPeriodEnded(b *autoscalingv2.HorizontalPodAutoscalerBehavior, writes []time.Time, start, s1 time.Time) (time.Time, int32, bool) {
+	if b == nil {
+		return time.Time{}, 0, false
+	}
+	var periods []int32
+	for _, r := range []*autoscalingv2.HPAScalingRules{b.ScaleUp, b.ScaleDown} {
+		if r == nil {
+			continue
+		}
+		for _, p := range r.Policies {
+			periods = append(periods, p.PeriodSeconds)
+		}
+	}
+	for _, w := range writes {
+		for _, p := range periods {
+			end := w.Add(time.Duration(p) * time.Second)
+			if start.Before(end.Add(time.Second)) && s1.After(end.Add(-time.Second)) {
+				return w, p, true
+			}
+		}
+	}
+	return time.Time{}, 0, false
 }
 
 // decisionAt is kube-controller-manager's decision at its sync s1 of key: the last status the
@@ -887,13 +984,24 @@ func (e *memEnv) report(phases []memPhase) {
 	}
 }
 
-// evidence logs, for the first n of explain's disagreements, what it inferred and the events it
-// inferred it from (the HPA's rescales, its Deployment's resizes), with their times.
+// evidence logs, for the first n disagreements of each tool, what it inferred and the events
+// it inferred it from (the HPA's rescales, its Deployment's resizes), with their times.
 func (e *memEnv) evidence(phases []memPhase, n int) {
+	e.t.Helper()
+	for _, tool := range []string{"list", "explain"} {
+		e.evidenceOf(phases, tool, n)
+	}
+}
+
+func (e *memEnv) evidenceOf(phases []memPhase, tool string, n int) {
 	e.t.Helper()
 	ctx := context.Background()
 	for _, ph := range phases {
-		for _, o := range ph.expl {
+		outs := ph.expl
+		if tool == "list" {
+			outs = ph.list
+		}
+		for _, o := range outs {
 			if n == 0 {
 				return
 			}
@@ -915,7 +1023,7 @@ func (e *memEnv) evidence(phases []memPhase, n int) {
 				}
 			}
 			sort.Strings(lines)
-			e.t.Logf("%s %s/%s: explain read %s-%s, inferred memory %s\n  %s", ph.name, o.sit.name, o.hpa,
+			e.t.Logf("%s %s/%s: %s read %s-%s, inferred memory %s\n  %s", ph.name, o.sit.name, o.hpa, tool,
 				o.read.start.Format("15:04:05.000"), o.read.end.Format("15:04:05.000"), o.read.memory, strings.Join(lines, "\n  "))
 		}
 	}
@@ -1195,12 +1303,15 @@ func TestMemoryListAndExplainDecideAsKubeControllerManagerAtItsNextSync(t *testi
 	e.logf("the new HPAs created %.0fs ago, every HPA synced once", time.Since(tNew).Seconds())
 
 	var phases []memPhase
-	fleet := e.compare(ctx, "fleet", e.kcmJudge(), testStart, time.Time{})
+	fleet := e.compare(ctx, "fleet", e.kcmJudge(), memSinceAll(memSince{mark: testStart}))
 	phases = append(phases, fleet)
 	e.logf("phase fleet compared; the new HPAs' seeds are %.0fs old", time.Since(tNew).Seconds())
 	if late := time.Since(tNew); late > memDownscaleStabilization-5*time.Second {
 		t.Logf("warning: restarting kube-controller-manager %.0fs after the new HPAs were created: the old leader may have let their seeds go", late.Seconds())
 	}
+	// Restarting later leaves the restart phase's reads well inside the new leader's seed
+	// window: restarted sooner, a slow machine's reads straddled the seeds' expiry.
+	time.Sleep(time.Until(tNew.Add(restartAfterNew)))
 
 	// Restart: SIGTERM; the new process takes the Lease once the old one's expires, and its
 	// HPA controller seeds every HPA at its first sync.
@@ -1257,7 +1368,7 @@ func TestMemoryListAndExplainDecideAsKubeControllerManagerAtItsNextSync(t *testi
 			}
 		}
 	}
-	phases = append(phases, e.compare(ctx, "restart", e.kcmJudge(), restartMark, tStarted))
+	phases = append(phases, e.compare(ctx, "restart", e.kcmJudge(), memSinceAll(memSince{restartMark, tStarted})))
 
 	// The run phases: kube-controller-manager without its HPA controller, and in its place a
 	// kubectl hpa run per namespace, every other one persisting its history. Compared when the
@@ -1282,7 +1393,7 @@ func TestMemoryListAndExplainDecideAsKubeControllerManagerAtItsNextSync(t *testi
 		t.Logf("after the runs started, not settled (compared anyway): %s", strings.Join(left[:min(len(left), 10)], "; "))
 	}
 	e.logf("kube-controller-manager's HPA controller stopped; a kubectl hpa run per namespace has decided every HPA\n  %s", e.lease(ctx))
-	phases = append(phases, e.compare(ctx, "run-start", runs, runsMark, tRuns))
+	phases = append(phases, e.compare(ctx, "run-start", runs, memSinceAll(memSince{runsMark, tRuns})))
 
 	// steady's load drops to ceil(0.4 x size) before the runs restart: its run, memory-only,
 	// seeds it with its size at the restart and holds it there for the 60s window.
@@ -1307,7 +1418,13 @@ func TestMemoryListAndExplainDecideAsKubeControllerManagerAtItsNextSync(t *testi
 		t.Logf("after the runs restarted, not settled (compared anyway): %s", strings.Join(left[:min(len(left), 10)], "; "))
 	}
 	e.logf("every kubectl hpa run restarted and has decided every HPA")
-	phases = append(phases, e.compare(ctx, "run-restart", runs, restartRunsMark, tRestartRuns))
+	phases = append(phases, e.compare(ctx, "run-restart", runs, func(s *memSituation) memSince {
+		// A run that persists its history goes on from its record, begun at its first start.
+		if s.runPersists {
+			return memSince{runsMark, tRuns}
+		}
+		return memSince{restartRunsMark, tRestartRuns}
+	}))
 	stopRuns()
 	e.report(phases)
 	t.Logf("wall time %.0fs (own cluster start %.1fs)", time.Since(t0).Seconds(), startTook.Seconds())
