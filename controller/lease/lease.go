@@ -133,20 +133,12 @@ func RunTerms(ctx context.Context, kube kubernetes.Interface, cfg Config, run fu
 // runTerm campaigns for the Lease and runs run while holding it. lost reports that
 // leadership ended while ctx was live.
 func runTerm(ctx context.Context, lock *watchedLock, cfg Config, run func(context.Context, Term) error) (lost bool, err error) {
-	logger := klog.FromContext(ctx)
-	ref := klog.KRef(cfg.Namespace, cfg.Name)
+	t := &term{ctx: ctx, lock: lock, cfg: cfg, run: run, logger: klog.FromContext(ctx), runDone: make(chan struct{})}
 	// The elector runs on its own context: once leading, it keeps renewing until run has
 	// returned, and only a stop while campaigning cancels it early.
 	electCtx, cancelElect := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelElect()
-	var (
-		mu      sync.Mutex
-		started bool // run was called; guarded by mu
-		ended   bool // the term ended before leading; guarded by mu
-		runErr  error
-		leading context.Context // the term's; written before runDone is closed
-		runDone = make(chan struct{})
-	)
+	t.cancelElect = cancelElect
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:          lock,
 		LeaseDuration: cfg.LeaseDuration,
@@ -158,91 +150,136 @@ func runTerm(ctx context.Context, lock *watchedLock, cfg Config, run func(contex
 		ReleaseOnCancel: false,
 		Name:            cfg.Namespace + "/" + cfg.Name,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leadCtx context.Context) {
-				mu.Lock()
-				if ended {
-					mu.Unlock()
-					return
-				}
-				started = true
-				mu.Unlock()
-				defer close(runDone)
-				runCtx, cancel := context.WithCancel(leadCtx)
-				defer cancel()
-				stop := context.AfterFunc(ctx, cancel)
-				defer stop()
-				leading = leadCtx
-				logger.V(1).Info("Acquired the lease", "lease", ref, "identity", cfg.Identity)
-				if cfg.OnAcquired != nil {
-					cfg.OnAcquired()
-				}
-				runErr = run(runCtx, Term{Leading: leadCtx, PreviousHolderSeen: lock.previousSeen()})
-			},
+			OnStartedLeading: t.lead,
 			OnStoppedLeading: func() {},
-			OnNewLeader: func(id string) {
-				if id != cfg.Identity && id != "" {
-					logger.V(1).Info("Another instance holds the lease; waiting", "lease", ref, "holder", id)
-					if cfg.OnWaiting != nil {
-						cfg.OnWaiting(id, lock.acquiredBy(id))
-					}
-				}
-			},
+			OnNewLeader:      t.newLeader,
 		},
 	})
 	if err != nil {
 		return false, fmt.Errorf("configuring leader election on Lease %s/%s: %w", cfg.Namespace, cfg.Name, err)
 	}
-	stopWaiting := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !started {
-			cancelElect()
-		}
-	})
-	defer stopWaiting()
+	defer context.AfterFunc(ctx, t.stopCampaign)()
 	electorDone := make(chan struct{})
 	go func() {
 		defer close(electorDone)
 		// The elector's progress lines (attempting, acquired) are the callbacks' to tell;
 		// its errors still show at every verbosity.
-		le.Run(klog.NewContext(electCtx, logger.V(1)))
+		le.Run(klog.NewContext(electCtx, t.logger.V(1)))
 	}()
+	return t.end(electorDone)
+}
+
+// termState is where a term is: it campaigns, then either runs (it won the Lease and called
+// run) or is over without having run (the elector stopped first). It never goes back.
+type termState int
+
+const (
+	campaigning termState = iota
+	running
+	overUnrun
+)
+
+// term is one campaign for the Lease and, once won, one tenure.
+type term struct {
+	ctx         context.Context // the caller's: cancelled by a stop
+	lock        *watchedLock
+	cfg         Config
+	run         func(context.Context, Term) error
+	logger      klog.Logger
+	cancelElect context.CancelFunc
+
+	mu    sync.Mutex
+	state termState // guarded by mu
+
+	// Written by lead before runDone is closed.
+	leading context.Context
+	runErr  error
+	runDone chan struct{}
+}
+
+// move changes the state from one to another, and says whether it was in from.
+func (t *term) move(from, to termState) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state != from {
+		return false
+	}
+	t.state = to
+	return true
+}
+
+// lead is the elector's OnStartedLeading: run, for as long as leadCtx lasts or until a stop.
+func (t *term) lead(leadCtx context.Context) {
+	if !t.move(campaigning, running) {
+		return
+	}
+	defer close(t.runDone)
+	runCtx, cancel := context.WithCancel(leadCtx)
+	defer cancel()
+	defer context.AfterFunc(t.ctx, cancel)()
+	t.leading = leadCtx
+	t.logger.V(1).Info("Acquired the lease", "lease", klog.KRef(t.cfg.Namespace, t.cfg.Name), "identity", t.cfg.Identity)
+	if t.cfg.OnAcquired != nil {
+		t.cfg.OnAcquired()
+	}
+	t.runErr = t.run(runCtx, Term{Leading: leadCtx, PreviousHolderSeen: t.lock.previousSeen()})
+}
+
+// newLeader is the elector's OnNewLeader: another instance holds the Lease.
+func (t *term) newLeader(id string) {
+	if id == t.cfg.Identity || id == "" {
+		return
+	}
+	t.logger.V(1).Info("Another instance holds the lease; waiting", "lease", klog.KRef(t.cfg.Namespace, t.cfg.Name), "holder", id)
+	if t.cfg.OnWaiting != nil {
+		t.cfg.OnWaiting(id, t.lock.acquiredBy(id))
+	}
+}
+
+// stopCampaign ends the campaign on a stop, unless run was called: then the elector renews
+// until run has returned.
+func (t *term) stopCampaign() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state != running {
+		t.cancelElect()
+	}
+}
+
+// end waits for the term to end, and releases the Lease unless leadership was lost.
+func (t *term) end(electorDone <-chan struct{}) (lost bool, err error) {
 	select {
 	case <-electorDone:
-		mu.Lock()
-		led := started
-		ended = true
-		mu.Unlock()
-		if !led {
-			if ctx.Err() == nil {
+		if t.move(campaigning, overUnrun) {
+			if t.ctx.Err() == nil {
 				// Won and lost again before run was even called.
 				return true, nil
 			}
 			// Stopped while campaigning; the Lease may have been won meanwhile.
-			release(ctx, lock, cfg)
+			release(t.ctx, t.lock, t.cfg)
 			return false, nil
 		}
 		// Leadership ended: the elector has cancelled run's context; wait for run.
-		<-runDone
-		if ctx.Err() != nil {
-			release(ctx, lock, cfg)
-			return false, runErr
+		<-t.runDone
+		if t.ctx.Err() != nil {
+			release(t.ctx, t.lock, t.cfg)
+			return false, t.runErr
 		}
-		return runErr == nil, runErr
-	case <-runDone:
+		return t.runErr == nil, t.runErr
+	case <-t.runDone:
 		// The elector cancels the term's context before it returns, so run may return
 		// first when leadership ends: that is a loss too, and the elector is already
 		// finishing on its own.
-		if leading.Err() != nil && ctx.Err() == nil && runErr == nil {
+		if t.leading.Err() != nil && t.ctx.Err() == nil && t.runErr == nil {
 			<-electorDone
 			return true, nil
 		}
 		// run returned while leading (a stop, or its own failure): stop renewing, then
 		// release.
-		cancelElect()
+		t.cancelElect()
 		<-electorDone
-		release(ctx, lock, cfg)
-		return false, runErr
+		release(t.ctx, t.lock, t.cfg)
+		return false, t.runErr
 	}
 }
 
