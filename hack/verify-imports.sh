@@ -8,7 +8,7 @@
 #  - the Layout table of docs/development.md lists every package of the main module, no other,
 #    and for each exactly its imports of this module (tests' imports aside), and those imports point
 #    cmd -> plugin -> controller -> metrics (test/ packages may import anything; product code
-#    never imports test/ nor the tests' internal/testbuild and internal/cmdtest; the product's other
+#    never imports test/ nor the tests' internal/testbuild, internal/cmdtest and internal/golden; the product's other
 #    internal/ helpers and deploy/rbac, the roles kubectl hpa rbac embeds, rank with metrics, as
 #    leaves any package may import).
 set -euo pipefail
@@ -60,7 +60,7 @@ cell() { if [ $# = 0 ]; then echo '—'; else printf '`%s` ' "$@" | sed 's/ $//'
 rank() {
   case "$1" in
     cmd|cmd/*) echo 4;; plugin|plugin/*) echo 3;; controller|controller/*) echo 2;;
-    internal/testbuild|internal/testbuild/*|internal/cmdtest|internal/cmdtest/*) echo 0;;
+    internal/testbuild|internal/testbuild/*|internal/cmdtest|internal/cmdtest/*|internal/golden) echo 0;;
     metrics|metrics/*|internal/*|deploy/rbac) echo 1;; *) echo 0;;
   esac
 }
@@ -77,7 +77,7 @@ for pkg in $(printf '%s\n' "${!real[@]}" | LC_ALL=C sort); do
   for imp in ${real[$pkg]}; do
     ri=$(rank "$imp")
     if [ "$ri" = 0 ]; then
-      fail "$pkg imports $imp: product code never imports test/ packages, internal/testbuild nor internal/cmdtest (tests only)"
+      fail "$pkg imports $imp: product code never imports test/ packages, internal/testbuild, internal/cmdtest nor internal/golden (tests only)"
     elif [ "$ri" -gt "$rp" ]; then
       fail "$pkg imports $imp: imports point cmd -> plugin -> controller -> metrics; pass what $pkg needs from $imp in from above instead"
     fi

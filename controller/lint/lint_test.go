@@ -1,9 +1,7 @@
 package lint_test
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,10 +12,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/golden"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/manifest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // load reads a fixture as kubectl hpa lint -f reads it.
 func load(t *testing.T, path string) lint.Objects {
@@ -92,24 +89,7 @@ func TestEachRuleFiresOnItsBadFixtureOnly(t *testing.T) {
 			t.Errorf("%s has no bad or no good fixture in testdata/", r.ID)
 		}
 	}
-	checkGolden(t, "testdata/rules.golden", table.String())
-}
-
-func checkGolden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./controller/lint -update)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (go test ./controller/lint -update rewrites it):\n%s", path, got)
-	}
+	golden.Check(t, "testdata/rules.golden", []byte(table.String()))
 }
 
 // TestFindingsOfTheBadFixtures pins each bad fixture's findings in words, so that a message
@@ -126,7 +106,7 @@ func TestFindingsOfTheBadFixtures(t *testing.T) {
 			fmt.Fprintf(&b, "%s %s %s %s: %s\n", fd.ID, fd.Severity, fd.Object, fd.Path, fd.Message)
 		}
 	}
-	checkGolden(t, "testdata/findings.golden", b.String())
+	golden.Check(t, "testdata/findings.golden", []byte(b.String()))
 }
 
 func TestRulesHaveStableUniqueIDsAndText(t *testing.T) {

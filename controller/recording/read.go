@@ -11,6 +11,8 @@ import (
 	"iter"
 	"os"
 	"strings"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/fileerr"
 )
 
 // Reader reads a recording one entry at a time, so that replaying a file holds one sync of
@@ -50,30 +52,9 @@ type Recording struct {
 	CutLine int
 }
 
-// ParseError is a recording that cannot be read: the file, the line (0 when the file as a
-// whole is wrong) and the field (empty when the line as a whole is), on one line.
-type ParseError struct {
-	File  string
-	Line  int
-	Field string
-	Err   error
-}
-
-func (e *ParseError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		fmt.Fprintf(&b, "field %s: ", e.Field)
-	}
-	b.WriteString(e.Err.Error())
-	return b.String()
-}
-
-func (e *ParseError) Unwrap() error { return e.Err }
+// ParseError is a recording that cannot be read, on one line: the file, the line (0 when the
+// file as a whole is wrong) and the field (empty when the line as a whole is).
+type ParseError = fileerr.Error
 
 // ErrNewerVersion is wrapped by the error for a recording whose schema version is newer
 // than Version.

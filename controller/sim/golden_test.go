@@ -2,10 +2,8 @@ package sim
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"hash/fnv"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,9 +12,9 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/kubectl-hpa/kubectl-hpa/internal/golden"
+)
 
 // TestHalfADayOfTheBenchmarkLoadPlaysAsBefore holds every figure and every sync of the
 // benchmark's load (half a day: the wave's rise and three spikes) for specs that take each
@@ -77,19 +75,7 @@ func TestHalfADayOfTheBenchmarkLoadPlaysAsBefore(t *testing.T) {
 			t.Errorf("%s: SummaryOnly gives %+v, the full run %+v", v.Name, got, sum)
 		}
 	}
-	golden := filepath.Join("testdata", "benchmark-load.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := b.String(); got != string(want) {
-		t.Errorf("the runs moved (go test -update rewrites %s):\ngot:\n%s\nwant:\n%s", golden, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "benchmark-load.golden"), []byte(b.String()))
 }
 
 // stepsDigest is an FNV-1a hash of every field of every step.

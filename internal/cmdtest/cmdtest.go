@@ -2,35 +2,18 @@ package cmdtest
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/golden"
 )
-
-// Update is -update: rewrite golden files in testdata.
-var Update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 // CheckGolden compares got with testdata/NAME.golden (or rewrites it with -update).
 func CheckGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *Update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading %s (run go test -update to create it): %v", path, err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", path, diff)
-	}
+	golden.Check(t, filepath.Join("testdata", name+".golden"), []byte(got))
 }
 
 // Kubeconfig writes a kubeconfig whose context namespace is "default" (so -n matters).

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/kubectl-hpa/kubectl-hpa/internal/fileerr"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/yamlline"
 )
 
@@ -55,18 +56,7 @@ func (o Object) LineOf(fieldPath string) int {
 }
 
 // Error is a manifest that cannot be read: its file, line (0 when none) and what is wrong.
-type Error struct {
-	File string
-	Line int
-	Msg  string
-}
-
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
-}
+type Error = fileerr.Error
 
 // Read reads every path in order: a file, a directory (its *.yaml, *.yml and *.json files,
 // recursively, in lexical order) or "-" for stdin. The first error ends the read.
@@ -76,7 +66,7 @@ func Read(paths []string, stdin io.Reader) ([]Object, error) {
 		if p == Stdin {
 			data, err := io.ReadAll(stdin)
 			if err != nil {
-				return nil, &Error{File: p, Msg: fmt.Sprintf("reading standard input: %v", err)}
+				return nil, &Error{File: p, Err: fmt.Errorf("reading standard input: %w", err)}
 			}
 			objs, err := Decode(p, data)
 			if err != nil {
@@ -92,7 +82,7 @@ func Read(paths []string, stdin io.Reader) ([]Object, error) {
 		for _, f := range files {
 			data, err := os.ReadFile(f)
 			if err != nil {
-				return nil, &Error{File: f, Msg: unwrapPathError(err)}
+				return nil, &Error{File: f, Err: errors.New(unwrapPathError(err))}
 			}
 			objs, err := Decode(f, data)
 			if err != nil {
@@ -108,7 +98,7 @@ func Read(paths []string, stdin io.Reader) ([]Object, error) {
 func filesOf(p string) ([]string, error) {
 	info, err := os.Stat(p)
 	if err != nil {
-		return nil, &Error{File: p, Msg: unwrapPathError(err)}
+		return nil, &Error{File: p, Err: errors.New(unwrapPathError(err))}
 	}
 	if !info.IsDir() {
 		return []string{p}, nil
@@ -127,10 +117,10 @@ func filesOf(p string) ([]string, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, &Error{File: p, Msg: unwrapPathError(err)}
+		return nil, &Error{File: p, Err: errors.New(unwrapPathError(err))}
 	}
 	if len(files) == 0 {
-		return nil, &Error{File: p, Msg: "no *.yaml, *.yml or *.json file in the directory"}
+		return nil, &Error{File: p, Err: errors.New("no *.yaml, *.yml or *.json file in the directory")}
 	}
 	return files, nil
 }
@@ -157,7 +147,7 @@ func Decode(file string, data []byte) ([]Object, error) {
 			line, msg := yamlline.OfSyntaxError(err)
 			l := 0
 			_, _ = fmt.Sscan(line, &l)
-			return nil, &Error{File: file, Line: l, Msg: msg}
+			return nil, &Error{File: file, Line: l, Err: errors.New(msg)}
 		}
 		objs, err := decodeNode(file, &doc)
 		if err != nil {
@@ -180,7 +170,7 @@ func decodeNode(file string, n *yaml.Node) ([]Object, error) {
 		return nil, nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, &Error{File: file, Line: n.Line, Msg: "a document that is not an object (a mapping with apiVersion and kind)"}
+		return nil, &Error{File: file, Line: n.Line, Err: errors.New("a document that is not an object (a mapping with apiVersion and kind)")}
 	}
 	var tm struct {
 		APIVersion string `json:"apiVersion"`
@@ -188,25 +178,25 @@ func decodeNode(file string, n *yaml.Node) ([]Object, error) {
 	}
 	data, err := toJSON(n)
 	if err != nil {
-		return nil, &Error{File: file, Line: n.Line, Msg: err.Error()}
+		return nil, &Error{File: file, Line: n.Line, Err: err}
 	}
 	if err := sigsyaml.Unmarshal(data, &tm); err != nil {
 		line, msg := yamlline.OfDecodeError(n, &tm, err)
-		return nil, &Error{File: file, Line: line, Msg: msg}
+		return nil, &Error{File: file, Line: line, Err: errors.New(msg)}
 	}
 	if tm.APIVersion == "" || tm.Kind == "" {
-		return nil, &Error{File: file, Line: n.Line, Msg: "an object without apiVersion or kind"}
+		return nil, &Error{File: file, Line: n.Line, Err: errors.New("an object without apiVersion or kind")}
 	}
 	gv, err := schema.ParseGroupVersion(tm.APIVersion)
 	if err != nil {
-		return nil, &Error{File: file, Line: yamlline.OfPath(n, "apiVersion"), Msg: fmt.Sprintf("apiVersion %q: %v", tm.APIVersion, err)}
+		return nil, &Error{File: file, Line: yamlline.OfPath(n, "apiVersion"), Err: fmt.Errorf("apiVersion %q: %w", tm.APIVersion, err)}
 	}
 	if strings.HasSuffix(tm.Kind, "List") {
 		return decodeList(file, n)
 	}
 	obj, strict, err := newObject(gv, tm.Kind)
 	if err != nil {
-		return nil, &Error{File: file, Line: yamlline.OfPath(n, "apiVersion"), Msg: err.Error()}
+		return nil, &Error{File: file, Line: yamlline.OfPath(n, "apiVersion"), Err: err}
 	}
 	if obj == nil {
 		return nil, nil
@@ -217,7 +207,7 @@ func decodeNode(file string, n *yaml.Node) ([]Object, error) {
 	}
 	if err := unmarshal(data, obj); err != nil {
 		line, msg := yamlline.OfDecodeError(n, obj, err)
-		return nil, &Error{File: file, Line: line, Msg: fmt.Sprintf("%s: %s", tm.Kind, msg)}
+		return nil, &Error{File: file, Line: line, Err: fmt.Errorf("%s: %s", tm.Kind, msg)}
 	}
 	return []Object{{Object: obj, File: file, Line: n.Line, Node: n}}, nil
 }
@@ -235,7 +225,7 @@ func decodeList(file string, n *yaml.Node) ([]Object, error) {
 			return nil, nil
 		}
 		if items.Kind != yaml.SequenceNode {
-			return nil, &Error{File: file, Line: items.Line, Msg: "items: want a list of objects"}
+			return nil, &Error{File: file, Line: items.Line, Err: errors.New("items: want a list of objects")}
 		}
 		for _, item := range items.Content {
 			objs, err := decodeNode(file, item)

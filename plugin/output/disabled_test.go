@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/golden"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
@@ -75,7 +76,7 @@ func TestADisabledSelectPolicyIsExplainedAsSuch(t *testing.T) {
 			if err := (TextPrinter{}).PrintObj(e, &buf); err != nil {
 				t.Fatal(err)
 			}
-			checkGolden(t, filepath.Join("testdata", tc.golden), buf.Bytes())
+			golden.Check(t, filepath.Join("testdata", tc.golden), buf.Bytes())
 		})
 	}
 }

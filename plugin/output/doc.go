@@ -1,7 +1,9 @@
-// Package output holds the versioned, Kubernetes-style schemas of what kubectl hpa reports
-// about one HPA decision (Explanation) and about a simulation (Simulation, simulation.go:
-// the model, the workload, the load, and per variant its summary and one step per sync), and
-// their renderers.
+// Package output holds the versioned, Kubernetes-style kinds kubectl hpa prints with -o json
+// and -o yaml, and their text renderers: Explanation (one HPA decision: explain, and run per
+// sync), List (list's items, each an Explanation), Simulation (simulate: the model, the
+// workload, the load, and per variant its summary and one step per sync), Timeline (timeline:
+// the period, its syncs, rescales and findings) and Tuning (tune: the search, the candidates,
+// the recommendation).
 //
 // The schema is the object kind Explanation in API group hpa.kubectl-hpa.io, version
 // v1alpha1. `kubectl hpa explain -o json|yaml` prints one Explanation per decision (one per
@@ -43,9 +45,11 @@
 //	                   path, the object it is in when not the HPA, why and fix
 //	trace[]            the core's ordered steps
 //
-// Files by job: types.go and simulation.go are the schemas; build.go builds an Explanation
-// from what was read and decided (Facts), verdict.go words its verdict; format.go holds the
+// Files by job: types.go (Explanation), list.go, simulation.go, timeline.go and tuning.go are
+// the schemas; build.go builds an Explanation from what was read and decided (Facts),
+// verdict.go words its verdict, sync.go is run's one line per sync; format.go holds the
 // formatters the commands share (a metric's short name, targets, current values,
-// quantities); findings.go the findings and their one text form (explain's, lint's); text.go and simulation_text.go are the text renderers, yaml.go the YAML
-// printer of -o yaml.
+// quantities); findings.go the findings and their one text form (explain's, lint's); text.go,
+// simulation_text.go and timeline_text.go are the text renderers (Table, the one table of
+// every text output, in text.go); yaml.go the YAML printer of -o yaml.
 package output

@@ -3,8 +3,6 @@ package output
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,10 +17,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/golden"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
@@ -187,26 +184,9 @@ func TestRenderMatchesGolden(t *testing.T) {
 				if err := format.printer.PrintObj(e, &buf); err != nil {
 					t.Fatalf("printing: %v", err)
 				}
-				checkGolden(t, filepath.Join("testdata", name+"."+format.ext+".golden"), buf.Bytes())
+				golden.Check(t, filepath.Join("testdata", name+"."+format.ext+".golden"), buf.Bytes())
 			})
 		}
-	}
-}
-
-func checkGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", path, diff)
 	}
 }
 

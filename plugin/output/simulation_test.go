@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/golden"
 )
 
 // simulationFixture is a hand-made Simulation: a load that rises from 2 to 10 pods' worth and
@@ -89,7 +91,7 @@ func TestSimulationRendersMatchGolden(t *testing.T) {
 			if err := f.print(&b); err != nil {
 				t.Fatal(err)
 			}
-			checkGolden(t, filepath.Join("testdata", "simulation."+f.ext+".golden"), b.Bytes())
+			golden.Check(t, filepath.Join("testdata", "simulation."+f.ext+".golden"), b.Bytes())
 		})
 	}
 }

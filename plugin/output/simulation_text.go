@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 )
 
@@ -47,7 +46,7 @@ func RenderSimulationText(w io.Writer, s *Simulation, o SimulationTextOptions) e
 	for _, p := range s.Model {
 		rows = append(rows, []string{p.Name, p.Value, p.Source})
 	}
-	table(&b, "  ", "PARAMETER\tVALUE\tSOURCE", rows)
+	Table(&b, "  ", "PARAMETER\tVALUE\tSOURCE", rows)
 
 	wl := s.Workload
 	fmt.Fprintf(&b, "\nWorkload:  %s, %d replicas at the start", targetName(wl), wl.Replicas)
@@ -74,7 +73,7 @@ func RenderSimulationText(w io.Writer, s *Simulation, o SimulationTextOptions) e
 		}
 		rows = append(rows, []string{v.Name, fmt.Sprintf("%d-%d", v.MinReplicas, v.MaxReplicas), strings.Join(targets, ", "), changes})
 	}
-	table(&b, "  ", "NAME\tMIN-MAX\tTARGETS\tCHANGES", rows)
+	Table(&b, "  ", "NAME\tMIN-MAX\tTARGETS\tCHANGES", rows)
 
 	b.WriteString("\nSummary:\n")
 	rows = rows[:0]
@@ -85,7 +84,7 @@ func RenderSimulationText(w io.Writer, s *Simulation, o SimulationTextOptions) e
 			simSeconds(sm.SecondsAboveTarget), fmt.Sprintf("%d/%d", sm.ScaleUps, sm.ScaleDowns), heldBackBy(sm.HeldBackBy),
 		})
 	}
-	table(&b, "  ", "VARIANT\tPEAK\tAT\tPOD-HOURS\tABOVE TARGET\tUP/DOWN\tHELD BACK BY", rows)
+	Table(&b, "  ", "VARIANT\tPEAK\tAT\tPOD-HOURS\tABOVE TARGET\tUP/DOWN\tHELD BACK BY", rows)
 
 	for _, v := range s.Variants {
 		b.WriteString("\n")
@@ -93,15 +92,6 @@ func RenderSimulationText(w io.Writer, s *Simulation, o SimulationTextOptions) e
 	}
 	_, err := w.Write(b.Bytes())
 	return err
-}
-
-func table(b *bytes.Buffer, indent, header string, rows [][]string) {
-	tw := tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, indent+header)
-	for _, r := range rows {
-		fmt.Fprintln(tw, indent+strings.Join(r, "\t"))
-	}
-	_ = tw.Flush()
 }
 
 func targetName(w SimWorkload) string {

@@ -53,14 +53,21 @@ func (r *textRenderer) line(indent int, format string, args ...any) {
 	fmt.Fprintf(r.b, "%s%s\n", strings.Repeat("  ", indent), fmt.Sprintf(format, args...))
 }
 
-func (r *textRenderer) table(indent int, header string, rows [][]string) {
-	var tb bytes.Buffer
-	tw := tabwriter.NewWriter(&tb, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, header)
-	for _, row := range rows {
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+// Table writes rows under header in columns two spaces apart, each line after indent: the one
+// table of every text output.
+func Table(b *bytes.Buffer, indent, header string, rows [][]string) {
+	tw := tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, indent+header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, indent+strings.Join(r, "\t"))
 	}
 	_ = tw.Flush()
+}
+
+// table is Table in the renderer's indentation, without the spaces that pad a line's last cell.
+func (r *textRenderer) table(indent int, header string, rows [][]string) {
+	var tb bytes.Buffer
+	Table(&tb, "", header, rows)
 	for _, l := range strings.Split(strings.TrimRight(tb.String(), "\n"), "\n") {
 		r.line(indent, "%s", strings.TrimRight(l, " "))
 	}

@@ -39,14 +39,14 @@ func RenderTimelineText(w io.Writer, t *Timeline, o SimulationTextOptions) error
 		}
 		rows = append(rows, []string{f.Type, found, f.Message})
 	}
-	table(&b, "  ", "FINDING\tFOUND\tWHAT THE PERIOD SHOWS", rows)
+	Table(&b, "  ", "FINDING\tFOUND\tWHAT THE PERIOD SHOWS", rows)
 
 	b.WriteString("\nSyncs:\n")
 	rows = rows[:0]
 	for _, s := range t.Syncs {
 		rows = append(rows, syncRow(s, clock))
 	}
-	table(&b, "  ", "TIME\tREPLICAS\tMETRICS\tPROPOSED\tDESIRED\tHELD BY\tRESCALE", rows)
+	Table(&b, "  ", "TIME\tREPLICAS\tMETRICS\tPROPOSED\tDESIRED\tHELD BY\tRESCALE", rows)
 
 	writeTimelineRescales(&b, t.Rescales, clock)
 
@@ -234,6 +234,6 @@ func writeTimelineRescales(b *bytes.Buffer, rescales []TimelineRescale, clock st
 			}
 			rows = append(rows, []string{r.Time.UTC().Format(clock), r.Direction, from, fmt.Sprint(r.To), cause})
 		}
-		table(b, "  ", "TIME\tDIRECTION\tFROM\tTO\tCAUSE", rows)
+		Table(b, "  ", "TIME\tDIRECTION\tFROM\tTO\tCAUSE", rows)
 	}
 }

@@ -2,7 +2,6 @@ package plot
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"image/png"
 	"math"
@@ -17,10 +16,9 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/kubectl-hpa/kubectl-hpa/internal/golden"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func fixture() *output.Simulation {
 	s := output.NewSimulation()
@@ -48,20 +46,7 @@ func TestSVGMatchesGolden(t *testing.T) {
 	if err := Render(&b, ".svg", fixture()); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "simulation.svg.golden")
-	if *update {
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), b.String()); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", path, diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "simulation.svg.golden"), b.Bytes())
 }
 
 func TestWritePNGIsAWholeImage(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -21,6 +19,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
+	"github.com/kubectl-hpa/kubectl-hpa/internal/golden"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
@@ -86,23 +85,6 @@ func testReports(omit bool) []controller.Report {
 	}
 }
 
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *cmdtest.Update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", name, diff)
-	}
-}
-
 func TestRunRendering(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -131,7 +113,7 @@ func TestRunRendering(t *testing.T) {
 			if r.mode == "table" {
 				r.writeTable(&out, now.Add(5*time.Second))
 			}
-			checkGolden(t, tc.golden, out.Bytes())
+			golden.Check(t, filepath.Join("testdata", tc.golden), out.Bytes())
 		})
 	}
 }
@@ -278,5 +260,5 @@ func TestRunTableFrameFitsTheTerminal(t *testing.T) {
 	r.finish(now.Add(7 * time.Second))
 	// Without one, only the stop line is added under the last frame.
 	r.finish(now.Add(8 * time.Second))
-	checkGolden(t, "run-table-frames.golden", []byte(strings.ReplaceAll(out.String(), "\x1b", "<ESC>")))
+	golden.Check(t, filepath.Join("testdata", "run-table-frames.golden"), []byte(strings.ReplaceAll(out.String(), "\x1b", "<ESC>")))
 }

@@ -14,8 +14,6 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/rerun"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
@@ -209,16 +207,7 @@ func (o *Options) simulateRecording(ctx context.Context, rec *recording.Recordin
 	if err != nil {
 		return err
 	}
-	variants, err := o.variants(in.HPA, validation.Options{ScaleToZero: in.Model.Controller.ScaleToZero})
-	if err != nil {
-		return err
-	}
-	spec := sim.Spec{Model: in.Model, Load: in.Load, Workload: in.Workload, Duration: o.Duration}
-	res, err := simulate(ctx, spec, variants, o.Recording)
-	if err != nil {
-		return err
-	}
-	return o.present(buildSimulation(in.HPA, in.Source, in.LoadName, in.Load, in.Workload, variants, res, o.modelFlags))
+	return o.play(ctx, in)
 }
 
 // recordingInput is the recording's demand for one HPA, the HPA as recorded and its workload.

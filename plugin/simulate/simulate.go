@@ -319,7 +319,13 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	variants, err := o.variants(in.HPA, validation.Options{ScaleToZero: o.Model.Controller.ScaleToZero})
+	return o.play(ctx, in)
+}
+
+// play plays in's load for the HPA and each variant, and presents the simulation: every input
+// (live, a load file, Prometheus, a recording) ends here.
+func (o *Options) play(ctx context.Context, in *Input) error {
+	variants, err := o.variants(in.HPA, validation.Options{ScaleToZero: in.Model.Controller.ScaleToZero})
 	if err != nil {
 		return err
 	}

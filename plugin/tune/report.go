@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -139,7 +138,7 @@ func (r *report) pareto(b *bytes.Buffer) {
 		}
 		rows = append(rows, append(append([]string{mark}, scoreCells(c.Scores)...), changes(c)))
 	}
-	table(b, " ", "\t"+scoreHeader+"\tCHANGES", rows)
+	output.Table(b, " ", "\t"+scoreHeader+"\tCHANGES", rows)
 	if onFront {
 		b.WriteString("  The current spec is on the front: no spec played beats it on all three.\n\n")
 		return
@@ -171,7 +170,7 @@ func (r *report) recommendation(b *bytes.Buffer) {
 		append([]string{"current"}, scoreCells(cur.Scores)...),
 		append([]string{"tuned"}, scoreCells(best.Scores)...),
 	}
-	table(b, "  ", "SPEC\t"+scoreHeader, rows)
+	output.Table(b, "  ", "SPEC\t"+scoreHeader, rows)
 	b.WriteString("\n")
 }
 
@@ -183,7 +182,7 @@ func (r *report) sensitivity(b *bytes.Buffer) {
 			rows = append(rows, append([]string{c.Name, name}, scoreCells(r.sens[i][j])...))
 		}
 	}
-	table(b, "  ", "CASE\tSPEC\t"+scoreHeader, rows)
+	output.Table(b, "  ", "CASE\tSPEC\t"+scoreHeader, rows)
 	b.WriteString("\n")
 }
 
@@ -338,13 +337,4 @@ func longestWindow(h *autoscalingv2.HorizontalPodAutoscaler, in *simulate.Input)
 		longest = max(longest, in.Model.Controller.DownscaleStabilizationWindow)
 	}
 	return longest
-}
-
-func table(b *bytes.Buffer, indent, header string, rows [][]string) {
-	tw := tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, indent+header)
-	for _, r := range rows {
-		fmt.Fprintln(tw, indent+strings.Join(r, "\t"))
-	}
-	_ = tw.Flush()
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/fileerr"
 )
 
 // Well-known metric names of a curve. Any other name is a custom metric's total value.
@@ -131,12 +133,12 @@ func (c Curve) Has(metric string) bool { return slices.Contains(c.Metrics, metri
 func (c Curve) Require(file string, need []string) error {
 	for _, m := range c.Metrics {
 		if !slices.Contains(need, m) {
-			return &ParseError{File: file, Line: c.headerLine(), Field: m, Msg: fmt.Sprintf("unknown metric: no metric of the HPA reads it (it reads %s)", strings.Join(need, ", "))}
+			return &ParseError{File: file, Line: c.headerLine(), Field: m, Err: fmt.Errorf("unknown metric: no metric of the HPA reads it (it reads %s)", strings.Join(need, ", "))}
 		}
 	}
 	for _, m := range need {
 		if !c.Has(m) {
-			return &ParseError{File: file, Line: c.headerLine(), Field: m, Msg: "missing: the HPA reads this metric but the load gives no demand for it"}
+			return &ParseError{File: file, Line: c.headerLine(), Field: m, Err: errors.New("missing: the HPA reads this metric but the load gives no demand for it")}
 		}
 	}
 	return nil
@@ -154,26 +156,7 @@ func (c Curve) headerLine() int {
 }
 
 // ParseError is a bad load file: one line naming the file, line and field.
-type ParseError struct {
-	File  string
-	Line  int
-	Field string
-	Msg   string
-}
-
-func (e *ParseError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		fmt.Fprintf(&b, "field %s: ", e.Field)
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
+type ParseError = fileerr.Error
 
 // checkValue parses one demand value of metric: a number in the metric's unit (cpu millicores,
 // memory bytes, a custom metric its own), as load files always had it, or a Kubernetes quantity

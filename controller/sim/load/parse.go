@@ -65,24 +65,24 @@ func looksLikeYAML(data []byte) bool {
 // check enforces what both formats promise: points sorted, unique, starting at 0.
 func (c Curve) check(name string) error {
 	if len(c.Points) == 0 {
-		return &ParseError{File: name, Line: c.namesLine, Msg: "no points: give the demand at time 0 at least"}
+		return &ParseError{File: name, Line: c.namesLine, Err: errors.New("no points: give the demand at time 0 at least")}
 	}
 	if len(c.Metrics) == 0 {
-		return &ParseError{File: name, Line: c.headerLine(), Msg: "no metric: name at least one (cpu, memory or a custom metric)"}
+		return &ParseError{File: name, Line: c.headerLine(), Err: errors.New("no metric: name at least one (cpu, memory or a custom metric)")}
 	}
 	for i, p := range c.Points {
 		if i == 0 {
 			if p.At != 0 {
-				return &ParseError{File: name, Line: p.Line, Field: "time", Msg: fmt.Sprintf("the first point is at %s: the demand must start at time 0 (a gap before it)", p.At)}
+				return &ParseError{File: name, Line: p.Line, Field: "time", Err: fmt.Errorf("the first point is at %s: the demand must start at time 0 (a gap before it)", p.At)}
 			}
 			continue
 		}
 		prev := c.Points[i-1]
 		switch {
 		case p.At == prev.At:
-			return &ParseError{File: name, Line: p.Line, Field: "time", Msg: fmt.Sprintf("time %s appears twice (also on line %d)", p.At, prev.Line)}
+			return &ParseError{File: name, Line: p.Line, Field: "time", Err: fmt.Errorf("time %s appears twice (also on line %d)", p.At, prev.Line)}
 		case p.At < prev.At:
-			return &ParseError{File: name, Line: p.Line, Field: "time", Msg: fmt.Sprintf("time %s comes after %s (line %d): times must increase", p.At, prev.At, prev.Line)}
+			return &ParseError{File: name, Line: p.Line, Field: "time", Err: fmt.Errorf("time %s comes after %s (line %d): times must increase", p.At, prev.At, prev.Line)}
 		}
 	}
 	return nil
@@ -95,7 +95,7 @@ func parseCSV(name string, data []byte) (Curve, error) {
 	r.ReuseRecord = true
 	header, err := r.Read()
 	if errors.Is(err, io.EOF) {
-		return Curve{}, &ParseError{File: name, Msg: "empty: a CSV load needs a header (time,cpu,...) and rows"}
+		return Curve{}, &ParseError{File: name, Err: errors.New("empty: a CSV load needs a header (time,cpu,...) and rows")}
 	}
 	if err != nil {
 		return Curve{}, csvError(name, err)
@@ -103,12 +103,12 @@ func parseCSV(name string, data []byte) (Curve, error) {
 	line, _ := r.FieldPos(0)
 	c := Curve{namesLine: line}
 	if strings.TrimSpace(header[0]) != "time" {
-		return Curve{}, &ParseError{File: name, Line: line, Field: strings.TrimSpace(header[0]), Msg: `the first column must be "time"`}
+		return Curve{}, &ParseError{File: name, Line: line, Field: strings.TrimSpace(header[0]), Err: errors.New(`the first column must be "time"`)}
 	}
 	for _, h := range header[1:] {
 		m := strings.TrimSpace(h)
 		if err := checkMetricName(m, c.Metrics); err != nil {
-			return Curve{}, &ParseError{File: name, Line: line, Field: m, Msg: err.Error()}
+			return Curve{}, &ParseError{File: name, Line: line, Field: m, Err: err}
 		}
 		c.Metrics = append(c.Metrics, m)
 	}
@@ -123,14 +123,14 @@ func parseCSV(name string, data []byte) (Curve, error) {
 		line, _ := r.FieldPos(0)
 		at, err := parseTime(rec[0])
 		if err != nil {
-			return Curve{}, &ParseError{File: name, Line: line, Field: "time", Msg: err.Error()}
+			return Curve{}, &ParseError{File: name, Line: line, Field: "time", Err: err}
 		}
 		p := Point{At: at, Values: make(map[string]float64, len(c.Metrics)), Line: line}
 		for i, m := range c.Metrics {
 			v, err := checkValue(m, rec[i+1])
 			if err != nil {
 				l, _ := r.FieldPos(i + 1)
-				return Curve{}, &ParseError{File: name, Line: l, Field: m, Msg: err.Error()}
+				return Curve{}, &ParseError{File: name, Line: l, Field: m, Err: err}
 			}
 			p.Values[m] = v
 		}
@@ -147,9 +147,9 @@ func csvError(name string, err error) error {
 		if errors.Is(pe.Err, csv.ErrFieldCount) {
 			msg = "wrong number of fields: every row needs a time and one value per metric of the header (a gap?)"
 		}
-		return &ParseError{File: name, Line: pe.Line, Msg: msg}
+		return &ParseError{File: name, Line: pe.Line, Err: errors.New(msg)}
 	}
-	return &ParseError{File: name, Msg: err.Error()}
+	return &ParseError{File: name, Err: err}
 }
 
 // checkMetricName refuses an empty, repeated or odd metric name (and "time" again).
@@ -215,14 +215,14 @@ func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }
 func parseYAML(name string, data []byte) (Curve, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return Curve{}, &ParseError{File: name, Line: yamlErrLine(err), Msg: "not YAML: " + yamlErrText(err)}
+		return Curve{}, &ParseError{File: name, Line: yamlErrLine(err), Err: errors.New("not YAML: " + yamlErrText(err))}
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return Curve{}, &ParseError{File: name, Msg: "empty: a YAML load needs kind: Load and points"}
+		return Curve{}, &ParseError{File: name, Err: errors.New("empty: a YAML load needs kind: Load and points")}
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return Curve{}, &ParseError{File: name, Line: root.Line, Msg: "not a mapping: a YAML load has kind: Load and points"}
+		return Curve{}, &ParseError{File: name, Line: root.Line, Err: errors.New("not a mapping: a YAML load has kind: Load and points")}
 	}
 	var (
 		c      Curve
@@ -234,11 +234,11 @@ func parseYAML(name string, data []byte) (Curve, error) {
 		switch k.Value {
 		case "apiVersion":
 			if v.Value != APIVersion {
-				return Curve{}, &ParseError{File: name, Line: v.Line, Field: "apiVersion", Msg: fmt.Sprintf("%q is not %s", v.Value, APIVersion)}
+				return Curve{}, &ParseError{File: name, Line: v.Line, Field: "apiVersion", Err: fmt.Errorf("%q is not %s", v.Value, APIVersion)}
 			}
 		case "kind":
 			if v.Value != Kind {
-				return Curve{}, &ParseError{File: name, Line: v.Line, Field: "kind", Msg: fmt.Sprintf("%q is not %s", v.Value, Kind)}
+				return Curve{}, &ParseError{File: name, Line: v.Line, Field: "kind", Err: fmt.Errorf("%q is not %s", v.Value, Kind)}
 			}
 			kind = true
 		case "interpolation":
@@ -248,26 +248,26 @@ func parseYAML(name string, data []byte) (Curve, error) {
 			case "linear":
 				c.Interpolation = Linear
 			default:
-				return Curve{}, &ParseError{File: name, Line: v.Line, Field: "interpolation", Msg: fmt.Sprintf("%q is neither step nor linear", v.Value)}
+				return Curve{}, &ParseError{File: name, Line: v.Line, Field: "interpolation", Err: fmt.Errorf("%q is neither step nor linear", v.Value)}
 			}
 		case "points":
 			if v.Kind != yaml.SequenceNode {
-				return Curve{}, &ParseError{File: name, Line: v.Line, Field: "points", Msg: "not a list"}
+				return Curve{}, &ParseError{File: name, Line: v.Line, Field: "points", Err: errors.New("not a list")}
 			}
 			points = v
 		default:
-			return Curve{}, &ParseError{File: name, Line: k.Line, Field: k.Value, Msg: "unknown field (apiVersion, kind, interpolation, points)"}
+			return Curve{}, &ParseError{File: name, Line: k.Line, Field: k.Value, Err: errors.New("unknown field (apiVersion, kind, interpolation, points)")}
 		}
 	}
 	if !kind {
-		return Curve{}, &ParseError{File: name, Line: root.Line, Field: "kind", Msg: "missing: a YAML load says kind: Load"}
+		return Curve{}, &ParseError{File: name, Line: root.Line, Field: "kind", Err: errors.New("missing: a YAML load says kind: Load")}
 	}
 	if points == nil {
-		return Curve{}, &ParseError{File: name, Line: root.Line, Field: "points", Msg: "missing: give the demand at time 0 at least"}
+		return Curve{}, &ParseError{File: name, Line: root.Line, Field: "points", Err: errors.New("missing: give the demand at time 0 at least")}
 	}
 	for i, pn := range points.Content {
 		if pn.Kind != yaml.MappingNode {
-			return Curve{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d]", i), Msg: "not a mapping of at and metric values"}
+			return Curve{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d]", i), Err: errors.New("not a mapping of at and metric values")}
 		}
 		p := Point{Line: pn.Line, Values: map[string]float64{}}
 		var (
@@ -279,42 +279,42 @@ func parseYAML(name string, data []byte) (Curve, error) {
 			field := fmt.Sprintf("points[%d].%s", i, k.Value)
 			if k.Value == "at" {
 				if v.Kind != yaml.ScalarNode {
-					return Curve{}, &ParseError{File: name, Line: v.Line, Field: field, Msg: "not a time"}
+					return Curve{}, &ParseError{File: name, Line: v.Line, Field: field, Err: errors.New("not a time")}
 				}
 				at, err := parseTime(v.Value)
 				if err != nil {
-					return Curve{}, &ParseError{File: name, Line: v.Line, Field: field, Msg: err.Error()}
+					return Curve{}, &ParseError{File: name, Line: v.Line, Field: field, Err: err}
 				}
 				p.At, hasAt = at, true
 				continue
 			}
 			if err := checkMetricName(k.Value, names); err != nil {
-				return Curve{}, &ParseError{File: name, Line: k.Line, Field: field, Msg: err.Error()}
+				return Curve{}, &ParseError{File: name, Line: k.Line, Field: field, Err: err}
 			}
 			names = append(names, k.Value)
 			if v.Kind != yaml.ScalarNode {
-				return Curve{}, &ParseError{File: name, Line: v.Line, Field: field, Msg: "a list or mapping " + unitHint(k.Value)}
+				return Curve{}, &ParseError{File: name, Line: v.Line, Field: field, Err: errors.New("a list or mapping " + unitHint(k.Value))}
 			}
 			val, err := checkValue(k.Value, v.Value)
 			if err != nil {
-				return Curve{}, &ParseError{File: name, Line: v.Line, Field: field, Msg: err.Error()}
+				return Curve{}, &ParseError{File: name, Line: v.Line, Field: field, Err: err}
 			}
 			p.Values[k.Value] = val
 		}
 		if !hasAt {
-			return Curve{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d].at", i), Msg: "missing: every point says when (at: 90s)"}
+			return Curve{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d].at", i), Err: errors.New("missing: every point says when (at: 90s)")}
 		}
 		if i == 0 {
 			c.Metrics, c.namesLine = names, pn.Line
 		} else {
 			for _, m := range c.Metrics {
 				if _, ok := p.Values[m]; !ok {
-					return Curve{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d].%s", i, m), Msg: fmt.Sprintf("missing (a gap): the first point (line %d) gives %s, so every point must", c.namesLine, m)}
+					return Curve{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d].%s", i, m), Err: fmt.Errorf("missing (a gap): the first point (line %d) gives %s, so every point must", c.namesLine, m)}
 				}
 			}
 			for _, m := range names {
 				if !c.Has(m) {
-					return Curve{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d].%s", i, m), Msg: fmt.Sprintf("unknown metric: the first point (line %d) names %s only", c.namesLine, strings.Join(c.Metrics, ", "))}
+					return Curve{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d].%s", i, m), Err: fmt.Errorf("unknown metric: the first point (line %d) names %s only", c.namesLine, strings.Join(c.Metrics, ", "))}
 				}
 			}
 		}

@@ -2,22 +2,19 @@ package cluster
 
 import (
 	"bytes"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/kubectl-hpa/kubectl-hpa/internal/golden"
+)
 
 func TestResourceMetricsPageMatchesGolden(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -26,19 +23,7 @@ func TestResourceMetricsPageMatchesGolden(t *testing.T) {
 		{Namespace: "ns", Name: "web-2", Containers: []string{"app"}, StartTime: now.Add(-10 * time.Second), CPUSeconds: 0.25, CPUMilli: 25, MemoryBytes: 32 << 20},
 	}
 	got := renderResourceMetrics(pods, 101.5, 600<<20, now)
-	golden := filepath.Join("testdata", "metrics-resource.golden")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("/metrics/resource (-want +got):\n%s", diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "metrics-resource.golden"), got)
 }
 
 func TestCadvisorMetricsPageMatchesGolden(t *testing.T) {
@@ -50,19 +35,7 @@ func TestCadvisorMetricsPageMatchesGolden(t *testing.T) {
 			UID: "0b6f5a1e-2222-4c2d-9e3f-000000000002", QOSClass: corev1.PodQOSGuaranteed, Images: map[string]string{"app": "e2e/web:1"}},
 	}
 	got := renderCadvisorMetrics(pods, 101.5, 600<<20, now)
-	golden := filepath.Join("testdata", "metrics-cadvisor.golden")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("/metrics/cadvisor (-want +got):\n%s", diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "metrics-cadvisor.golden"), got)
 }
 
 // cadvisorCPU parses a /metrics/cadvisor page with Prometheus' own text parser and returns the

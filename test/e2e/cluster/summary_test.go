@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubectl-hpa/kubectl-hpa/internal/golden"
 )
 
 func TestSummaryPageMatchesGolden(t *testing.T) {
@@ -40,19 +41,7 @@ func TestSummaryPageMatchesGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	pretty = append(pretty, '\n')
-	golden := filepath.Join("testdata", "stats-summary.golden.json")
-	if *update {
-		if err := os.WriteFile(golden, pretty, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(pretty)); diff != "" {
-		t.Errorf("/stats/summary (-want +got):\n%s", diff)
-	}
+	golden.Check(t, filepath.Join("testdata", "stats-summary.golden.json"), pretty)
 }
 
 // Heapster computes a rate as the difference of two pages' usageCoreNanoSeconds over the
