@@ -134,11 +134,11 @@ LOAD_FUZZTIME ?= 20000x
 
 .PHONY: test-fuzz-load
 test-fuzz-load:
-	@targets=$$(hack/fuzz-targets.sh controller/sim/load); \
-	[ -n "$$targets" ] || { echo "no fuzz targets found in controller/sim/load"; exit 1; }; \
+	@targets=$$(hack/fuzz-targets.sh plugin/sim/load); \
+	[ -n "$$targets" ] || { echo "no fuzz targets found in plugin/sim/load"; exit 1; }; \
 	for target in $$targets; do \
 		echo "fuzz $$target, -fuzztime $(LOAD_FUZZTIME)"; \
-		$(GO) test $(TESTLD) -run '^$$' -fuzz "^$$target\$$" -fuzztime $(LOAD_FUZZTIME) ./controller/sim/load || exit 1; \
+		$(GO) test $(TESTLD) -run '^$$' -fuzz "^$$target\$$" -fuzztime $(LOAD_FUZZTIME) ./plugin/sim/load || exit 1; \
 	done
 
 # The persisted history record (controller/history/annotation) is a leaf too; a few seconds cover its
@@ -215,11 +215,11 @@ RECORDING_FUZZTIME ?= 3000x
 .PHONY: test-fuzz-recording
 
 test-fuzz-recording:
-	@targets=$$(hack/fuzz-targets.sh controller/recording); \
-	[ -n "$$targets" ] || { echo "no fuzz targets found in controller/recording"; exit 1; }; \
+	@targets=$$(hack/fuzz-targets.sh plugin/recording); \
+	[ -n "$$targets" ] || { echo "no fuzz targets found in plugin/recording"; exit 1; }; \
 	for target in $$targets; do \
 		echo "fuzz $$target, -fuzztime $(RECORDING_FUZZTIME)"; \
-		$(GO) test $(TESTLD) -run '^$$' -fuzz "^$$target\$$" -fuzztime $(RECORDING_FUZZTIME) ./controller/recording || exit 1; \
+		$(GO) test $(TESTLD) -run '^$$' -fuzz "^$$target\$$" -fuzztime $(RECORDING_FUZZTIME) ./plugin/recording || exit 1; \
 	done
 
 # ---- real cluster: e2e and demo (owner: cluster) ----
@@ -353,10 +353,10 @@ test-krew: build-test-platforms
 # `make record-fidelity` runs TestRecordFidelity alone on the real cluster (build tags e2e and
 # fidelity: `make test` never builds it): kube-controller-manager's own HPA controller under
 # three scripted loads side by side (about 11 minutes), written to
-# controller/sim/testdata/upstream/*.json, which controller/sim's fidelity test (in make test)
+# plugin/sim/testdata/upstream/*.json, which plugin/sim's fidelity test (in make test)
 # requires the simulation to reproduce. Built without -race, like the soak test: the node
 # stand-in and the load model run in the test process, and their timing is what is recorded.
-FIDELITY_OUT ?= $(CURDIR)/controller/sim/testdata/upstream
+FIDELITY_OUT ?= $(CURDIR)/plugin/sim/testdata/upstream
 
 .PHONY: record-fidelity
 

@@ -33,10 +33,10 @@ if bad=$(go list -tags "$tags" -deps ./cmd/... ./plugin/... ./controller/... ./m
 fi
 
 # The evaluation path and what decides through it without the loop (the simulator, the re-run
-# of a recording) compile none of client-go: no informer, work queue or leader election, and
+# of a recording, tune's search) compile none of client-go: no informer, work queue or leader election, and
 # not the loop (controller); the live source (controller/evaluation/live) is where client-go starts.
-if bad=$(go list -tags "$tags" -deps ./controller/evaluation ./controller/history/... ./controller/sim/... ./controller/rerun/... | grep -E "^k8s.io/client-go/|^$mod/controller\$|^$mod/metrics\$"); then
-  fail "the evaluation path, history, sim or rerun depends on $(echo $bad | cut -d' ' -f1-3) ...; which import pulls it in: go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./controller/sim/... | grep $(echo $bad | cut -d' ' -f1)"
+if bad=$(go list -tags "$tags" -deps ./controller/evaluation ./controller/history/... ./plugin/sim/... ./plugin/rerun/... ./plugin/tune/search | grep -E "^k8s.io/client-go/|^$mod/controller\$|^$mod/metrics\$"); then
+  fail "the evaluation path, history, sim, rerun or tune's search depends on $(echo $bad | cut -d' ' -f1-3) ...; which import pulls it in: go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./plugin/sim/... | grep $(echo $bad | cut -d' ' -f1)"
 fi
 
 # --- The Layout table (docs/development.md) against the code.

@@ -12,8 +12,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/manifest"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 )
 
 const hpa = `apiVersion: autoscaling/v2
@@ -143,7 +143,7 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		lines := strings.Count(string(data), "\n") + 1
-		var read lint.Objects
+		var read rules.Objects
 		for _, o := range objs {
 			if o.Object == nil || o.Line < 1 || o.Line > lines {
 				t.Fatalf("object %T at line %d of %d", o.Object, o.Line, lines)
@@ -154,6 +154,6 @@ func FuzzDecode(f *testing.F) {
 		}
 		// What the reader accepts, lint's rules check without a panic (any HPA spec, however
 		// large its counts: their loops are bounded).
-		lint.Check(read, lint.DefaultOptions())
+		rules.Check(read, rules.DefaultOptions())
 	})
 }

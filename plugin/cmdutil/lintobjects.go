@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/batch"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 )
 
 // The custom resources lint reads beside the HPAs, each only where discovery says the cluster
@@ -26,7 +26,7 @@ var (
 	ScaledObjectResource = schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
 )
 
-// lintWorkloadKinds are the scale target kinds controller/lint looks up.
+// lintWorkloadKinds are the scale target kinds plugin/lint/rules looks up.
 var lintWorkloadKinds = []schema.GroupKind{
 	{Group: "apps", Kind: "Deployment"},
 	{Group: "apps", Kind: "StatefulSet"},
@@ -46,7 +46,7 @@ type WorkloadsFunc func(gk schema.GroupKind) (objects []runtime.Object, listed b
 // Workloads implements WorkloadLister.
 func (f WorkloadsFunc) Workloads(gk schema.GroupKind) ([]runtime.Object, bool, error) { return f(gk) }
 
-// LintReader reads, from a cluster, the objects controller/lint checks beside a namespace's
+// LintReader reads, from a cluster, the objects plugin/lint/rules checks beside a namespace's
 // HPAs: the Deployments, StatefulSets and ReplicaSets they target (one list per kind), the
 // PodDisruptionBudgets (one list), and the VPAs and KEDA ScaledObjects (one list each, only
 // when served). list and lint read them through it.
@@ -61,7 +61,7 @@ type LintReader struct {
 // targeted workloads from have when it listed their kind (have may be nil). A list that
 // fails (forbidden, say) is not an error: the rules run without its objects, and the note
 // returned says which list and why.
-func (r LintReader) Read(ctx context.Context, namespace string, hpas []*autoscalingv2.HorizontalPodAutoscaler, have WorkloadLister) (lint.Objects, []string) {
+func (r LintReader) Read(ctx context.Context, namespace string, hpas []*autoscalingv2.HorizontalPodAutoscaler, have WorkloadLister) (rules.Objects, []string) {
 	var reads []func() listed
 	for _, gk := range targetedKinds(hpas) {
 		reads = append(reads, func() listed {
@@ -93,7 +93,7 @@ func (r LintReader) Read(ctx context.Context, namespace string, hpas []*autoscal
 		wg.Go(func() { results[i] = read() })
 	}
 	wg.Wait()
-	objs := lint.Objects{HPAs: hpas}
+	objs := rules.Objects{HPAs: hpas}
 	var notes []string
 	// In a fixed order, so that the findings do not depend on which list came back first.
 	for _, res := range results {
@@ -111,8 +111,8 @@ func (r LintReader) Read(ctx context.Context, namespace string, hpas []*autoscal
 // LintOptions are the lint rules' settings for objects read from a cluster (Manifests false)
 // whose controller runs under cfg and which serves the APIs of served (HPA017; not checked when
 // discovery knew nothing), as list and explain check them.
-func LintOptions(cfg replicas.Config, served map[string]bool) lint.Options {
-	opts := lint.DefaultOptions()
+func LintOptions(cfg replicas.Config, served map[string]bool) rules.Options {
+	opts := rules.DefaultOptions()
 	if len(served) > 0 {
 		opts.ServedAPIs = served
 	}

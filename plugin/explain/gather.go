@@ -15,9 +15,9 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
@@ -38,7 +38,7 @@ func (o *Options) explain(ctx context.Context) (*output.Explanation, error) {
 	d := ev.Decision
 	klog.FromContext(ctx).V(2).Info("Decided", "phase", d.Phase, "current", d.CurrentReplicas, "desired", d.DesiredReplicas)
 	e := output.Build(o.facts(ev, g))
-	linted := lint.Check(g.objs, cmdutil.LintOptions(o.Config, g.served))
+	linted := rules.Check(g.objs, cmdutil.LintOptions(o.Config, g.served))
 	e.Findings = output.MergeFindings(output.DecisionFindings(ev.Input, d, e), output.LintFindings(linted, o.Namespace, o.Name))
 	if err := o.decisionExitError(ev.Read, ev.Input, d, g.served); err != nil {
 		if ev.Input.ScaleErr != nil {
@@ -73,7 +73,7 @@ type gathering struct {
 	overlaps *live.Overlaps
 	// objs are what the lint rules check (read through cmdutil.LintReader, as list reads
 	// them), and notes the lists that failed; linted is closed once they are read.
-	objs   lint.Objects
+	objs   rules.Objects
 	notes  []string
 	linted chan struct{}
 }

@@ -12,8 +12,8 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 )
 
 // parallelNamespaces bounds how many namespaces are read at once, as list's.
@@ -24,17 +24,17 @@ const parallelNamespaces = 8
 // cluster's served metrics APIs feed HPA017. Every HPA of the namespace is read, so that
 // the rules check the named ones against the others (HPA011), as explain does; checked says
 // which are reported.
-func (o *Options) readCluster(ctx context.Context) (lint.Objects, func(lint.ObjectRef) bool, error) {
+func (o *Options) readCluster(ctx context.Context) (rules.Objects, func(rules.ObjectRef) bool, error) {
 	c, err := o.newClients()
 	if err != nil {
-		return lint.Objects{}, nil, err
+		return rules.Objects{}, nil, err
 	}
 	hpas, err := o.listHPAs(ctx, c)
 	if err != nil {
-		return lint.Objects{}, nil, err
+		return rules.Objects{}, nil, err
 	}
 	named := func(name string) bool { return len(o.Names) == 0 || slices.Contains(o.Names, name) }
-	checked := func(ref lint.ObjectRef) bool { return named(ref.Name) }
+	checked := func(ref rules.ObjectRef) bool { return named(ref.Name) }
 	served := cmdutil.ServedGroupVersions(c.Discovery)
 	o.Lint.Manifests = false
 	if len(served) > 0 {
@@ -51,7 +51,7 @@ func (o *Options) readCluster(ctx context.Context) (lint.Objects, func(lint.Obje
 		return !slices.ContainsFunc(list, func(h *autoscalingv2.HorizontalPodAutoscaler) bool { return named(h.Name) })
 	})
 	reader := cmdutil.LintReader{Kube: c.Kube, Dynamic: c.Dynamic, Served: served}
-	read := map[string]lint.Objects{}
+	read := map[string]rules.Objects{}
 	notes := map[string][]string{}
 	var (
 		mu sync.Mutex
@@ -70,7 +70,7 @@ func (o *Options) readCluster(ctx context.Context) (lint.Objects, func(lint.Obje
 	}
 	wg.Wait()
 	// In namespace order, so that the report does not depend on which namespace came first.
-	var all lint.Objects
+	var all rules.Objects
 	for _, ns := range slices.Sorted(maps.Keys(read)) {
 		objs := read[ns]
 		all.HPAs = append(all.HPAs, objs.HPAs...)

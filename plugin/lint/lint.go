@@ -10,9 +10,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/manifest"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 )
 
 const long = `Check HorizontalPodAutoscalers, in manifests (-f) or in a cluster, and the Deployments,
@@ -66,7 +66,7 @@ type Options struct {
 	Files  []string
 	Output string
 	FailOn string
-	Lint   lint.Options
+	Lint   rules.Options
 
 	// Cluster mode (without -f): the HPAs named, of Namespace or of every namespace.
 	Names         []string
@@ -81,7 +81,7 @@ type Options struct {
 
 // NewOptions returns the options with kube-controller-manager's defaults.
 func NewOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Options {
-	return &Options{ConfigFlags: configFlags, IOStreams: streams, Output: "text", FailOn: "error", Lint: lint.DefaultOptions(),
+	return &Options{ConfigFlags: configFlags, IOStreams: streams, Output: "text", FailOn: "error", Lint: rules.DefaultOptions(),
 		newClients: func() (*cmdutil.Clients, error) { return cmdutil.NewClients(configFlags) }}
 }
 
@@ -195,7 +195,7 @@ func (o *Options) verdict(r *Report) error {
 	if o.FailOn == "none" {
 		return nil
 	}
-	threshold := lint.Severity(o.FailOn).Rank()
+	threshold := rules.Severity(o.FailOn).Rank()
 	n := 0
 	for _, f := range r.Findings {
 		if f.Severity.Rank() >= threshold {

@@ -14,10 +14,10 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 )
 
 // examples are the manifests docs/lint.md shows lint's output of.
@@ -194,7 +194,7 @@ func TestDocsListEveryRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range lint.Rules() {
+	for _, r := range rules.All() {
 		row := fmt.Sprintf("| `%s` | %s | %s | %s | %s |", r.ID, r.Severity, r.Title, r.Peers, r.Fix)
 		if !strings.Contains(string(doc), row) {
 			t.Errorf("docs/lint.md has no row %s", row)

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/manifest"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
@@ -31,7 +31,7 @@ func (s *Source) String() string {
 }
 
 // hpaName is an HPA's namespace/name, or its name when the manifest names no namespace.
-func hpaName(r lint.ObjectRef) string {
+func hpaName(r rules.ObjectRef) string {
 	if r.Namespace == "" {
 		return r.Name
 	}
@@ -141,8 +141,8 @@ type sarifLogicalLocation struct {
 }
 
 // sarifLevel maps a severity to SARIF's levels (info is a note).
-func sarifLevel(s lint.Severity) string {
-	if s == lint.SeverityInfo {
+func sarifLevel(s rules.Severity) string {
+	if s == rules.SeverityInfo {
 		return "note"
 	}
 	return string(s)
@@ -151,10 +151,10 @@ func sarifLevel(s lint.Severity) string {
 // writeSARIF prints the report as one SARIF 2.1.0 run: every rule, and a result per finding
 // at its file and line (standard input has no file: the object's name locates it).
 func writeSARIF(w io.Writer, r *Report) error {
-	rules := lint.Rules()
+	all := rules.All()
 	index := map[string]int{}
 	driver := sarifDriver{Name: "kubectl-hpa lint", InformationURI: "https://github.com/kubectl-hpa/kubectl-hpa/blob/main/docs/lint.md"}
-	for i, rule := range rules {
+	for i, rule := range all {
 		index[rule.ID] = i
 		driver.Rules = append(driver.Rules, sarifRule{
 			ID:                   rule.ID,
@@ -185,7 +185,7 @@ func writeSARIF(w io.Writer, r *Report) error {
 
 // qualifiedName is kind/namespace/name and the field path, e.g.
 // HorizontalPodAutoscaler/shop/web/spec.minReplicas.
-func qualifiedName(ref lint.ObjectRef, path string) string {
+func qualifiedName(ref rules.ObjectRef, path string) string {
 	s := ref.String()
 	if path != "" {
 		s += "/" + path
@@ -226,13 +226,13 @@ type junitFailure struct {
 func writeJUnit(w io.Writer, r *Report, failOn string) error {
 	threshold := 99
 	if failOn != "none" {
-		threshold = lint.Severity(failOn).Rank()
+		threshold = rules.Severity(failOn).Rank()
 	}
-	rules := lint.Rules()
+	all := rules.All()
 	out := junitSuites{Name: "kubectl hpa lint"}
 	for _, h := range r.HPAs {
-		suite := junitSuite{Name: "HorizontalPodAutoscaler " + hpaName(h.ObjectRef), Tests: len(rules)}
-		for _, rule := range rules {
+		suite := junitSuite{Name: "HorizontalPodAutoscaler " + hpaName(h.ObjectRef), Tests: len(all)}
+		for _, rule := range all {
 			c := junitCase{Name: rule.ID + " " + rule.Title, ClassName: hpaName(h.ObjectRef)}
 			var notes []string
 			for _, f := range r.Findings {

@@ -6,8 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/manifest"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
@@ -35,13 +35,13 @@ type Summary struct {
 
 // CheckedHPA is an HPA checked and where it was read.
 type CheckedHPA struct {
-	lint.ObjectRef
+	rules.ObjectRef
 	Source *Source `json:"source,omitempty"`
 }
 
 // Finding is a rule's finding and where in the manifests its field is.
 type Finding struct {
-	lint.Finding
+	rules.Finding
 	// Source is the file and line of the finding's field (of the object it names).
 	Source *Source `json:"source,omitempty"`
 }
@@ -78,9 +78,9 @@ func (s *Source) copy() *Source {
 }
 
 // check runs the rules on the objects read and places each finding in the manifests.
-func check(read []manifest.Object, opts lint.Options) *Report {
-	var objs lint.Objects
-	where := map[lint.ObjectRef]manifest.Object{}
+func check(read []manifest.Object, opts rules.Options) *Report {
+	var objs rules.Objects
+	where := map[rules.ObjectRef]manifest.Object{}
 	for _, o := range read {
 		if !objs.Add(o.Object) {
 			continue
@@ -89,12 +89,12 @@ func check(read []manifest.Object, opts lint.Options) *Report {
 		if err != nil {
 			continue
 		}
-		ref := lint.ObjectRef{Kind: o.Object.GetObjectKind().GroupVersionKind().Kind, Namespace: meta.GetNamespace(), Name: meta.GetName()}
+		ref := rules.ObjectRef{Kind: o.Object.GetObjectKind().GroupVersionKind().Kind, Namespace: meta.GetNamespace(), Name: meta.GetName()}
 		if _, seen := where[ref]; !seen {
 			where[ref] = o
 		}
 	}
-	return report(objs, opts, nil, func(ref lint.ObjectRef, path string) *Source {
+	return report(objs, opts, nil, func(ref rules.ObjectRef, path string) *Source {
 		o, ok := where[ref]
 		if !ok {
 			return nil
@@ -106,30 +106,30 @@ func check(read []manifest.Object, opts lint.Options) *Report {
 // report runs the rules on objs and reports the HPAs checked says (every HPA when nil): the
 // others are read so that the rules see them beside the checked ones. sourceOf places a
 // field in the manifests (nil for objects read from a cluster).
-func report(objs lint.Objects, opts lint.Options, checked func(lint.ObjectRef) bool, sourceOf func(ref lint.ObjectRef, path string) *Source) *Report {
+func report(objs rules.Objects, opts rules.Options, checked func(rules.ObjectRef) bool, sourceOf func(ref rules.ObjectRef, path string) *Source) *Report {
 	if checked == nil {
-		checked = func(lint.ObjectRef) bool { return true }
+		checked = func(rules.ObjectRef) bool { return true }
 	}
 	if sourceOf == nil {
-		sourceOf = func(lint.ObjectRef, string) *Source { return nil }
+		sourceOf = func(rules.ObjectRef, string) *Source { return nil }
 	}
 	r := &Report{TypeMeta: metav1.TypeMeta{APIVersion: output.SchemeGroupVersion.String(), Kind: ReportKind}, HPAs: []CheckedHPA{}, Findings: []Finding{}}
 	for _, h := range objs.HPAs {
-		ref := lint.ObjectRef{Kind: "HorizontalPodAutoscaler", Namespace: h.Namespace, Name: h.Name}
+		ref := rules.ObjectRef{Kind: "HorizontalPodAutoscaler", Namespace: h.Namespace, Name: h.Name}
 		if checked(ref) {
 			r.HPAs = append(r.HPAs, CheckedHPA{ObjectRef: ref, Source: sourceOf(ref, "")})
 		}
 	}
 	r.Summary.HPAs = len(r.HPAs)
-	for _, f := range lint.Check(objs, opts) {
+	for _, f := range rules.Check(objs, opts) {
 		if !checked(f.HPA) {
 			continue
 		}
 		r.Findings = append(r.Findings, Finding{Finding: f, Source: sourceOf(f.Object, f.Path)})
 		switch f.Severity {
-		case lint.SeverityError:
+		case rules.SeverityError:
 			r.Summary.Errors++
-		case lint.SeverityWarning:
+		case rules.SeverityWarning:
 			r.Summary.Warnings++
 		default:
 			r.Summary.Infos++

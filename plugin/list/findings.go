@@ -1,12 +1,12 @@
 package list
 
 import (
-	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 // lintFindings are the lint rules' findings by HPA name.
-func lintFindings(found []lint.Finding) map[string][]output.Finding {
+func lintFindings(found []rules.Finding) map[string][]output.Finding {
 	out := map[string][]output.Finding{}
 	for _, f := range found {
 		out[f.HPA.Name] = append(out[f.HPA.Name], output.FindingOfLint(f))

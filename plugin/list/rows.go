@@ -20,10 +20,10 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/batch"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
@@ -207,7 +207,7 @@ func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, leas
 	for _, n := range notes {
 		fmt.Fprintf(o.ErrOut, "warning: %s\n", n)
 	}
-	linted := lintFindings(lint.Check(objs, cmdutil.LintOptions(o.Config, lr.Served)))
+	linted := lintFindings(rules.Check(objs, cmdutil.LintOptions(o.Config, lr.Served)))
 	opts := evaluation.Options{Now: o.Clock.Now(), Config: o.Config, WithoutHistory: true, OmitPodTreatments: o.printer == nil, Overlaps: src}
 	out := make([]row, 0, len(hpas))
 	for _, h := range hpas {
@@ -286,7 +286,7 @@ func errorRow(namespace, name string, err error) row {
 	if errors.As(err, &ee) {
 		msg = ee.Err.Error()
 	}
-	e.Findings = []output.Finding{{ID: output.FindingNotEvaluated, Severity: lint.SeverityError, Message: msg}}
+	e.Findings = []output.Finding{{ID: output.FindingNotEvaluated, Severity: rules.SeverityError, Message: msg}}
 	return row{Explanation: e}
 }
 

@@ -12,19 +12,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 )
 
 // Finding is one problem of an HPA: one its decision shows (Blind, CappedAtMax, ...) or one
 // of kubectl hpa lint's rules (HPA001, ...). list shows their IDs in PROBLEMS, explain prints
 // them, and both carry them in Explanation.Findings, worst first.
 type Finding struct {
-	ID       string        `json:"id"`
-	Severity lint.Severity `json:"severity"`
+	ID       string         `json:"id"`
+	Severity rules.Severity `json:"severity"`
 	// Object is the object whose field Path names when it is not the HPA (its workload, a
 	// PodDisruptionBudget, another HPA, ...).
-	Object *lint.ObjectRef `json:"object,omitempty"`
+	Object *rules.ObjectRef `json:"object,omitempty"`
 	// Path is the field path (spec.minReplicas); empty for the object as a whole.
 	Path    string `json:"path,omitempty"`
 	Message string `json:"message"`
@@ -60,7 +60,7 @@ const (
 func DecisionFindings(in replicas.Input, d replicas.Decision, e *Explanation) []Finding {
 	var out []Finding
 	if in.ScaleErr != nil {
-		out = append(out, Finding{ID: FindingNotEvaluated, Severity: lint.SeverityError, Message: "the target's scale cannot be read: " + in.ScaleErr.Error()})
+		out = append(out, Finding{ID: FindingNotEvaluated, Severity: rules.SeverityError, Message: "the target's scale cannot be read: " + in.ScaleErr.Error()})
 	}
 	// unread are the metrics that could not be read; a metric read whose values give no count
 	// (a pod without the request a Utilization target divides by, an invalid spec) is not.
@@ -82,18 +82,18 @@ func DecisionFindings(in replicas.Input, d replicas.Decision, e *Explanation) []
 	}
 	switch {
 	case len(in.OtherHPAsSelectingPods) > 0:
-		out = append(out, Finding{ID: FindingAmbiguousSelector, Severity: lint.SeverityError, Message: fmt.Sprintf(
+		out = append(out, Finding{ID: FindingAmbiguousSelector, Severity: rules.SeverityError, Message: fmt.Sprintf(
 			"its pods are also selected by %s, so the controller scales none of them: give each workload's pods labels only its own HPA's target selects",
 			strings.Join(in.OtherHPAsSelectingPods, ", "))})
 	case d.Phase == replicas.PhaseMetricsFailed && !used && len(unread) > 0:
-		out = append(out, Finding{ID: FindingBlind, Severity: lint.SeverityError, Message: "no metric can be used, so nothing would be scaled: " + strings.Join(unread, "; ")})
+		out = append(out, Finding{ID: FindingBlind, Severity: rules.SeverityError, Message: "no metric can be used, so nothing would be scaled: " + strings.Join(unread, "; ")})
 	case d.Phase == replicas.PhaseMetricsFailed && !used:
-		out = append(out, Finding{ID: FindingCannotCompute, Severity: lint.SeverityError, Message: cannotCompute(d)})
+		out = append(out, Finding{ID: FindingCannotCompute, Severity: rules.SeverityError, Message: cannotCompute(d)})
 	case len(failing) > 0:
-		out = append(out, Finding{ID: FindingMetricFailing, Severity: lint.SeverityWarning, Message: "a metric fails (it blocks a scale-down): " + strings.Join(failing, "; ")})
+		out = append(out, Finding{ID: FindingMetricFailing, Severity: rules.SeverityWarning, Message: "a metric fails (it blocks a scale-down): " + strings.Join(failing, "; ")})
 	}
 	if replicas.ConstraintOf(d) == replicas.ConstraintMaxReplicas && d.DesiredReplicas == d.MaxReplicas {
-		out = append(out, Finding{ID: FindingCappedAtMax, Severity: lint.SeverityWarning, Message: fmt.Sprintf("the metrics ask for more than maxReplicas %d", d.MaxReplicas)})
+		out = append(out, Finding{ID: FindingCappedAtMax, Severity: rules.SeverityWarning, Message: fmt.Sprintf("the metrics ask for more than maxReplicas %d", d.MaxReplicas)})
 	}
 	if f := disagreement(in, d, e); f != nil {
 		out = append(out, *f)
@@ -116,7 +116,7 @@ func cannotCompute(d replicas.Decision) string {
 
 // LintFindings are the lint rules' findings on the HPA named name (of namespace), as
 // Findings, in the rules' order (worst first).
-func LintFindings(found []lint.Finding, namespace, name string) []Finding {
+func LintFindings(found []rules.Finding, namespace, name string) []Finding {
 	var out []Finding
 	for _, f := range found {
 		if f.HPA.Namespace != namespace || f.HPA.Name != name {
@@ -128,7 +128,7 @@ func LintFindings(found []lint.Finding, namespace, name string) []Finding {
 }
 
 // FindingOfLint is a lint rule's finding as a Finding.
-func FindingOfLint(f lint.Finding) Finding {
+func FindingOfLint(f rules.Finding) Finding {
 	out := Finding{ID: f.ID, Severity: f.Severity, Path: f.Path, Message: f.Message, Why: f.Why, Fix: f.Fix}
 	if f.Object != f.HPA {
 		obj := f.Object
@@ -197,15 +197,15 @@ func disagreement(in replicas.Input, d replicas.Decision, e *Explanation) *Findi
 	lead := fmt.Sprintf("the cluster's controller last decided %d, this decision is %d", c.DesiredReplicas, d.DesiredReplicas)
 	if g := hpa.Status.ObservedGeneration; g != nil && *g < hpa.Generation {
 		c.Causes = []string{CauseGenerationNotObserved}
-		return &Finding{ID: FindingDisagrees, Severity: lint.SeverityWarning, Message: lead + ": " + c.Note}
+		return &Finding{ID: FindingDisagrees, Severity: rules.SeverityWarning, Message: lead + ": " + c.Note}
 	}
 	now := e.Time.Time
-	sev := lint.SeverityWarning
+	sev := rules.SeverityWarning
 	var why []string
 	if len(c.StatusWriters) > 1 {
 		c.Causes = append(c.Causes, CauseAnotherWriter)
 		why = append(why, fmt.Sprintf("%s write its status, so one overwrites the other's decision: leave one controller in charge", writersText(c.StatusWriters, now)))
-		sev = lint.SeverityError
+		sev = rules.SeverityError
 	}
 	if written, sampled := lastStatusWrite(hpa, c.StatusWriters), newestSample(d); !written.IsZero() && written.Before(sampled) {
 		c.Causes = append(c.Causes, CauseStaleMetrics)

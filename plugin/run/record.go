@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/version"
 )
 

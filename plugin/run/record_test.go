@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/lease"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/recording"
 )
 
 // TestRecordingHoldsEverySyncReportedBeforeItCloses: syncs reported from several workers at

@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim/load"
 )
 
 // TestLoadQuantitiesReadAsKubernetesReadsThem: the load package parses quantities itself (it

@@ -10,9 +10,9 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim/load"
 )
 
 // promRateWindow is --prometheus-rate-window's default: the window of rate() over the CPU

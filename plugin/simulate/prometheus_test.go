@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim/load"
 )
 
 func TestCurveFromSeriesIsEachMetricsTotalInTheLoadsUnits(t *testing.T) {

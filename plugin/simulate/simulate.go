@@ -16,13 +16,13 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/plot"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim/load"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 )
 
 const long = `Play a demand curve through a model of the cluster and the exact HPA controller, in virtual

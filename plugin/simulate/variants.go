@@ -20,10 +20,10 @@ import (
 	"k8s.io/utils/ptr"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/yamlline"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 )
 
 // baselineName names the variant that is the HPA as it is.

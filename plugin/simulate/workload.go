@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 )
 
 // readHPAAndWorkload reads the HPA and its workload from files (-f) or from the cluster;

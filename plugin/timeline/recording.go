@@ -7,15 +7,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/rerun"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/recording"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/rerun"
 )
 
 // fromRecording is the timeline a kubectl hpa run --record file holds for the HPA: every
 // sync as run made it (its replicas, decision, rescale and cause), each re-decided through
-// the core (controller/rerun) for the constraint that held it, which the file does not keep.
+// the core (plugin/rerun) for the constraint that held it, which the file does not keep.
 // The period is the last since of the recording, ending at its last sync of the HPA.
 func fromRecording(ctx context.Context, path, namespace string, explicitNS bool, name string, since time.Duration) (*output.Timeline, error) {
 	// The syncs of the HPAs of that name only: a recording of a fleet is gigabytes.

@@ -20,9 +20,9 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/tune"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/tune/search"
 )
 
 var hpaGVR = autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers")
@@ -274,7 +274,7 @@ func TestTuneApplyWritesNothingItCannotStandBehind(t *testing.T) {
 
 func TestTuneApplyWritesNothingWhenTheHPAIsTheRecommendation(t *testing.T) {
 	kube := kubefake.NewClientset(cmdtest.NewFixture().HPA)
-	r := &report{res: &tune.Result{Met: true}, constraints: tune.Constraints{MaxAboveFraction: -1, MaxRescalesPerHour: -1}}
+	r := &report{res: &search.Result{Met: true}, constraints: search.Constraints{MaxAboveFraction: -1, MaxRescalesPerHour: -1}}
 	var out bytes.Buffer
 	if err := apply(context.Background(), kube, cmdtest.NewFixture().HPA, r, &out); err != nil {
 		t.Fatal(err)

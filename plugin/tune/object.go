@@ -5,8 +5,8 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/tune"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/tune/search"
 )
 
 // object is the report as -o json|yaml prints it: the same figures, versioned.
@@ -34,7 +34,7 @@ func (r *report) object() (*output.Tuning, error) {
 	for _, c := range r.res.Pareto {
 		t.Pareto = append(t.Pareto, candidateOf(c, nil))
 	}
-	for i, c := range tune.Cases {
+	for i, c := range search.Cases {
 		t.Sensitivity = append(t.Sensitivity, output.TuneSensitivity{Case: c.Name, Current: scoresOf(r.sens[i][0]), Recommended: scoresOf(r.sens[i][1])})
 	}
 	if r.patch != nil {
@@ -55,11 +55,11 @@ func (r *report) object() (*output.Tuning, error) {
 	return t, nil
 }
 
-func candidateOf(c *tune.Candidate, summary *output.SimSummary) output.TuneCandidate {
+func candidateOf(c *search.Candidate, summary *output.SimSummary) output.TuneCandidate {
 	return output.TuneCandidate{Changes: c.Changes, Scores: scoresOf(c.Scores), Summary: summary}
 }
 
-func scoresOf(s tune.Scores) output.TuneScores {
+func scoresOf(s search.Scores) output.TuneScores {
 	return output.TuneScores{
 		PodHours: s.PodHours, SecondsAboveTarget: s.AboveTarget.Seconds(), AboveTargetFraction: s.AboveFraction,
 		WorstSeconds: s.Worst.Seconds(), RescalesPerHour: s.RescalesPerHour, PeakReplicas: s.PeakReplicas,

@@ -12,11 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/tune"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim/load"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/simulate"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/tune/search"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 )
 
 // maxGapShare is the share of the period a load's gaps may cover before the recommendation
@@ -27,11 +27,11 @@ const maxGapShare = 0.1
 type report struct {
 	in          *simulate.Input
 	period      time.Duration
-	res         *tune.Result
-	objective   tune.Objective
-	constraints tune.Constraints
+	res         *search.Result
+	objective   search.Objective
+	constraints search.Constraints
 	keep        []string
-	sens        [][]tune.Scores
+	sens        [][]search.Scores
 	patch       map[string]any
 	evidence    *output.Simulation
 	width       int
@@ -105,7 +105,7 @@ func percent(f float64) string {
 }
 
 // scoreCells are a candidate's figures as table cells.
-func scoreCells(s tune.Scores) []string {
+func scoreCells(s search.Scores) []string {
 	return []string{
 		fmt.Sprintf("%.2f", s.PodHours), fmt.Sprintf("%s (%s)", dur(s.AboveTarget), percent(s.AboveFraction)),
 		dur(s.Worst), fmt.Sprintf("%.1f", s.RescalesPerHour), fmt.Sprint(s.PeakReplicas),
@@ -116,7 +116,7 @@ const scoreHeader = "POD-HOURS\tABOVE TARGET\tWORST\tRESCALES/H\tPEAK"
 
 func dur(d time.Duration) string { return d.Round(time.Second).String() }
 
-func changes(c *tune.Candidate) string {
+func changes(c *search.Candidate) string {
 	if len(c.Changes) == 0 {
 		return "the HPA as it is"
 	}
@@ -177,7 +177,7 @@ func (r *report) recommendation(b *bytes.Buffer) {
 func (r *report) sensitivity(b *bytes.Buffer) {
 	b.WriteString("Sensitivity: the current and tuned specs when the load or the pods differ from what was tuned on:\n")
 	var rows [][]string
-	for i, c := range tune.Cases {
+	for i, c := range search.Cases {
 		for j, name := range []string{"current", "tuned"} {
 			rows = append(rows, append([]string{c.Name, name}, scoreCells(r.sens[i][j])...))
 		}

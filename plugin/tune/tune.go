@@ -18,13 +18,13 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/tune"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/plot"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/simulate"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/tune/search"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 )
 
 const long = `Search the HPA's spec space on a load, through the simulator, and recommend one spec.
@@ -93,8 +93,8 @@ type Options struct {
 	// Apply patches the HPA read from the cluster with the recommendation once it is printed.
 	Apply bool
 
-	objective   tune.Objective
-	constraints tune.Constraints
+	objective   search.Objective
+	constraints search.Constraints
 	// workers play candidates side by side (0: GOMAXPROCS); tests set 1 for a stable order.
 	workers int
 	// termWidth sizes the chart; tests replace it.
@@ -111,8 +111,8 @@ func NewOptions(configFlags *genericclioptions.ConfigFlags, streams genericioopt
 	printFlags.NamePrintFlags = nil
 	return &Options{
 		IOStreams: streams, Input: in, PrintFlags: printFlags,
-		Objective: string(tune.Balanced), MaxAboveTarget: "1%", MaxRescalesPerHour: -1,
-		Candidates: tune.DefaultBudget, termWidth: terminalWidth,
+		Objective: string(search.Balanced), MaxAboveTarget: "1%", MaxRescalesPerHour: -1,
+		Candidates: search.DefaultBudget, termWidth: terminalWidth,
 	}
 }
 
@@ -170,12 +170,12 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	case o.Apply && o.Input.Recording != "":
 		return cmdutil.UsageErrorf("--apply patches the HPA read from the cluster: --from-recording tunes the HPA as recorded, which may have changed since (give an HPA NAME and --load or --from-prometheus)")
 	}
-	obj, err := tune.ParseObjective(o.Objective)
+	obj, err := search.ParseObjective(o.Objective)
 	if err != nil {
 		return cmdutil.UsageErrorf("%v", err)
 	}
 	o.objective = obj
-	o.constraints = tune.Constraints{MaxAboveFraction: -1, MaxRescalesPerHour: o.MaxRescalesPerHour}
+	o.constraints = search.Constraints{MaxAboveFraction: -1, MaxRescalesPerHour: o.MaxRescalesPerHour}
 	if o.MaxAboveTarget != "none" {
 		f, err := parseShare(o.MaxAboveTarget)
 		if err != nil {
@@ -253,7 +253,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	space, err := tune.NewSpace(in.HPA, in.Model.Controller, o.Keep)
+	space, err := search.NewSpace(in.HPA, in.Model.Controller, o.Keep)
 	if err != nil {
 		return cmdutil.UsageErrorf("%v", err)
 	}
@@ -266,7 +266,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	vopts := validation.Options{ScaleToZero: in.Model.Controller.ScaleToZero}
 	defer collectLessOften()()
-	res, err := tune.Search(ctx, tune.Problem{
+	res, err := search.Run(ctx, search.Problem{
 		Space: space, Spec: spec, Objective: o.objective, Constraints: o.constraints,
 		Budget: o.Candidates, Workers: o.workers, Validation: vopts,
 	})
@@ -277,7 +277,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if errs := validation.Validate(rec.HPA, vopts); len(errs) > 0 {
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("the recommendation would be refused by the API server: %w", errs.ToAggregate())}
 	}
-	sens, err := tune.Sensitivity(ctx, spec, o.workers, in.HPA, []*autoscalingv2.HorizontalPodAutoscaler{res.Current().HPA, rec.HPA})
+	sens, err := search.Sensitivity(ctx, spec, o.workers, in.HPA, []*autoscalingv2.HorizontalPodAutoscaler{res.Current().HPA, rec.HPA})
 	if err != nil {
 		return o.simError(ctx, in, err)
 	}
@@ -288,7 +288,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	patch, err := tune.MergePatch(in.HPA, rec.HPA)
+	patch, err := search.MergePatch(in.HPA, rec.HPA)
 	if err != nil {
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: err}
 	}

@@ -23,7 +23,7 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 

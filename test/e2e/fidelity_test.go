@@ -26,7 +26,7 @@ import (
 )
 
 // fidelityOutEnv names the directory the recordings are written to (make record-fidelity sets
-// controller/sim/testdata/upstream); unset, they go to the test's temporary directory.
+// plugin/sim/testdata/upstream); unset, they go to the test's temporary directory.
 const fidelityOutEnv = "KUBECTL_HPA_FIDELITY_OUT"
 
 // The cluster's parameters for the recordings: upstream's defaults where a recording of a few
@@ -114,7 +114,7 @@ func fidScenarios() []fidScenario {
 }
 
 // TestRecordFidelity records upstream kube-controller-manager's HPA controller under the
-// scripted loads of fidScenarios, side by side in namespaces of their own, for controller/sim's
+// scripted loads of fidScenarios, side by side in namespaces of their own, for plugin/sim's
 // fidelity test (make record-fidelity; not part of make test).
 func TestRecordFidelity(t *testing.T) {
 	ctx := context.Background()

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/rerun"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/recording"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/rerun"
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 

@@ -1,6 +1,6 @@
 // Package fidelity is the format of the recordings of upstream kube-controller-manager's own
 // HPA controller on the real test cluster (written by the e2e recorder, `make
-// record-fidelity`) that `controller/sim` must reproduce (its fidelity test). Every instant is
+// record-fidelity`) that `plugin/sim` must reproduce (its fidelity test). Every instant is
 // milliseconds since Start, the HPA's creation; instants the API server stores in whole seconds
 // (creation, start and readiness times) are kept as they were stored, cut to the second.
 package fidelity

@@ -8,7 +8,7 @@
 //     HPAs for three rounds each, and requires our Decide and Apply to write the same scale and
 //     status (conditions included);
 //   - TestValidationParityOnChosenHPAs and TestValidationParityOnRandomHPAs check
-//     controller/validation against the API server's own path on create (v2 defaults, conversion,
+//     plugin/validation against the API server's own path on create (v2 defaults, conversion,
 //     ValidateHorizontalPodAutoscaler with the registry's options): the same verdict, valid or
 //     not, and the same refused field paths with the same error types, on a table of valid and
 //     invalid HPAs and 2,000 random ones, with the HPAScaleToZero gate on and off;

@@ -17,7 +17,7 @@ import (
 	upstreamvalidation "k8s.io/kubernetes/pkg/apis/autoscaling/validation"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 )
 
 // upstreamVerdict is what kube-apiserver v1.37.2 says on create: the v2 defaults, conversion to

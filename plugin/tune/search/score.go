@@ -1,4 +1,4 @@
-package tune
+package search
 
 import (
 	"cmp"
@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim"
 )
 
 // Scores are one spec's figures on a load.

@@ -11,7 +11,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas/benchload"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim/load"
 )
 
 // dayLoad is a day of demand in 10-minute steps between 200m and 6 cores: a daily wave

@@ -1,4 +1,4 @@
-package tune
+package search
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim/load"
 )
 
 // Case is one change of the load or the model a recommendation is checked under.

@@ -1,4 +1,4 @@
-package lint
+package rules
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 )
 
 // Rule is one check: its stable ID, severity, what it checks, the peer linters' rules it
@@ -34,8 +34,8 @@ type Rule struct {
 	check func(*checker)
 }
 
-// Rules are every rule, by ID.
-func Rules() []Rule { return append([]Rule(nil), rules...) }
+// All is every rule, by ID.
+func All() []Rule { return append([]Rule(nil), rules...) }
 
 // The peers' rule names are theirs: kube-score's README_CHECKS.md, Polaris' checks, kube-linter's
 // checks.md and Datree's built-in rules.

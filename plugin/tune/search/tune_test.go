@@ -1,4 +1,4 @@
-package tune
+package search
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 )
 
 func withBehavior(h *autoscalingv2.HorizontalPodAutoscaler, b *autoscalingv2.HorizontalPodAutoscalerBehavior) *autoscalingv2.HorizontalPodAutoscaler {
@@ -190,7 +190,7 @@ func onlyScaleDownWindow(t *testing.T, h *autoscalingv2.HorizontalPodAutoscaler)
 func search(t *testing.T, p Problem) *Result {
 	t.Helper()
 	p.Validation = validation.DefaultOptions()
-	res, err := Search(context.Background(), p)
+	res, err := Run(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}

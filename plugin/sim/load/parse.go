@@ -266,61 +266,70 @@ func parseYAML(name string, data []byte) (Curve, error) {
 		return Curve{}, &ParseError{File: name, Line: root.Line, Field: "points", Err: errors.New("missing: give the demand at time 0 at least")}
 	}
 	for i, pn := range points.Content {
-		if pn.Kind != yaml.MappingNode {
-			return Curve{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d]", i), Err: errors.New("not a mapping of at and metric values")}
-		}
-		p := Point{Line: pn.Line, Values: map[string]float64{}}
-		var (
-			hasAt bool
-			names []string
-		)
-		for j := 0; j+1 < len(pn.Content); j += 2 {
-			k, v := pn.Content[j], pn.Content[j+1]
-			field := fmt.Sprintf("points[%d].%s", i, k.Value)
-			if k.Value == "at" {
-				if v.Kind != yaml.ScalarNode {
-					return Curve{}, &ParseError{File: name, Line: v.Line, Field: field, Err: errors.New("not a time")}
-				}
-				at, err := parseTime(v.Value)
-				if err != nil {
-					return Curve{}, &ParseError{File: name, Line: v.Line, Field: field, Err: err}
-				}
-				p.At, hasAt = at, true
-				continue
-			}
-			if err := checkMetricName(k.Value, names); err != nil {
-				return Curve{}, &ParseError{File: name, Line: k.Line, Field: field, Err: err}
-			}
-			names = append(names, k.Value)
-			if v.Kind != yaml.ScalarNode {
-				return Curve{}, &ParseError{File: name, Line: v.Line, Field: field, Err: errors.New("a list or mapping " + unitHint(k.Value))}
-			}
-			val, err := checkValue(k.Value, v.Value)
-			if err != nil {
-				return Curve{}, &ParseError{File: name, Line: v.Line, Field: field, Err: err}
-			}
-			p.Values[k.Value] = val
-		}
-		if !hasAt {
-			return Curve{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d].at", i), Err: errors.New("missing: every point says when (at: 90s)")}
-		}
-		if i == 0 {
-			c.Metrics, c.namesLine = names, pn.Line
-		} else {
-			for _, m := range c.Metrics {
-				if _, ok := p.Values[m]; !ok {
-					return Curve{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d].%s", i, m), Err: fmt.Errorf("missing (a gap): the first point (line %d) gives %s, so every point must", c.namesLine, m)}
-				}
-			}
-			for _, m := range names {
-				if !c.Has(m) {
-					return Curve{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d].%s", i, m), Err: fmt.Errorf("unknown metric: the first point (line %d) names %s only", c.namesLine, strings.Join(c.Metrics, ", "))}
-				}
-			}
+		p, err := yamlPoint(name, &c, i, pn)
+		if err != nil {
+			return Curve{}, err
 		}
 		c.Points = append(c.Points, p)
 	}
 	return c, nil
+}
+
+// yamlPoint reads the point pn, the i-th of the curve c (the first names c's metrics).
+func yamlPoint(name string, c *Curve, i int, pn *yaml.Node) (Point, error) {
+	if pn.Kind != yaml.MappingNode {
+		return Point{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d]", i), Err: errors.New("not a mapping of at and metric values")}
+	}
+	p := Point{Line: pn.Line, Values: map[string]float64{}}
+	var (
+		hasAt bool
+		names []string
+	)
+	for j := 0; j+1 < len(pn.Content); j += 2 {
+		k, v := pn.Content[j], pn.Content[j+1]
+		field := fmt.Sprintf("points[%d].%s", i, k.Value)
+		if k.Value == "at" {
+			if v.Kind != yaml.ScalarNode {
+				return Point{}, &ParseError{File: name, Line: v.Line, Field: field, Err: errors.New("not a time")}
+			}
+			at, err := parseTime(v.Value)
+			if err != nil {
+				return Point{}, &ParseError{File: name, Line: v.Line, Field: field, Err: err}
+			}
+			p.At, hasAt = at, true
+			continue
+		}
+		if err := checkMetricName(k.Value, names); err != nil {
+			return Point{}, &ParseError{File: name, Line: k.Line, Field: field, Err: err}
+		}
+		names = append(names, k.Value)
+		if v.Kind != yaml.ScalarNode {
+			return Point{}, &ParseError{File: name, Line: v.Line, Field: field, Err: errors.New("a list or mapping " + unitHint(k.Value))}
+		}
+		val, err := checkValue(k.Value, v.Value)
+		if err != nil {
+			return Point{}, &ParseError{File: name, Line: v.Line, Field: field, Err: err}
+		}
+		p.Values[k.Value] = val
+	}
+	if !hasAt {
+		return Point{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d].at", i), Err: errors.New("missing: every point says when (at: 90s)")}
+	}
+	if i == 0 {
+		c.Metrics, c.namesLine = names, pn.Line
+	} else {
+		for _, m := range c.Metrics {
+			if _, ok := p.Values[m]; !ok {
+				return Point{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d].%s", i, m), Err: fmt.Errorf("missing (a gap): the first point (line %d) gives %s, so every point must", c.namesLine, m)}
+			}
+		}
+		for _, m := range names {
+			if !c.Has(m) {
+				return Point{}, &ParseError{File: name, Line: pn.Line, Field: fmt.Sprintf("points[%d].%s", i, m), Err: fmt.Errorf("unknown metric: the first point (line %d) names %s only", c.namesLine, strings.Join(c.Metrics, ", "))}
+			}
+		}
+	}
+	return p, nil
 }
 
 // yamlErrLine digs the line out of yaml.v3's "yaml: line N: ..." message (0 when absent).

@@ -22,9 +22,9 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/recording"
 )
 
 // Source is an evaluation.Source serving one recorded sync's inputs: the HPA, the scale (or

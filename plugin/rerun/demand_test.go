@@ -8,8 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim/load"
 )
 
 func TestTheDemandOfARecordingIsItsUsageSummedOverPodsAtEverySync(t *testing.T) {

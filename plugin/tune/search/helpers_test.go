@@ -1,4 +1,4 @@
-package tune
+package search
 
 import (
 	"fmt"
@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim/load"
 )
 
 // cpuHPA is web in shop on a cpu target of pct%, min and max as given, behavior unset.

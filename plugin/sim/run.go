@@ -14,7 +14,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim/load"
 )
 
 // DefaultPodAge is how long before the start the initial pods became Ready when

@@ -1,4 +1,4 @@
-package tune
+package search
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 )
 
 // DefaultBudget is how many specs a search plays at most.
@@ -61,10 +61,10 @@ type Result struct {
 // Current is the HPA as it is.
 func (r *Result) Current() *Candidate { return r.Candidates[0] }
 
-// Search plays the current spec, a coarse grid over the axes that move the figures most, then
+// Run plays the current spec, a coarse grid over the axes that move the figures most, then
 // refines around the best few by moving one axis one step at a time until the budget is spent
 // or no neighbour of them is left unplayed.
-func Search(ctx context.Context, p Problem) (*Result, error) {
+func Run(ctx context.Context, p Problem) (*Result, error) {
 	if p.Budget <= 0 {
 		p.Budget = DefaultBudget
 	}

@@ -1,4 +1,4 @@
-package lint_test
+package rules_test
 
 import (
 	"fmt"
@@ -11,19 +11,19 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/lint"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/golden"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/manifest"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 )
 
 // load reads a fixture as kubectl hpa lint -f reads it.
-func load(t *testing.T, path string) lint.Objects {
+func load(t *testing.T, path string) rules.Objects {
 	t.Helper()
 	read, err := manifest.Read([]string{path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var objs lint.Objects
+	var objs rules.Objects
 	for _, o := range read {
 		objs.Add(o.Object)
 	}
@@ -32,8 +32,8 @@ func load(t *testing.T, path string) lint.Objects {
 
 // manifestOptions are -f's options, and (for HPA017, which only a cluster's discovery feeds) a
 // cluster that serves resource and custom metrics but not external ones.
-func manifestOptions() lint.Options {
-	o := lint.DefaultOptions()
+func manifestOptions() rules.Options {
+	o := rules.DefaultOptions()
 	o.Manifests = true
 	o.ServedAPIs = map[string]bool{"metrics.k8s.io": true, "custom.metrics.k8s.io": true}
 	return o
@@ -47,10 +47,10 @@ func TestEachRuleFiresOnItsBadFixtureOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules := lint.Rules()
+	all := rules.All()
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-30s", "fixture")
-	for _, r := range rules {
+	for _, r := range all {
 		fmt.Fprintf(&table, " %s", r.ID)
 	}
 	table.WriteString("\n")
@@ -59,7 +59,7 @@ func TestEachRuleFiresOnItsBadFixtureOnly(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
 		own, kind, _ := strings.Cut(name, "-")
 		fired := map[string]bool{}
-		for _, fd := range lint.Check(load(t, f), manifestOptions()) {
+		for _, fd := range rules.Check(load(t, f), manifestOptions()) {
 			fired[fd.ID] = true
 		}
 		switch {
@@ -75,7 +75,7 @@ func TestEachRuleFiresOnItsBadFixtureOnly(t *testing.T) {
 			}
 		}
 		fmt.Fprintf(&table, "%-30s", name)
-		for _, r := range rules {
+		for _, r := range all {
 			mark := "   .  "
 			if fired[r.ID] {
 				mark = " fired"
@@ -84,7 +84,7 @@ func TestEachRuleFiresOnItsBadFixtureOnly(t *testing.T) {
 		}
 		table.WriteString("\n")
 	}
-	for _, r := range rules {
+	for _, r := range all {
 		if !hasBad[r.ID] || !hasGood[r.ID] {
 			t.Errorf("%s has no bad or no good fixture in testdata/", r.ID)
 		}
@@ -102,7 +102,7 @@ func TestFindingsOfTheBadFixtures(t *testing.T) {
 	var b strings.Builder
 	for _, f := range fixtures {
 		fmt.Fprintf(&b, "== %s\n", filepath.Base(f))
-		for _, fd := range lint.Check(load(t, f), manifestOptions()) {
+		for _, fd := range rules.Check(load(t, f), manifestOptions()) {
 			fmt.Fprintf(&b, "%s %s %s %s: %s\n", fd.ID, fd.Severity, fd.Object, fd.Path, fd.Message)
 		}
 	}
@@ -111,7 +111,7 @@ func TestFindingsOfTheBadFixtures(t *testing.T) {
 
 func TestRulesHaveStableUniqueIDsAndText(t *testing.T) {
 	seen := map[string]bool{}
-	for i, r := range lint.Rules() {
+	for i, r := range rules.All() {
 		if want := fmt.Sprintf("HPA%03d", i+1); r.ID != want {
 			t.Errorf("rule %d has ID %s, want %s (IDs are numbered in order and never reused)", i, r.ID, want)
 		}
@@ -127,14 +127,14 @@ func TestRulesHaveStableUniqueIDsAndText(t *testing.T) {
 
 func TestReplicasSetIsCheckedOnlyInManifests(t *testing.T) {
 	objs := load(t, "testdata/HPA007-bad.yaml")
-	for _, fd := range lint.Check(objs, lint.DefaultOptions()) {
+	for _, fd := range rules.Check(objs, rules.DefaultOptions()) {
 		if fd.ID == "HPA007" {
 			t.Errorf("HPA007 fired on objects read from a cluster, where every workload has spec.replicas: %s", fd.Message)
 		}
 	}
 }
 
-func rules(window int32, sel autoscalingv2.ScalingPolicySelect, policies ...autoscalingv2.HPAScalingPolicy) *autoscalingv2.HPAScalingRules {
+func scaling(window int32, sel autoscalingv2.ScalingPolicySelect, policies ...autoscalingv2.HPAScalingPolicy) *autoscalingv2.HPAScalingRules {
 	return &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(window), SelectPolicy: ptr.To(sel), Policies: policies}
 }
 
@@ -157,19 +157,19 @@ func TestTimeToReach(t *testing.T) {
 	}{
 		// 100 90 81 72 64 57 51 45 40 36 32 28 25 22 19 17 15 13 11 9 8 7 6 5 4 3 2: 26 steps a
 		// minute apart, the first at once (the truncation of 90% is upstream's).
-		{"scaleDown 10% per 60s, no window: 100 -> 2 in 25 min", rules(0, autoscalingv2.MaxChangePolicySelect, percent(10, 60)), 100, 2, 25 * time.Minute, true},
-		{"the window delays the first step", rules(300, autoscalingv2.MaxChangePolicySelect, percent(10, 60)), 100, 2, 30 * time.Minute, true},
+		{"scaleDown 10% per 60s, no window: 100 -> 2 in 25 min", scaling(0, autoscalingv2.MaxChangePolicySelect, percent(10, 60)), 100, 2, 25 * time.Minute, true},
+		{"the window delays the first step", scaling(300, autoscalingv2.MaxChangePolicySelect, percent(10, 60)), 100, 2, 30 * time.Minute, true},
 		// 2 -> 6 (4 pods) -> 12 (100%) -> 24 -> 48 -> 96 -> 100, one step per sync.
-		{"the default scaleUp: 2 -> 100 in 5 syncs after the first", rules(0, autoscalingv2.MaxChangePolicySelect, pods(4, 15), percent(100, 15)), 2, 100, 5 * sync, true},
+		{"the default scaleUp: 2 -> 100 in 5 syncs after the first", scaling(0, autoscalingv2.MaxChangePolicySelect, pods(4, 15), percent(100, 15)), 2, 100, 5 * sync, true},
 		// Min: 2 -> 3 (1 pod) ... one pod a sync.
-		{"selectPolicy Min takes the smaller change", rules(0, autoscalingv2.MinChangePolicySelect, pods(1, 15), percent(100, 15)), 2, 10, 7 * sync, true},
+		{"selectPolicy Min takes the smaller change", scaling(0, autoscalingv2.MinChangePolicySelect, pods(1, 15), percent(100, 15)), 2, 10, 7 * sync, true},
 		// A period longer than the sync: the changes of the period count (1 pod per 60s).
-		{"one pod per minute", rules(0, autoscalingv2.MaxChangePolicySelect, pods(1, 60)), 2, 5, 2 * time.Minute, true},
-		{"Disabled never reaches", rules(0, autoscalingv2.DisabledPolicySelect, pods(1, 15)), 2, 5, 0, false},
-		{"already there", rules(0, autoscalingv2.MaxChangePolicySelect, pods(1, 15)), 3, 3, 0, true},
+		{"one pod per minute", scaling(0, autoscalingv2.MaxChangePolicySelect, pods(1, 60)), 2, 5, 2 * time.Minute, true},
+		{"Disabled never reaches", scaling(0, autoscalingv2.DisabledPolicySelect, pods(1, 15)), 2, 5, 0, false},
+		{"already there", scaling(0, autoscalingv2.MaxChangePolicySelect, pods(1, 15)), 3, 3, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := lint.TimeToReach(tc.rules, tc.from, tc.to, sync)
+			got, ok := rules.TimeToReach(tc.rules, tc.from, tc.to, sync)
 			if got != tc.want || ok != tc.ok {
 				t.Errorf("TimeToReach = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
 			}
@@ -186,17 +186,17 @@ func TestNeverBinds(t *testing.T) {
 		wantBy   int
 		wantDead bool
 	}{
-		{"1 pod under Max beside 100% of the same period", rules(0, autoscalingv2.MaxChangePolicySelect, pods(1, 60), percent(100, 60)), 0, true, 1, true},
-		{"4 pods binds at 2 and 3 replicas", rules(0, autoscalingv2.MaxChangePolicySelect, pods(4, 60), percent(100, 60)), 0, true, 0, false},
-		{"100% binds from 5 replicas", rules(0, autoscalingv2.MaxChangePolicySelect, pods(4, 60), percent(100, 60)), 1, true, 0, false},
-		{"policies of other periods are not compared", rules(0, autoscalingv2.MaxChangePolicySelect, pods(1, 15), percent(100, 60)), 0, true, 0, false},
-		{"under Min the larger change never binds", rules(0, autoscalingv2.MinChangePolicySelect, pods(1, 60), percent(100, 60)), 1, true, 0, true},
+		{"1 pod under Max beside 100% of the same period", scaling(0, autoscalingv2.MaxChangePolicySelect, pods(1, 60), percent(100, 60)), 0, true, 1, true},
+		{"4 pods binds at 2 and 3 replicas", scaling(0, autoscalingv2.MaxChangePolicySelect, pods(4, 60), percent(100, 60)), 0, true, 0, false},
+		{"100% binds from 5 replicas", scaling(0, autoscalingv2.MaxChangePolicySelect, pods(4, 60), percent(100, 60)), 1, true, 0, false},
+		{"policies of other periods are not compared", scaling(0, autoscalingv2.MaxChangePolicySelect, pods(1, 15), percent(100, 60)), 0, true, 0, false},
+		{"under Min the larger change never binds", scaling(0, autoscalingv2.MinChangePolicySelect, pods(1, 60), percent(100, 60)), 1, true, 0, true},
 		// Going down from 3 to 10 replicas, 50% removes at least as many as 1 pod, and more.
-		{"scaleDown: 1 pod under Max beside 50% never binds", rules(0, autoscalingv2.MaxChangePolicySelect, pods(1, 60), percent(50, 60)), 0, false, 1, true},
-		{"scaleDown: 50% binds from 10 replicas beside 4 pods", rules(0, autoscalingv2.MaxChangePolicySelect, pods(4, 60), percent(50, 60)), 1, false, 0, false},
+		{"scaleDown: 1 pod under Max beside 50% never binds", scaling(0, autoscalingv2.MaxChangePolicySelect, pods(1, 60), percent(50, 60)), 0, false, 1, true},
+		{"scaleDown: 50% binds from 10 replicas beside 4 pods", scaling(0, autoscalingv2.MaxChangePolicySelect, pods(4, 60), percent(50, 60)), 1, false, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			by, dead := lint.NeverBinds(tc.rules, tc.i, 2, 10, tc.up)
+			by, dead := rules.NeverBinds(tc.rules, tc.i, 2, 10, tc.up)
 			if dead != tc.wantDead || (dead && by != tc.wantBy) {
 				t.Errorf("NeverBinds = %d, %v; want %d, %v", by, dead, tc.wantBy, tc.wantDead)
 			}
@@ -222,10 +222,10 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var read lint.Objects
+	var read rules.Objects
 	read.Add(objs[0].Object)
 	var got []string
-	for _, f := range lint.Check(read, lint.DefaultOptions()) {
+	for _, f := range rules.Check(read, rules.DefaultOptions()) {
 		if f.ID == "HPA013" {
 			got = append(got, f.Message)
 		}
@@ -239,7 +239,7 @@ spec:
 // TestATargetMissingFromManifestsWithoutANamespaceSaysSo: files that name no namespace are
 // read in none, which the finding must not print as namespace "".
 func TestATargetMissingFromManifestsWithoutANamespaceSaysSo(t *testing.T) {
-	for _, fd := range lint.Check(load(t, "testdata/no-namespace-without-target.yaml"), manifestOptions()) {
+	for _, fd := range rules.Check(load(t, "testdata/no-namespace-without-target.yaml"), manifestOptions()) {
 		if fd.ID != "HPA004" {
 			continue
 		}

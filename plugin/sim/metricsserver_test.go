@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-hpa/kubectl-hpa/controller/sim/load"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim/load"
 )
 
 // scrapedPod is a world with one Ready pod started at start, whose demand is cpuMilli; the

@@ -1,4 +1,4 @@
-package tune
+package search
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas/benchload"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 )
 
 // daysLoad is days of demand in 10-minute steps between 200m and 6 cores: a daily wave with
-// a spike every few hours (controller/sim's benchmark load, repeated).
+// a spike every few hours (plugin/sim's benchmark load, repeated).
 func daysLoad(days int) string {
 	var b strings.Builder
 	for m := 0; m <= days*24*60; m += 10 {
@@ -41,7 +41,7 @@ func benchmarkTune(b *testing.B, days int) {
 	var played int
 	cpu, _ := benchload.ProcessCPU()
 	for b.Loop() {
-		res, err := Search(context.Background(), p)
+		res, err := Run(context.Background(), p)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -23,10 +23,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/recording"
 )
 
 var t0 = time.Date(2026, 12, 1, 19, 0, 0, 0, time.UTC)
@@ -133,7 +133,7 @@ func recordRun(t *testing.T, dryRun controller.DryRun, loads []int64) *recording
 
 // writeRecording is where TestReplayingARecordedRunReproducesEveryDecisionExactly also writes
 // its recording without dry run: the fixture plugin/simulate and plugin/timeline read
-// (go test ./controller/rerun -run TestReplayingARecordedRun -write-recording $PWD/run.jsonl).
+// (go test ./plugin/rerun -run TestReplayingARecordedRun -write-recording $PWD/run.jsonl).
 var writeRecording = flag.String("write-recording", "", "also write the recording of the replay test (no dry run) to this file")
 
 // recordRunFile is recordRun's recording as the file run --record writes.
@@ -151,7 +151,7 @@ func recordRunFile(t *testing.T, dryRun controller.DryRun, loads []int64) []byte
 	opts.Namespace, opts.DryRun, opts.ScaleFromCache = ns, dryRun, false
 	var buf bytes.Buffer
 	rc, gates := recording.ControllerOf(recording.Controller{Namespace: ns, SyncPeriod: recording.Duration(opts.SyncPeriod)}, opts.Config)
-	wr, err := recording.NewWriter("mem", &buf, false, recording.Header{Recorder: "kubectl-hpa test (controller/rerun's recordRun)", Started: t0, Controller: rc, FeatureGates: gates, MetricsSource: w.Source(), DryRun: string(dryRun)})
+	wr, err := recording.NewWriter("mem", &buf, false, recording.Header{Recorder: "kubectl-hpa test (plugin/rerun's recordRun)", Started: t0, Controller: rc, FeatureGates: gates, MetricsSource: w.Source(), DryRun: string(dryRun)})
 	if err != nil {
 		t.Fatal(err)
 	}

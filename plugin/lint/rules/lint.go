@@ -1,4 +1,4 @@
-package lint
+package rules
 
 import (
 	"cmp"
@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/controller/validation"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 )
 
 // Severity is how bad a finding is.
