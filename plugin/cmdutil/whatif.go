@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
@@ -146,24 +147,24 @@ func ResourceOf(spec autoscalingv2.MetricSpec) (corev1.ResourceName, string) {
 }
 
 // SetTarget changes, in hpa, the target of the metric w names to w's value.
-func SetTarget(hpa *autoscalingv2.HorizontalPodAutoscaler, w WhatIf) (output.WhatIf, error) {
+func SetTarget(hpa *autoscalingv2.HorizontalPodAutoscaler, w WhatIf) (v1alpha1.WhatIf, error) {
 	i, err := FindMetric(hpa, w.Metric)
 	if err != nil {
-		return output.WhatIf{}, fmt.Errorf("%s: %w", w.Given(), err)
+		return v1alpha1.WhatIf{}, fmt.Errorf("%s: %w", w.Given(), err)
 	}
 	spec := &hpa.Spec.Metrics[i]
 	t := TargetIn(spec)
 	if t == nil {
-		return output.WhatIf{}, fmt.Errorf("%s: metric %d has no target to change", w.Given(), i)
+		return v1alpha1.WhatIf{}, fmt.Errorf("%s: metric %d has no target to change", w.Given(), i)
 	}
 	was := output.FormatTarget(*t)
 	if err := RefuseBareResourceNumber(w, *spec); err != nil {
-		return output.WhatIf{}, err
+		return v1alpha1.WhatIf{}, err
 	}
 	switch {
 	case w.Percent != nil:
 		if !IsResourceMetric(spec.Type) {
-			return output.WhatIf{}, fmt.Errorf("%s: only Resource and ContainerResource metrics have utilization targets; give a quantity", w.Given())
+			return v1alpha1.WhatIf{}, fmt.Errorf("%s: only Resource and ContainerResource metrics have utilization targets; give a quantity", w.Given())
 		}
 		*t = autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: w.Percent}
 	case t.Type == autoscalingv2.ValueMetricType:
@@ -171,5 +172,5 @@ func SetTarget(hpa *autoscalingv2.HorizontalPodAutoscaler, w WhatIf) (output.Wha
 	default:
 		*t = autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: w.Quantity}
 	}
-	return output.WhatIf{Flag: w.Flag, Metric: output.ShortName(*spec), Value: w.Raw, Was: was}, nil
+	return v1alpha1.WhatIf{Flag: w.Flag, Metric: output.ShortName(*spec), Value: w.Raw, Was: was}, nil
 }

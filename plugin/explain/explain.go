@@ -24,6 +24,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
@@ -302,11 +303,11 @@ func fitRows(frame []byte, rows int) []byte {
 }
 
 // print writes e (or, on failure, a structured error for -o json|yaml) and returns err.
-func (o *Options) print(e *output.Explanation, err error) error {
+func (o *Options) print(e *v1alpha1.Explanation, err error) error {
 	return o.printTo(o.Out, e, err)
 }
 
-func (o *Options) printTo(out io.Writer, e *output.Explanation, err error) error {
+func (o *Options) printTo(out io.Writer, e *v1alpha1.Explanation, err error) error {
 	if err != nil && e == nil {
 		return o.fail(err)
 	}
@@ -324,10 +325,10 @@ func (o *Options) fail(err error) error {
 	if o.printer == nil || o.textOutput() {
 		return err
 	}
-	e := output.New(o.Namespace, o.Name)
+	e := v1alpha1.NewExplanation(o.Namespace, o.Name)
 	code := cmdutil.ExitCode(err)
 	e.Time.Time = o.Clock.Now().UTC()
-	e.Error = &output.Error{ExitCode: code, Reason: cmdutil.ExitReason(code), Message: err.Error()}
+	e.Error = &v1alpha1.Error{ExitCode: code, Reason: cmdutil.ExitReason(code), Message: err.Error()}
 	if perr := o.printer.PrintObj(e, o.Out); perr != nil {
 		return errors.Join(err, perr)
 	}

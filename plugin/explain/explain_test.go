@@ -32,6 +32,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
@@ -557,7 +558,7 @@ func TestExplainParallelReadsGiveTheSequentialDecision(t *testing.T) {
 			ec, _ := f.build()
 			ctx := context.Background()
 			src := live.Source(ec.Kube, ec.Scales, ec.Pods, ec.Metrics, replicas.DefaultConfig())
-			decide := func(overlaps evaluation.OverlapFinder) *output.Explanation {
+			decide := func(overlaps evaluation.OverlapFinder) *v1alpha1.Explanation {
 				ev, err := evaluation.Evaluate(ctx, src, f.HPA.Namespace, f.HPA.Name, evaluation.Options{Now: now, Config: replicas.DefaultConfig(), Overlaps: overlaps})
 				if err != nil {
 					t.Fatalf("Evaluate: %v", err)
@@ -634,17 +635,17 @@ func TestExplainSaysWhenRunRecordedTheHistoryUnderAnotherDownscaleWindow(t *test
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
-			var e output.Explanation
+			var e v1alpha1.Explanation
 			if err := json.Unmarshal([]byte(r.stdout), &e); err != nil {
 				t.Fatal(err)
 			}
-			if e.History == nil || e.History.Source != output.HistoryRecorded {
+			if e.History == nil || e.History.Source != v1alpha1.HistoryRecorded {
 				t.Fatalf("history %+v, want the recorded one", e.History)
 			}
 			if e.Decision.DesiredReplicas != tc.wantDesired {
 				t.Errorf("desired %d, want %d", e.Decision.DesiredReplicas, tc.wantDesired)
 			}
-			var got *output.Warning
+			var got *v1alpha1.Warning
 			for i, w := range e.Warnings {
 				if w.Reason == "HistoryWindowDiffers" {
 					got = &e.Warnings[i]

@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
@@ -26,7 +27,7 @@ import (
 // the pods; the metrics, once no other HPA selects the pods) and builds the Explanation, with
 // the findings list shows for the HPA: its decision's and the lint rules'. A non-nil error with
 // a non-nil Explanation means: print it, then exit with the error's code.
-func (o *Options) explain(ctx context.Context) (*output.Explanation, error) {
+func (o *Options) explain(ctx context.Context) (*v1alpha1.Explanation, error) {
 	g := &gathering{o: o, linted: make(chan struct{})}
 	ev, err := g.evaluate(ctx, o.source())
 	switch {
@@ -45,7 +46,7 @@ func (o *Options) explain(ctx context.Context) (*output.Explanation, error) {
 			// The target's error as list words it, with what to do.
 			e.Findings[0].Message = err.Error()
 		}
-		e.Error = &output.Error{ExitCode: err.Code, Reason: cmdutil.ExitReason(err.Code), Message: err.Error()}
+		e.Error = &v1alpha1.Error{ExitCode: err.Code, Reason: cmdutil.ExitReason(err.Code), Message: err.Error()}
 		return e, err
 	}
 	return e, nil
@@ -66,7 +67,7 @@ func (o *Options) source() evaluation.Source {
 // and the lint rules') and the objects the lint rules check beside them.
 type gathering struct {
 	o       *Options
-	whatIfs []output.WhatIf
+	whatIfs []v1alpha1.WhatIf
 	// usageErr is a what-if that does not fit the HPA read.
 	usageErr error
 	served   map[string]bool
@@ -208,7 +209,7 @@ func (o *Options) facts(ev *evaluation.Evaluation, g *gathering) output.Facts {
 		Cluster:       hpa,
 		RescaleEvents: past.Events,
 		MetricsSource: metricsSource(o.clients),
-		HistorySource: output.HistoryReconstructed,
+		HistorySource: v1alpha1.HistoryReconstructed,
 		HistoryNote:   memory.Note,
 		Memory:        &memory,
 		Alternatives:  output.AlternativesOf(in, d, memory.Alternatives(hpa)),

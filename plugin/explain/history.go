@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
@@ -23,11 +24,11 @@ func applyRecorded(f *output.Facts, past history.Events, hpa *autoscalingv2.Hori
 	case !recorded:
 		return false
 	case recErr != nil:
-		f.Warnings = append(f.Warnings, output.Warning{Reason: "HistoryIgnored", Message: history.IgnoredMessage(hpa.Namespace, hpa.Name, recErr,
+		f.Warnings = append(f.Warnings, v1alpha1.Warning{Reason: "HistoryIgnored", Message: history.IgnoredMessage(hpa.Namespace, hpa.Name, recErr,
 			"this explanation reconstructs the history from the HPA's status and events instead")})
 		return false
 	}
-	f.HistorySource = output.HistoryRecorded
+	f.HistorySource = v1alpha1.HistoryRecorded
 	f.HistoryHolder = rec.Record.Holder
 	f.HistoryRecordedAt = rec.Record.At
 	sync := time.Duration(rec.Record.SyncMillis) * time.Millisecond
@@ -54,11 +55,11 @@ func applyReplay(f *output.Facts, rp *history.PrometheusReplay, address string) 
 		// Nothing was gathered to replay against (the scale or the metrics failed first).
 		rp = &history.PrometheusReplay{Source: address, Err: errors.New("nothing to replay against: the decision stopped before its metrics")}
 	}
-	out := &output.Replay{Prometheus: rp.Source}
+	out := &v1alpha1.Replay{Prometheus: rp.Source}
 	f.Replay = out
 	if rp.Err != nil {
 		out.Error = rp.Err.Error()
-		f.Warnings = append(f.Warnings, output.Warning{Reason: "PrometheusReplayUnavailable",
+		f.Warnings = append(f.Warnings, v1alpha1.Warning{Reason: "PrometheusReplayUnavailable",
 			Message: "the history could not be replayed from Prometheus, so it is reconstructed from status and events only: " + rp.Err.Error()})
 		return
 	}
@@ -69,7 +70,7 @@ func applyReplay(f *output.Facts, rp *history.PrometheusReplay, address string) 
 	out.Syncs = rp.Syncs
 	out.StepSeconds, out.RateWindowSeconds = rp.Step.Seconds(), rp.RateWindow.Seconds()
 	out.SyncPeriodSeconds = rp.SyncPeriod.Seconds()
-	out.SyncPhase = &output.SyncPhase{FromSeconds: rp.PhaseFrom.Seconds(), ToSeconds: rp.PhaseTo.Seconds(), Anchor: rp.PhaseAnchor}
+	out.SyncPhase = &v1alpha1.SyncPhase{FromSeconds: rp.PhaseFrom.Seconds(), ToSeconds: rp.PhaseTo.Seconds(), Anchor: rp.PhaseAnchor}
 	out.NextSync = timeRange(rp.NextFrom, rp.NextTo)
 	if !rp.HoldEndsFrom.IsZero() {
 		out.HoldEnds = timeRange(rp.HoldEndsFrom, rp.HoldEndsTo)
@@ -79,27 +80,27 @@ func applyReplay(f *output.Facts, rp *history.PrometheusReplay, address string) 
 }
 
 // timeRange is [from, to) to the second: from rounded down, to up.
-func timeRange(from, to time.Time) *output.TimeRange {
+func timeRange(from, to time.Time) *v1alpha1.TimeRange {
 	up := to.Truncate(time.Second)
 	if up.Before(to) {
 		up = up.Add(time.Second)
 	}
-	return &output.TimeRange{From: metav1.Time{Time: from.Truncate(time.Second)}, To: metav1.Time{Time: up}}
+	return &v1alpha1.TimeRange{From: metav1.Time{Time: from.Truncate(time.Second)}, To: metav1.Time{Time: up}}
 }
 
 // recordedWindowWarning says when run recorded hpa's history under another downscale
 // stabilization window than cfg's. Without a behavior the window is the controller's flag,
 // which the record keeps as its horizon: under another one explain's decision is not the one
 // run makes next, and the user may not know which flag run was started with.
-func recordedWindowWarning(hpa *autoscalingv2.HorizontalPodAutoscaler, rec annotation.Record, cfg replicas.Config) (output.Warning, bool) {
+func recordedWindowWarning(hpa *autoscalingv2.HorizontalPodAutoscaler, rec annotation.Record, cfg replicas.Config) (v1alpha1.Warning, bool) {
 	if hpa.Spec.Behavior != nil {
-		return output.Warning{}, false
+		return v1alpha1.Warning{}, false
 	}
 	recorded := time.Duration(rec.Horizon.Window) * time.Second
 	if recorded == cfg.DownscaleStabilizationWindow {
-		return output.Warning{}, false
+		return v1alpha1.Warning{}, false
 	}
-	return output.Warning{Reason: "HistoryWindowDiffers", Message: fmt.Sprintf(
+	return v1alpha1.Warning{Reason: "HistoryWindowDiffers", Message: fmt.Sprintf(
 		"kubectl hpa run recorded this history under a %s downscale stabilization window (its --downscale-stabilization; the HPA has no behavior), and this explanation decides under %s: pass --downscale-stabilization=%s for the decision run makes",
 		recorded, cfg.DownscaleStabilizationWindow, recorded)}, true
 }

@@ -6,7 +6,7 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
 // Upstream's controller scales neither of two HPAs whose targets select the same pods
@@ -25,9 +25,9 @@ func TestExplainDecidesAmbiguousSelectorAsListDoes(t *testing.T) {
 		wantReason     string
 	}{
 		{name: "a second HPA on the same Deployment: neither is scaled", other: "web", explained: []string{"web", "web-2"},
-			wantConstraint: output.ConstraintSelector, wantDesired: 4, wantReason: "AmbiguousSelector"},
+			wantConstraint: v1alpha1.ConstraintSelector, wantDesired: 4, wantReason: "AmbiguousSelector"},
 		{name: "a second HPA whose target does not exist selects no pods: decided from its metrics", other: "api", explained: []string{"web"},
-			wantConstraint: output.ConstraintTolerance, wantDesired: 4, wantReason: "ValidMetricFound"},
+			wantConstraint: v1alpha1.ConstraintTolerance, wantDesired: 4, wantReason: "ValidMetricFound"},
 	}
 	for _, tt := range tests {
 		for _, name := range tt.explained {
@@ -38,7 +38,7 @@ func TestExplainDecidesAmbiguousSelectorAsListDoes(t *testing.T) {
 				other.Spec.ScaleTargetRef.Name = tt.other
 				f.ExtraHPAs = append(f.ExtraHPAs, other)
 				r := f.run(t, name, "-n", "shop", "-o", "json")
-				var e output.Explanation
+				var e v1alpha1.Explanation
 				if err := json.Unmarshal([]byte(r.stdout), &e); err != nil {
 					t.Fatalf("exit %d, stderr %q: %v\n%s", r.code, r.stderr, err, r.stdout)
 				}

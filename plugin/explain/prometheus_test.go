@@ -23,8 +23,8 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 // cadvisorProm is a Prometheus whose six pods used 400m cpu each until drop and 100m after,
@@ -210,11 +210,11 @@ func TestExplainPrefersTheRecordedHistoryToAReplay(t *testing.T) {
 	if r.code != 0 || r.stderr != "" {
 		t.Fatalf("exit code %d, stderr %q", r.code, r.stderr)
 	}
-	var e output.Explanation
+	var e v1alpha1.Explanation
 	if err := json.Unmarshal([]byte(r.stdout), &e); err != nil {
 		t.Fatal(err)
 	}
-	if e.History.Source != output.HistoryRecorded || e.History.Replay != nil || e.Decision.DesiredReplicas != 6 {
+	if e.History.Source != v1alpha1.HistoryRecorded || e.History.Replay != nil || e.Decision.DesiredReplicas != 6 {
 		t.Errorf("history %s with replay %v, desired %d; want the recorded history holding 6 and no replay", e.History.Source, e.History.Replay, e.Decision.DesiredReplicas)
 	}
 	if n := asked.Load(); n != 0 {

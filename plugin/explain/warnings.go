@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
@@ -34,8 +35,8 @@ const maxListed = 3
 // warnings lists what makes this decision surprising. It only looks at what was read: vpas are
 // the namespace's VerticalPodAutoscalers, notes say which reads beside the decision failed
 // (the namespace's HPAs, the lint rules' lists).
-func warnings(hpa *autoscalingv2.HorizontalPodAutoscaler, in replicas.Input, vpas []*unstructured.Unstructured, notes []string, eventsErr error) []output.Warning {
-	var out []output.Warning
+func warnings(hpa *autoscalingv2.HorizontalPodAutoscaler, in replicas.Input, vpas []*unstructured.Unstructured, notes []string, eventsErr error) []v1alpha1.Warning {
+	var out []v1alpha1.Warning
 	out = append(out, managerWarnings(hpa, in.Pods)...)
 	out = append(out, vpaWarnings(hpa.Spec.ScaleTargetRef, vpas)...)
 	if eventsErr != nil {
@@ -50,14 +51,14 @@ func warnings(hpa *autoscalingv2.HorizontalPodAutoscaler, in replicas.Input, vpa
 	return out
 }
 
-func warning(reason, format string, args ...any) output.Warning {
-	return output.Warning{Reason: reason, Message: fmt.Sprintf(format, args...)}
+func warning(reason, format string, args ...any) v1alpha1.Warning {
+	return v1alpha1.Warning{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
 // managerWarnings say that KEDA or Knative manages the HPA (it owns it, or labels it), or
 // that Knative's own autoscaler may act on its pods.
-func managerWarnings(hpa *autoscalingv2.HorizontalPodAutoscaler, pods []*corev1.Pod) []output.Warning {
-	var out []output.Warning
+func managerWarnings(hpa *autoscalingv2.HorizontalPodAutoscaler, pods []*corev1.Pod) []v1alpha1.Warning {
+	var out []v1alpha1.Warning
 	for _, o := range hpa.OwnerReferences {
 		gv, _ := schema.ParseGroupVersion(o.APIVersion)
 		switch {
@@ -83,8 +84,8 @@ func managerWarnings(hpa *autoscalingv2.HorizontalPodAutoscaler, pods []*corev1.
 }
 
 // vpaWarnings name the VerticalPodAutoscalers acting on the HPA's target.
-func vpaWarnings(ref autoscalingv2.CrossVersionObjectReference, vpas []*unstructured.Unstructured) []output.Warning {
-	var out []output.Warning
+func vpaWarnings(ref autoscalingv2.CrossVersionObjectReference, vpas []*unstructured.Unstructured) []v1alpha1.Warning {
+	var out []v1alpha1.Warning
 	for _, v := range vpas {
 		kind, _, _ := unstructured.NestedString(v.Object, "spec", "targetRef", "kind")
 		name, _, _ := unstructured.NestedString(v.Object, "spec", "targetRef", "name")
@@ -105,7 +106,7 @@ func vpaWarnings(ref autoscalingv2.CrossVersionObjectReference, vpas []*unstruct
 
 // rolloutWarnings say that the selected pods come from more than one revision, or that the
 // target has not reached its replica count yet.
-func rolloutWarnings(in replicas.Input) []output.Warning {
+func rolloutWarnings(in replicas.Input) []v1alpha1.Warning {
 	if in.Scale == nil {
 		return nil
 	}
@@ -122,17 +123,17 @@ func rolloutWarnings(in replicas.Input) []output.Warning {
 	}
 	switch {
 	case len(revisions) > 1:
-		return []output.Warning{warning(WarnRollout, "the selected pods come from %d revisions (%s): during a rollout new pods start unready and old ones terminate, which moves pod counts and utilization", len(revisions), strings.Join(slices.Sorted(maps.Keys(revisions)), ", "))}
+		return []v1alpha1.Warning{warning(WarnRollout, "the selected pods come from %d revisions (%s): during a rollout new pods start unready and old ones terminate, which moves pod counts and utilization", len(revisions), strings.Join(slices.Sorted(maps.Keys(revisions)), ", "))}
 	case in.Scale.SpecReplicas != in.Scale.StatusReplicas:
-		return []output.Warning{warning(WarnRollout, "the target is still converging: spec %d replicas, status %d", in.Scale.SpecReplicas, in.Scale.StatusReplicas)}
+		return []v1alpha1.Warning{warning(WarnRollout, "the target is still converging: spec %d replicas, status %d", in.Scale.SpecReplicas, in.Scale.StatusReplicas)}
 	}
 	return nil
 }
 
 // missingRequestWarnings name, per Utilization metric, the containers whose missing request
 // makes the controller fail it.
-func missingRequestWarnings(hpa *autoscalingv2.HorizontalPodAutoscaler, in replicas.Input) []output.Warning {
-	var out []output.Warning
+func missingRequestWarnings(hpa *autoscalingv2.HorizontalPodAutoscaler, in replicas.Input) []v1alpha1.Warning {
+	var out []v1alpha1.Warning
 	for _, spec := range hpa.Spec.Metrics {
 		if !cmdutil.IsResourceMetric(spec.Type) {
 			continue
@@ -181,14 +182,14 @@ func onOff(b bool) string {
 }
 
 // featureGateWarnings names the feature gates this HPA's decision depends on.
-func featureGateWarnings(hpa *autoscalingv2.HorizontalPodAutoscaler, in replicas.Input) []output.Warning {
-	var out []output.Warning
+func featureGateWarnings(hpa *autoscalingv2.HorizontalPodAutoscaler, in replicas.Input) []v1alpha1.Warning {
+	var out []v1alpha1.Warning
 	cfg := in.Config
 	if hpa.Spec.MinReplicas != nil && *hpa.Spec.MinReplicas == 0 {
-		out = append(out, output.Warning{Reason: WarnFeatureGate, Message: fmt.Sprintf("minReplicas 0 relies on HPAScaleToZero (beta in v1.37, on by default); assumed %s here, pass --feature-gates to match your cluster", onOff(cfg.ScaleToZero))})
+		out = append(out, v1alpha1.Warning{Reason: WarnFeatureGate, Message: fmt.Sprintf("minReplicas 0 relies on HPAScaleToZero (beta in v1.37, on by default); assumed %s here, pass --feature-gates to match your cluster", onOff(cfg.ScaleToZero))})
 	}
 	if b := hpa.Spec.Behavior; b != nil && ((b.ScaleUp != nil && b.ScaleUp.Tolerance != nil) || (b.ScaleDown != nil && b.ScaleDown.Tolerance != nil)) {
-		out = append(out, output.Warning{Reason: WarnFeatureGate, Message: fmt.Sprintf("behavior tolerance relies on HPAConfigurableTolerance (GA in v1.37, alpha before v1.35: older clusters ignore it); assumed %s here", onOff(cfg.ConfigurableTolerance))})
+		out = append(out, v1alpha1.Warning{Reason: WarnFeatureGate, Message: fmt.Sprintf("behavior tolerance relies on HPAConfigurableTolerance (GA in v1.37, alpha before v1.35: older clusters ignore it); assumed %s here", onOff(cfg.ConfigurableTolerance))})
 	}
 	usesResources := false
 	for _, s := range hpa.Spec.Metrics {
@@ -199,7 +200,7 @@ func featureGateWarnings(hpa *autoscalingv2.HorizontalPodAutoscaler, in replicas
 	if usesResources {
 		for _, p := range in.Pods {
 			if p.Spec.Resources != nil && len(p.Spec.Resources.Requests) > 0 {
-				out = append(out, output.Warning{Reason: WarnFeatureGate, Message: fmt.Sprintf("pod %s has pod-level requests: utilization uses them only with PodLevelResources (beta, on since v1.34); assumed %s here", p.Name, onOff(cfg.PodLevelResources))})
+				out = append(out, v1alpha1.Warning{Reason: WarnFeatureGate, Message: fmt.Sprintf("pod %s has pod-level requests: utilization uses them only with PodLevelResources (beta, on since v1.34); assumed %s here", p.Name, onOff(cfg.PodLevelResources))})
 				break
 			}
 		}

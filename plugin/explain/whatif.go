@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
@@ -33,8 +34,8 @@ func parseWhatIfs(sets, assumes []string) ([]cmdutil.WhatIf, error) {
 
 // applySetTargets returns the HPA the core should see: a copy with the what-if targets, or
 // hpa itself when there are none.
-func applySetTargets(hpa *autoscalingv2.HorizontalPodAutoscaler, wis []cmdutil.WhatIf) (*autoscalingv2.HorizontalPodAutoscaler, []output.WhatIf, error) {
-	var records []output.WhatIf
+func applySetTargets(hpa *autoscalingv2.HorizontalPodAutoscaler, wis []cmdutil.WhatIf) (*autoscalingv2.HorizontalPodAutoscaler, []v1alpha1.WhatIf, error) {
+	var records []v1alpha1.WhatIf
 	out := hpa
 	for _, w := range wis {
 		if w.Flag != "set-target" {
@@ -56,8 +57,8 @@ func applySetTargets(hpa *autoscalingv2.HorizontalPodAutoscaler, wis []cmdutil.W
 // selected pod reports the value (a percentage is of that pod's request), an Object metric
 // has the value, an External metric has the value as its only sample. before is the
 // decision on the fetched values, to say what each value was.
-func applyAssumes(in *replicas.Input, wis []cmdutil.WhatIf, before []replicas.MetricResult) ([]output.WhatIf, error) {
-	var records []output.WhatIf
+func applyAssumes(in *replicas.Input, wis []cmdutil.WhatIf, before []replicas.MetricResult) ([]v1alpha1.WhatIf, error) {
+	var records []v1alpha1.WhatIf
 	if len(in.Metrics) > 0 {
 		// The gathered slice is not ours to change in place.
 		in.Metrics = slices.Clone(in.Metrics)
@@ -74,7 +75,7 @@ func applyAssumes(in *replicas.Input, wis []cmdutil.WhatIf, before []replicas.Me
 		if err := cmdutil.RefuseBareResourceNumber(w, spec); err != nil {
 			return nil, err
 		}
-		rec := output.WhatIf{Flag: w.Flag, Metric: output.ShortName(spec), Value: w.Raw}
+		rec := v1alpha1.WhatIf{Flag: w.Flag, Metric: output.ShortName(spec), Value: w.Raw}
 		if i >= len(in.Metrics) {
 			rec.Was = "not used: this decision does not consult metrics"
 			records = append(records, rec)

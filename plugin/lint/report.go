@@ -7,8 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/manifest"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 // ReportKind is the kind of lint's -o json|yaml, in the group and version of the plugin's other
@@ -113,7 +113,7 @@ func report(objs rules.Objects, opts rules.Options, checked func(rules.ObjectRef
 	if sourceOf == nil {
 		sourceOf = func(rules.ObjectRef, string) *Source { return nil }
 	}
-	r := &Report{TypeMeta: metav1.TypeMeta{APIVersion: output.SchemeGroupVersion.String(), Kind: ReportKind}, HPAs: []CheckedHPA{}, Findings: []Finding{}}
+	r := &Report{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: ReportKind}, HPAs: []CheckedHPA{}, Findings: []Finding{}}
 	for _, h := range objs.HPAs {
 		ref := rules.ObjectRef{Kind: "HorizontalPodAutoscaler", Namespace: h.Namespace, Name: h.Name}
 		if checked(ref) {

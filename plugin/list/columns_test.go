@@ -12,21 +12,22 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 // listJSON runs list -n s -o json over c and returns its items by name.
-func listJSON(t *testing.T, c *cluster, args ...string) map[string]*output.Explanation {
+func listJSON(t *testing.T, c *cluster, args ...string) map[string]*v1alpha1.Explanation {
 	t.Helper()
 	r := run(t, c.build(t), append([]string{"-o", "json"}, args...)...)
 	if r.code != 0 {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	var list output.List
+	var list v1alpha1.List
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
 		t.Fatalf("%v\n%s", err, r.stdout)
 	}
-	out := map[string]*output.Explanation{}
+	out := map[string]*v1alpha1.Explanation{}
 	for _, item := range list.Items {
 		out[item.Metadata.Name] = item
 	}
@@ -45,7 +46,7 @@ func TestHeldUntilAndTheStatusWritersAreInTheListsJSON(t *testing.T) {
 			t.Errorf("%s: held until %v, but nothing holds it", name, got)
 		}
 	}
-	want := []output.StatusWriter{
+	want := []v1alpha1.StatusWriter{
 		{Manager: "hpa-fighter", Time: &metav1.Time{Time: now.Add(-10 * time.Second)}},
 		{Manager: "kube-controller-manager", Time: &metav1.Time{Time: now.Add(-20 * time.Second)}},
 	}

@@ -1,13 +1,14 @@
 package list
 
 import (
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 // lintFindings are the lint rules' findings by HPA name.
-func lintFindings(found []rules.Finding) map[string][]output.Finding {
-	out := map[string][]output.Finding{}
+func lintFindings(found []rules.Finding) map[string][]v1alpha1.Finding {
+	out := map[string][]v1alpha1.Finding{}
 	for _, f := range found {
 		out[f.HPA.Name] = append(out[f.HPA.Name], output.FindingOfLint(f))
 	}
@@ -16,7 +17,7 @@ func lintFindings(found []rules.Finding) map[string][]output.Finding {
 
 // worst is the rank of the worst finding, negated so that the worst sorts first (1 without
 // any, after every finding).
-func worst(fs []output.Finding) int {
+func worst(fs []v1alpha1.Finding) int {
 	if len(fs) == 0 {
 		return 1
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/evaluation/live"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 func TestTables(t *testing.T) {
@@ -32,6 +32,7 @@ func TestTables(t *testing.T) {
 		{"shop", []string{"-n", "shop"}},
 		{"all-wide", []string{"-A", "-o", "wide"}},
 		{"problems-by-would-be", []string{"-n", "shop", "--problems", "--sort-by", "would-be"}},
+		{"shop-json", []string{"-n", "shop", "-o", "json"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.golden, func(t *testing.T) {
@@ -141,7 +142,7 @@ func TestWouldBeIsExplainsDecision(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	var got output.List
+	var got v1alpha1.List
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatal(err)
 	}

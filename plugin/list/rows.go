@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
@@ -33,7 +34,7 @@ const parallelNamespaces = 8
 
 // row is one HPA's line: its Explanation, with its findings (Explanation.Findings).
 type row struct {
-	Explanation *output.Explanation
+	Explanation *v1alpha1.Explanation
 	// Binding is the core's constraint (replicas.ConstraintOf); empty when not evaluated.
 	Binding string
 	// heldUnknown says a window or a policy's period holds the decision but the history it
@@ -53,22 +54,22 @@ func heldByTime(binding string) bool {
 
 // statusWriters are the field managers of hpa's status subresource, the latest first (then by
 // name).
-func statusWriters(hpa *autoscalingv2.HorizontalPodAutoscaler) []output.StatusWriter {
-	var out []output.StatusWriter
+func statusWriters(hpa *autoscalingv2.HorizontalPodAutoscaler) []v1alpha1.StatusWriter {
+	var out []v1alpha1.StatusWriter
 	for _, m := range hpa.ManagedFields {
 		if m.Subresource != "status" {
 			continue
 		}
-		i := slices.IndexFunc(out, func(w output.StatusWriter) bool { return w.Manager == m.Manager })
+		i := slices.IndexFunc(out, func(w v1alpha1.StatusWriter) bool { return w.Manager == m.Manager })
 		switch {
 		case i < 0:
-			out = append(out, output.StatusWriter{Manager: m.Manager, Time: m.Time})
+			out = append(out, v1alpha1.StatusWriter{Manager: m.Manager, Time: m.Time})
 		case m.Time != nil && (out[i].Time == nil || m.Time.After(out[i].Time.Time)):
 			// One manager has an entry per operation (Update, Apply): its latest write counts.
 			out[i].Time = m.Time
 		}
 	}
-	slices.SortStableFunc(out, func(a, b output.StatusWriter) int {
+	slices.SortStableFunc(out, func(a, b v1alpha1.StatusWriter) int {
 		return cmp.Or(timeOf(b.Time).Compare(timeOf(a.Time)), cmp.Compare(a.Manager, b.Manager))
 	})
 	return out
@@ -82,7 +83,7 @@ func timeOf(t *metav1.Time) time.Time {
 }
 
 // findings are the row's problems, worst first.
-func (r row) findings() []output.Finding { return r.Explanation.Findings }
+func (r row) findings() []v1alpha1.Finding { return r.Explanation.Findings }
 
 // rows lists the HPAs (the only read whose failure fails the command), then decides for each
 // from its namespace's batched reads, in namespace and name order.
@@ -237,16 +238,16 @@ func (o *Options) rowOf(ev *evaluation.Evaluation) row {
 		MetricsSource: o.clients.metricsSource(), FreshDesired: freshDesired,
 	}
 	if rec, ok, err := past.Recorded(hpa, in.Now); ok && err == nil {
-		facts.HistorySource, facts.HistoryHolder, facts.HistoryRecordedAt = output.HistoryRecorded, rec.Record.Holder, rec.Record.At
+		facts.HistorySource, facts.HistoryHolder, facts.HistoryRecordedAt = v1alpha1.HistoryRecorded, rec.Record.Holder, rec.Record.At
 		facts.HistoryNote = "the history kubectl hpa run recorded on the HPA"
 	} else {
-		facts.HistorySource = output.HistoryReconstructed
+		facts.HistorySource = v1alpha1.HistoryReconstructed
 		memory := past.Infer(hpa, in.Scale, in.Now)
 		facts.HistoryNote, facts.Memory = memory.Note, &memory
 		facts.Alternatives = output.AlternativesOf(in, d, memory.Alternatives(hpa))
 	}
 	if past.Err != nil {
-		facts.Warnings = append(facts.Warnings, output.Warning{Reason: "HistoryIncomplete", Message: "the rescale events could not be listed: " + past.Err.Error()})
+		facts.Warnings = append(facts.Warnings, v1alpha1.Warning{Reason: "HistoryIncomplete", Message: "the rescale events could not be listed: " + past.Err.Error()})
 	}
 	e := output.Build(facts)
 	if e.Cluster != nil {
@@ -263,7 +264,7 @@ func (o *Options) rowOf(ev *evaluation.Evaluation) row {
 	r.heldUnknown = past.Err != nil && heldByTime(r.Binding) && output.DisabledBy(replicas.ConstraintOf(d), e.Behavior) == ""
 	if in.ScaleErr != nil {
 		code := cmdutil.TargetExitError(hpa, in.ScaleErr, o.clients.Discovery)
-		e.Error = &output.Error{ExitCode: code.Code, Reason: cmdutil.ExitReason(code.Code), Message: code.Error()}
+		e.Error = &v1alpha1.Error{ExitCode: code.Code, Reason: cmdutil.ExitReason(code.Code), Message: code.Error()}
 		// The target's error as explain words it, with what to do.
 		e.Findings[0].Message = code.Error()
 	}
@@ -278,15 +279,15 @@ func notFoundRow(namespace, name string) row {
 
 // errorRow is an HPA that could not be evaluated at all.
 func errorRow(namespace, name string, err error) row {
-	e := output.New(namespace, name)
+	e := v1alpha1.NewExplanation(namespace, name)
 	code := cmdutil.ExitCode(err)
-	e.Error = &output.Error{ExitCode: code, Reason: cmdutil.ExitReason(code), Message: err.Error()}
+	e.Error = &v1alpha1.Error{ExitCode: code, Reason: cmdutil.ExitReason(code), Message: err.Error()}
 	var ee *cmdutil.ExitError
 	msg := err.Error()
 	if errors.As(err, &ee) {
 		msg = ee.Err.Error()
 	}
-	e.Findings = []output.Finding{{ID: output.FindingNotEvaluated, Severity: rules.SeverityError, Message: msg}}
+	e.Findings = []v1alpha1.Finding{{ID: v1alpha1.FindingNotEvaluated, Severity: rules.SeverityError, Message: msg}}
 	return row{Explanation: e}
 }
 

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
 // TestEachSituationHasItsBindingAndProblem holds the BINDING and the first PROBLEMS ID of the
@@ -65,7 +65,7 @@ func TestEachSituationHasItsBindingAndProblem(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 			}
-			var list output.List
+			var list v1alpha1.List
 			if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
 				t.Fatalf("%v\n%s", err, r.stdout)
 			}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
 // columns of the table, in order; NAMESPACE only with -A, METRICS only with -o wide.
@@ -25,7 +25,7 @@ const unknown = "<unknown>"
 // namespace/name), a * follows every cell that changed, and the NAME of a row that is new.
 func (o *Options) print(out io.Writer, rows []row, before map[string][]string) error {
 	if o.printer != nil {
-		l := output.NewList()
+		l := v1alpha1.NewList()
 		for _, r := range rows {
 			l.Items = append(l.Items, r.Explanation)
 		}
@@ -180,11 +180,11 @@ func heldCell(r row) string {
 
 // controllerCell is who last wrote the HPA's status and how long before now: the latest
 // writer, "+N" for the others, or every writer (wide).
-func controllerCell(ws []output.StatusWriter, now time.Time, wide bool) string {
+func controllerCell(ws []v1alpha1.StatusWriter, now time.Time, wide bool) string {
 	if len(ws) == 0 {
 		return "<none>"
 	}
-	one := func(w output.StatusWriter) string {
+	one := func(w v1alpha1.StatusWriter) string {
 		if w.Time == nil {
 			return w.Manager
 		}
@@ -204,11 +204,11 @@ func controllerCell(ws []output.StatusWriter, now time.Time, wide bool) string {
 }
 
 // drivingMetric is the metric whose proposal set the count, or else the first failing one.
-func drivingMetric(e *output.Explanation) string {
-	if i := slices.IndexFunc(e.Metrics, func(m output.Metric) bool { return m.Chosen }); i >= 0 {
+func drivingMetric(e *v1alpha1.Explanation) string {
+	if i := slices.IndexFunc(e.Metrics, func(m v1alpha1.Metric) bool { return m.Chosen }); i >= 0 {
 		return metricCell(e.Metrics[i])
 	}
-	if i := slices.IndexFunc(e.Metrics, func(m output.Metric) bool { return m.Error != "" }); i >= 0 {
+	if i := slices.IndexFunc(e.Metrics, func(m v1alpha1.Metric) bool { return m.Error != "" }); i >= 0 {
 		return metricCell(e.Metrics[i])
 	}
 	if len(e.Metrics) > 0 && e.Error == nil {
@@ -217,12 +217,12 @@ func drivingMetric(e *output.Explanation) string {
 	return "<none>"
 }
 
-func metricCell(m output.Metric) string {
+func metricCell(m v1alpha1.Metric) string {
 	return fmt.Sprintf("%s %s/%s", m.Short, m.Current, m.Target)
 }
 
 // problems are the findings' IDs, worst first.
-func problems(fs []output.Finding) string {
+func problems(fs []v1alpha1.Finding) string {
 	if len(fs) == 0 {
 		return "<none>"
 	}

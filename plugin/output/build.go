@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
 // Facts is everything an Explanation is built from: the core's input and decision plus
@@ -35,7 +36,7 @@ type Facts struct {
 	// HistoryNote describe where Input.History came from.
 	HistorySource, HistoryNote string
 	// Replay is the replay from Prometheus, when one was asked for.
-	Replay *Replay
+	Replay *v1alpha1.Replay
 	// Memory is what a HistoryReconstructed history was inferred from.
 	Memory *history.Memory
 	// HistoryHolder and HistoryRecordedAt say who recorded a HistoryRecorded history, and when.
@@ -45,16 +46,16 @@ type Facts struct {
 	FreshDesired *int32
 	// Alternatives are the counts under the memories the evidence leaves open (Memory), where
 	// they differ from Decision's.
-	Alternatives []Alternative
-	WhatIf       []WhatIf
-	Warnings     []Warning
+	Alternatives []v1alpha1.Alternative
+	WhatIf       []v1alpha1.WhatIf
+	Warnings     []v1alpha1.Warning
 }
 
 // Build turns facts into an Explanation. It is pure.
-func Build(f Facts) *Explanation {
+func Build(f Facts) *v1alpha1.Explanation {
 	in, d := f.Input, f.Decision
 	hpa := in.HPA
-	e := New(hpa.Namespace, hpa.Name)
+	e := v1alpha1.NewExplanation(hpa.Namespace, hpa.Name)
 	e.Metadata.UID = hpa.UID
 	e.Metadata.Generation = hpa.Generation
 	e.Metadata.ResourceVersion = hpa.ResourceVersion
@@ -64,7 +65,7 @@ func Build(f Facts) *Explanation {
 	e.Warnings = f.Warnings
 
 	ref := hpa.Spec.ScaleTargetRef
-	e.Target = &Target{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name}
+	e.Target = &v1alpha1.Target{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name}
 	if in.Scale != nil {
 		e.Target.SpecReplicas = ptr.To(in.Scale.SpecReplicas)
 		e.Target.StatusReplicas = ptr.To(in.Scale.StatusReplicas)
@@ -73,10 +74,10 @@ func Build(f Facts) *Explanation {
 	if in.ScaleErr != nil {
 		e.Target.Error = in.ScaleErr.Error()
 	}
-	e.Replicas = &Range{Min: d.MinReplicas, Max: d.MaxReplicas}
-	e.Tolerance = &Tolerance{
-		ScaleUp:   DirectionTolerance{Value: d.Tolerances.Up, Source: d.Tolerances.UpSource},
-		ScaleDown: DirectionTolerance{Value: d.Tolerances.Down, Source: d.Tolerances.DownSource},
+	e.Replicas = &v1alpha1.Range{Min: d.MinReplicas, Max: d.MaxReplicas}
+	e.Tolerance = &v1alpha1.Tolerance{
+		ScaleUp:   v1alpha1.DirectionTolerance{Value: d.Tolerances.Up, Source: d.Tolerances.UpSource},
+		ScaleDown: v1alpha1.DirectionTolerance{Value: d.Tolerances.Down, Source: d.Tolerances.DownSource},
 	}
 	e.Behavior = behaviorOf(hpa.Spec.Behavior, in.Config)
 
@@ -108,7 +109,7 @@ func Build(f Facts) *Explanation {
 		// The history is a reconstruction; say in the same sentence what none would give.
 		e.Verdict.Sentence += fmt.Sprintf(" (a controller started now, with no history, would decide %d)", *f.FreshDesired)
 	}
-	if f.HistorySource == HistoryReconstructed {
+	if f.HistorySource == v1alpha1.HistoryReconstructed {
 		// A recorded or replayed history is not the inference the alternatives are of.
 		for _, a := range f.Alternatives {
 			e.Verdict.Sentence += fmt.Sprintf(" (%d if %s)", a.DesiredReplicas, a.If)
@@ -121,7 +122,7 @@ func Build(f Facts) *Explanation {
 		e.Cluster = clusterOf(f.Cluster, f.RescaleEvents, d)
 	}
 	for _, s := range d.Trace {
-		st := Step{Stage: s.Stage, Text: s.Text}
+		st := v1alpha1.Step{Stage: s.Stage, Text: s.Text}
 		if s.Metric >= 0 {
 			st.Metric = ptr.To(s.Metric)
 		}
@@ -132,12 +133,12 @@ func Build(f Facts) *Explanation {
 
 // behaviorOf fills the API defaults the API server applies when behavior is set, and the
 // cluster window the controller substitutes for a nil scaleDown window.
-func behaviorOf(b *autoscalingv2.HorizontalPodAutoscalerBehavior, cfg replicas.Config) *Behavior {
+func behaviorOf(b *autoscalingv2.HorizontalPodAutoscalerBehavior, cfg replicas.Config) *v1alpha1.Behavior {
 	if b == nil {
-		return &Behavior{Legacy: true}
+		return &v1alpha1.Behavior{Legacy: true}
 	}
 	eff, defaulted := replicas.EffectiveBehaviorDefaults(&autoscalingv2.HorizontalPodAutoscaler{Spec: autoscalingv2.HorizontalPodAutoscalerSpec{Behavior: b}}, cfg)
-	out := &Behavior{ScaleUp: eff.ScaleUp, ScaleDown: eff.ScaleDown}
+	out := &v1alpha1.Behavior{ScaleUp: eff.ScaleUp, ScaleDown: eff.ScaleDown}
 	for _, f := range defaulted {
 		if f == replicas.ScaleDownWindow {
 			f += " (cluster --horizontal-pod-autoscaler-downscale-stabilization)"
@@ -147,9 +148,9 @@ func behaviorOf(b *autoscalingv2.HorizontalPodAutoscalerBehavior, cfg replicas.C
 	return out
 }
 
-func metricOf(i int, spec autoscalingv2.MetricSpec, r *replicas.MetricResult, chosen bool, pods map[string]*corev1.Pod, now time.Time) Metric {
+func metricOf(i int, spec autoscalingv2.MetricSpec, r *replicas.MetricResult, chosen bool, pods map[string]*corev1.Pod, now time.Time) v1alpha1.Metric {
 	t := TargetOf(spec)
-	m := Metric{
+	m := v1alpha1.Metric{
 		Index:      i,
 		Type:       string(spec.Type),
 		Short:      ShortName(spec),
@@ -183,7 +184,7 @@ func metricOf(i int, spec autoscalingv2.MetricSpec, r *replicas.MetricResult, ch
 	}
 	utilization := t.Type == autoscalingv2.UtilizationMetricType
 	for _, pt := range r.Pods {
-		p := Pod{Name: pt.Name, Treatment: string(pt.Class), Why: pt.Why}
+		p := v1alpha1.Pod{Name: pt.Name, Treatment: string(pt.Class), Why: pt.Why}
 		if pod, ok := pods[pt.Name]; ok {
 			p.Phase = string(pod.Status.Phase)
 			p.Ready = replicas.PodIsReady(pod)
@@ -217,11 +218,11 @@ func age(now, t time.Time) string {
 	return duration.HumanDuration(now.Sub(t))
 }
 
-func arithmeticOf(d replicas.Decision, ms []Metric, b *Behavior, now time.Time, cfg replicas.Config) *Arithmetic {
-	a := &Arithmetic{ChosenMetric: d.MetricName, Desired: d.DesiredReplicas}
+func arithmeticOf(d replicas.Decision, ms []v1alpha1.Metric, b *v1alpha1.Behavior, now time.Time, cfg replicas.Config) *v1alpha1.Arithmetic {
+	a := &v1alpha1.Arithmetic{ChosenMetric: d.MetricName, Desired: d.DesiredReplicas}
 	for _, m := range ms {
 		if m.Computed {
-			a.Proposals = append(a.Proposals, Proposal{Metric: m.Short, Replicas: m.Proposal, Error: m.Error})
+			a.Proposals = append(a.Proposals, v1alpha1.Proposal{Metric: m.Short, Replicas: m.Proposal, Error: m.Error})
 		}
 	}
 	if d.MetricReplicas >= 0 && d.Phase == replicas.PhaseComputed {
@@ -231,7 +232,7 @@ func arithmeticOf(d replicas.Decision, ms []Metric, b *Behavior, now time.Time, 
 		a.Clamp = d.Reason
 	}
 	if s := d.Stabilization; s != nil {
-		st := &Stabilization{
+		st := &v1alpha1.Stabilization{
 			Legacy:             s.Legacy,
 			UpWindowSeconds:    int64(s.UpWindow / time.Second),
 			DownWindowSeconds:  int64(s.DownWindow / time.Second),
@@ -242,14 +243,14 @@ func arithmeticOf(d replicas.Decision, ms []Metric, b *Behavior, now time.Time, 
 			Reason:             s.Reason,
 		}
 		for _, r := range s.Considered {
-			st.Considered = append(st.Considered, Recommendation{Replicas: r.Replicas, Time: metav1.NewTime(r.Timestamp), Age: age(now, r.Timestamp)})
+			st.Considered = append(st.Considered, v1alpha1.Recommendation{Replicas: r.Replicas, Time: metav1.NewTime(r.Timestamp), Age: age(now, r.Timestamp)})
 		}
 		a.Stabilization = st
 	}
 	if l := d.Limit; l != nil {
-		lim := &Limits{Input: l.Input, Result: l.Result, UpLimit: l.UpLimit, DownLimit: l.DownLimit, Reason: l.Reason, Limited: l.Limited}
+		lim := &v1alpha1.Limits{Input: l.Input, Result: l.Result, UpLimit: l.UpLimit, DownLimit: l.DownLimit, Reason: l.Reason, Limited: l.Limited}
 		for _, p := range l.Policies {
-			lim.Policies = append(lim.Policies, PolicyLimit{Direction: p.Direction, Type: string(p.Type), Value: p.Value, PeriodSeconds: p.PeriodSeconds, PeriodStart: p.PeriodStart, Proposal: p.Proposal})
+			lim.Policies = append(lim.Policies, v1alpha1.PolicyLimit{Direction: p.Direction, Type: string(p.Type), Value: p.Value, PeriodSeconds: p.PeriodSeconds, PeriodStart: p.PeriodStart, Proposal: p.Proposal})
 		}
 		lim.BindingPolicy = bindingPolicy(l, b, cfg)
 		a.Limits = lim
@@ -260,7 +261,7 @@ func arithmeticOf(d replicas.Decision, ms []Metric, b *Behavior, now time.Time, 
 // bindingPolicy names the rate limit that capped the count ("scaleUp Pods=2 per 60s"): a
 // direction a behavior disables by its field, the legacy cap only for an HPA without one (b
 // is the behavior in force, nil or Legacy without spec.behavior).
-func bindingPolicy(l *replicas.Limit, b *Behavior, cfg replicas.Config) string {
+func bindingPolicy(l *replicas.Limit, b *v1alpha1.Behavior, cfg replicas.Config) string {
 	var dir string
 	var limit int32
 	var rules *autoscalingv2.HPAScalingRules
@@ -308,7 +309,7 @@ func disabledDirection(r *autoscalingv2.HPAScalingRules) bool {
 
 // effectiveConditions keeps the last value of each condition type, in first-seen order,
 // as applying them in sequence would leave them.
-func effectiveConditions(cs []replicas.Condition) []Condition {
+func effectiveConditions(cs []replicas.Condition) []v1alpha1.Condition {
 	var order []string
 	last := map[string]replicas.Condition{}
 	for _, c := range cs {
@@ -318,16 +319,16 @@ func effectiveConditions(cs []replicas.Condition) []Condition {
 		}
 		last[t] = c
 	}
-	out := make([]Condition, 0, len(order))
+	out := make([]v1alpha1.Condition, 0, len(order))
 	for _, t := range order {
 		c := last[t]
-		out = append(out, Condition{Type: t, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+		out = append(out, v1alpha1.Condition{Type: t, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
 	}
 	return out
 }
 
-func decisionOf(d replicas.Decision) *Decision {
-	out := &Decision{
+func decisionOf(d replicas.Decision) *v1alpha1.Decision {
+	out := &v1alpha1.Decision{
 		Phase:           string(d.Phase),
 		CurrentReplicas: d.CurrentReplicas,
 		DesiredReplicas: d.DesiredReplicas,
@@ -336,7 +337,7 @@ func decisionOf(d replicas.Decision) *Decision {
 		Conditions:      effectiveConditions(d.Conditions),
 	}
 	for _, ev := range d.Events {
-		out.Events = append(out.Events, Event{Type: ev.Type, Reason: ev.Reason, Message: ev.Message})
+		out.Events = append(out.Events, v1alpha1.Event{Type: ev.Type, Reason: ev.Reason, Message: ev.Message})
 	}
 	if d.Err != nil {
 		out.Error = d.Err.Error()
@@ -344,9 +345,9 @@ func decisionOf(d replicas.Decision) *Decision {
 	return out
 }
 
-func historyOf(f Facts) *History {
-	h := &History{Source: f.HistorySource, Note: f.HistoryNote, FreshControllerDesired: f.FreshDesired, Replay: f.Replay, Holder: f.HistoryHolder}
-	if f.Memory != nil && f.HistorySource == HistoryReconstructed {
+func historyOf(f Facts) *v1alpha1.History {
+	h := &v1alpha1.History{Source: f.HistorySource, Note: f.HistoryNote, FreshControllerDesired: f.FreshDesired, Replay: f.Replay, Holder: f.HistoryHolder}
+	if f.Memory != nil && f.HistorySource == v1alpha1.HistoryReconstructed {
 		h.Memory = memoryOf(*f.Memory)
 	}
 	if !f.HistoryRecordedAt.IsZero() {
@@ -355,13 +356,13 @@ func historyOf(f Facts) *History {
 	}
 	now := f.Input.Now
 	for _, r := range f.Input.History.Recommendations {
-		h.Recommendations = append(h.Recommendations, Recommendation{Replicas: r.Replicas, Time: metav1.NewTime(r.Timestamp), Age: age(now, r.Timestamp)})
+		h.Recommendations = append(h.Recommendations, v1alpha1.Recommendation{Replicas: r.Replicas, Time: metav1.NewTime(r.Timestamp), Age: age(now, r.Timestamp)})
 	}
 	for _, ev := range f.Input.History.ScaleUpEvents {
-		h.ScaleUpEvents = append(h.ScaleUpEvents, ScaleEvent{ReplicaChange: ev.ReplicaChange, Time: metav1.NewTime(ev.Timestamp)})
+		h.ScaleUpEvents = append(h.ScaleUpEvents, v1alpha1.ScaleEvent{ReplicaChange: ev.ReplicaChange, Time: metav1.NewTime(ev.Timestamp)})
 	}
 	for _, ev := range f.Input.History.ScaleDownEvents {
-		h.ScaleDownEvents = append(h.ScaleDownEvents, ScaleEvent{ReplicaChange: ev.ReplicaChange, Time: metav1.NewTime(ev.Timestamp)})
+		h.ScaleDownEvents = append(h.ScaleDownEvents, v1alpha1.ScaleEvent{ReplicaChange: ev.ReplicaChange, Time: metav1.NewTime(ev.Timestamp)})
 	}
 	return h
 }
@@ -369,16 +370,16 @@ func historyOf(f Facts) *History {
 // maxRecentRescales bounds how many cluster rescale events are shown.
 const maxRecentRescales = 5
 
-func clusterOf(hpa *autoscalingv2.HorizontalPodAutoscaler, events []corev1.Event, d replicas.Decision) *Cluster {
+func clusterOf(hpa *autoscalingv2.HorizontalPodAutoscaler, events []corev1.Event, d replicas.Decision) *v1alpha1.Cluster {
 	st := hpa.Status
-	c := &Cluster{
+	c := &v1alpha1.Cluster{
 		CurrentReplicas:    st.CurrentReplicas,
 		DesiredReplicas:    st.DesiredReplicas,
 		LastScaleTime:      st.LastScaleTime,
 		ObservedGeneration: st.ObservedGeneration,
 	}
 	for _, cond := range st.Conditions {
-		c.Conditions = append(c.Conditions, Condition{Type: string(cond.Type), Status: string(cond.Status), Reason: cond.Reason, Message: cond.Message, LastTransitionTime: ptr.To(cond.LastTransitionTime)})
+		c.Conditions = append(c.Conditions, v1alpha1.Condition{Type: string(cond.Type), Status: string(cond.Status), Reason: cond.Reason, Message: cond.Message, LastTransitionTime: ptr.To(cond.LastTransitionTime)})
 	}
 	evs := append([]corev1.Event(nil), events...)
 	sort.SliceStable(evs, func(i, j int) bool { return history.EventTime(evs[i]).After(history.EventTime(evs[j])) })
@@ -386,7 +387,7 @@ func clusterOf(hpa *autoscalingv2.HorizontalPodAutoscaler, events []corev1.Event
 		evs = evs[:maxRecentRescales]
 	}
 	for _, ev := range evs {
-		c.RecentRescales = append(c.RecentRescales, Event{Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Count: ev.Count, Time: ptr.To(metav1.NewTime(history.EventTime(ev)))})
+		c.RecentRescales = append(c.RecentRescales, v1alpha1.Event{Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Count: ev.Count, Time: ptr.To(metav1.NewTime(history.EventTime(ev)))})
 	}
 	if st.ObservedGeneration == nil && len(st.Conditions) == 0 && st.LastScaleTime == nil && st.CurrentReplicas == 0 && st.DesiredReplicas == 0 {
 		c.StatusNeverWritten = true
@@ -412,13 +413,13 @@ func clusterOf(hpa *autoscalingv2.HorizontalPodAutoscaler, events []corev1.Event
 	return c
 }
 
-func memoryOf(m history.Memory) *Memory {
-	out := &Memory{Controller: m.Controller, StartEvidence: m.StartEvidence, NeverSynced: m.NeverSynced}
+func memoryOf(m history.Memory) *v1alpha1.Memory {
+	out := &v1alpha1.Memory{Controller: m.Controller, StartEvidence: m.StartEvidence, NeverSynced: m.NeverSynced}
 	if !m.Start.IsZero() {
 		out.Start = ptr.To(metav1.NewTime(m.Start))
 	}
 	if l := m.Leader; l != nil {
-		out.Leader = &Leader{Lease: l.Lease, Holder: l.Holder, Since: metav1.NewTime(l.Since), Transitions: l.Transitions}
+		out.Leader = &v1alpha1.Leader{Lease: l.Lease, Holder: l.Holder, Since: metav1.NewTime(l.Since), Transitions: l.Transitions}
 	}
 	if m.LeaderErr != nil {
 		out.LeaderError = m.LeaderErr.Error()
@@ -427,23 +428,23 @@ func memoryOf(m history.Memory) *Memory {
 		out.TargetEventsError = m.TargetErr.Error()
 	}
 	if s := m.Seed; s != nil {
-		out.Seed = &MemorySeed{Replicas: s.Replicas, Time: metav1.NewTime(s.At), Evidence: s.Evidence}
+		out.Seed = &v1alpha1.MemorySeed{Replicas: s.Replicas, Time: metav1.NewTime(s.At), Evidence: s.Evidence}
 	}
 	for _, r := range m.Rescales {
-		out.Rescales = append(out.Rescales, Rescaled{Time: metav1.NewTime(r.At), From: r.From, To: r.To, FromEvidence: r.FromEvidence, Direction: r.Direction})
+		out.Rescales = append(out.Rescales, v1alpha1.Rescaled{Time: metav1.NewTime(r.At), From: r.From, To: r.To, FromEvidence: r.FromEvidence, Direction: r.Direction})
 	}
 	return out
 }
 
 // AlternativesOf decides in again under each memory the evidence leaves open, and keeps those
 // whose count differs from d's.
-func AlternativesOf(in replicas.Input, d replicas.Decision, open []history.Alternative) []Alternative {
-	var out []Alternative
+func AlternativesOf(in replicas.Input, d replicas.Decision, open []history.Alternative) []v1alpha1.Alternative {
+	var out []v1alpha1.Alternative
 	for _, a := range open {
 		alt := in
 		alt.History, alt.OmitTrace, alt.OmitPodTreatments = a.History, true, true
 		if n := replicas.Decide(alt).DesiredReplicas; n != d.DesiredReplicas {
-			out = append(out, Alternative{DesiredReplicas: n, If: a.Open})
+			out = append(out, v1alpha1.Alternative{DesiredReplicas: n, If: a.Open})
 		}
 	}
 	return out

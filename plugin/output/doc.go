@@ -1,55 +1,8 @@
-// Package output holds the versioned, Kubernetes-style kinds kubectl hpa prints with -o json
-// and -o yaml, and their text renderers: Explanation (one HPA decision: explain, and run per
-// sync), List (list's items, each an Explanation), Simulation (simulate: the model, the
-// workload, the load, and per variant its summary and one step per sync), Timeline (timeline:
-// the period, its syncs, rescales and findings) and Tuning (tune: the search, the candidates,
-// the recommendation).
-//
-// The schema is the object kind Explanation in API group hpa.kubectl-hpa.io, version
-// v1alpha1. `kubectl hpa explain -o json|yaml` prints one Explanation per decision (one per
-// sync period with --watch) and `kubectl hpa run -o json` is meant to print the same object
-// per reconcile. Within v1alpha1 fields are only added, never renamed or removed; a
-// breaking change gets a new version.
-//
-// Top-level fields, in the order -o json and -o yaml print them (all names are JSON names;
-// below the top level, -o yaml sorts the keys as kubectl does):
-//
-//	apiVersion, kind   hpa.kubectl-hpa.io/v1alpha1, Explanation
-//	metadata           the HPA explained: name, namespace, uid, generation, resourceVersion
-//	time               when the decision was computed (the core's "now")
-//	error              set when the command failed: exitCode, reason (machine-readable, see
-//	                   the Reason* constants) and message; the other fields may then be absent
-//	target             scaleTargetRef, scale spec/status replicas and selector, or why the scale
-//	                   could not be read
-//	replicas           min (nil read as 1) and max
-//	tolerance          effective tolerance per direction (scaleUp, scaleDown) and its source
-//	behavior           spec.behavior with API defaults filled in, or legacy (no behavior) rules
-//	metricsSource      where numbers came from
-//	metrics[]          per spec metric: target, current value, ratios, within tolerance,
-//	                   proposal, error, and pods[] with each pod's treatment and why
-//	arithmetic         proposals -> max -> stabilization -> rate limits/clamp -> desired
-//	decision           phase, current/desired replicas, rescale, reason, conditions and events the
-//	                   controller would set/emit, and its error
-//	verdict            one sentence and the binding constraint (see the Constraint* constants)
-//	cluster            what the cluster's own controller last decided (status, conditions, recent
-//	                   SuccessfulRescale events) and whether it agrees
-//	history            which recommendation history the decision used and how it was obtained;
-//	                   history.replay (explain --prometheus-url): the cluster controller's
-//	                   history replayed from Prometheus, its sync phase range, when the next
-//	                   sync and the end of a stabilization hold fall, or why it failed
-//	whatIf[]           inputs changed by --set-target/--assume (the cluster was not touched)
-//	warnings[]         reason + message for conditions that make the decision surprising
-//	findings[]         the HPA's problems, worst first (list's PROBLEMS): those the decision
-//	                   shows (Blind, AmbiguousSelector, CappedAtMax, ...) and kubectl hpa lint's
-//	                   rules' (HPA001, ...): id, severity, message, and for a rule's the field
-//	                   path, the object it is in when not the HPA, why and fix
-//	trace[]            the core's ordered steps
-//
-// Files by job: types.go (Explanation), list.go, simulation.go, timeline.go and tuning.go are
-// the schemas; build.go builds an Explanation from what was read and decided (Facts),
-// verdict.go words its verdict, sync.go is run's one line per sync; format.go holds the
-// formatters the commands share (a metric's short name, targets, current values,
-// quantities); findings.go the findings and their one text form (explain's, lint's); text.go,
-// simulation_text.go and timeline_text.go are the text renderers (Table, the one table of
-// every text output, in text.go); yaml.go the YAML printer of -o yaml.
+// Package output builds and renders what kubectl hpa reports, in the kinds of
+// plugin/api/v1alpha1: an Explanation from what was read and decided (Facts, build.go), its
+// verdict in words (verdict.go), the findings of a decision and their one text form
+// (findings.go), run's one line per sync (sync.go), the formatters the commands share (a
+// metric's short name, targets, current values, quantities: format.go), the text renderers
+// (text.go for an Explanation, simulation_text.go, timeline_text.go; Table, the one table of
+// every text output, in text.go) and the YAML printer of -o yaml (yaml.go).
 package output

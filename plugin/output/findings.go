@@ -13,54 +13,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
-)
-
-// Finding is one problem of an HPA: one its decision shows (Blind, CappedAtMax, ...) or one
-// of kubectl hpa lint's rules (HPA001, ...). list shows their IDs in PROBLEMS, explain prints
-// them, and both carry them in Explanation.Findings, worst first.
-type Finding struct {
-	ID       string         `json:"id"`
-	Severity rules.Severity `json:"severity"`
-	// Object is the object whose field Path names when it is not the HPA (its workload, a
-	// PodDisruptionBudget, another HPA, ...).
-	Object *rules.ObjectRef `json:"object,omitempty"`
-	// Path is the field path (spec.minReplicas); empty for the object as a whole.
-	Path    string `json:"path,omitempty"`
-	Message string `json:"message"`
-	// Why it matters and the fix, for a lint rule's finding.
-	Why string `json:"why,omitempty"`
-	Fix string `json:"fix,omitempty"`
-}
-
-// IDs of the findings an evaluation shows.
-const (
-	// FindingNotEvaluated: the HPA could not be evaluated (its target's scale unreadable,
-	// the HPA named but not found).
-	FindingNotEvaluated = "NotEvaluated"
-	// FindingBlind: no metric could be used, so the controller scales nothing.
-	FindingBlind = "Blind"
-	// FindingMetricFailing: a metric failed while others were used (a failing metric blocks
-	// a scale-down).
-	FindingMetricFailing = "MetricFailing"
-	// FindingCannotCompute: the metrics were read but give no count (ScalingActive=False).
-	FindingCannotCompute = "CannotCompute"
-	// FindingAmbiguousSelector: other HPAs select some of the same pods, so upstream's
-	// controller scales none of them (its AmbiguousSelector condition).
-	FindingAmbiguousSelector = "AmbiguousSelector"
-	// FindingCappedAtMax: the metrics want more than maxReplicas.
-	FindingCappedAtMax = "CappedAtMax"
-	// FindingDisagrees: the decision now differs from status.desiredReplicas, which the
-	// cluster's controller last wrote.
-	FindingDisagrees = "DisagreesWithCluster"
 )
 
 // DecisionFindings are the problems the evaluation itself shows, worst first; e is the
 // Explanation built from in and d (its Cluster section says whether the cluster agrees).
-func DecisionFindings(in replicas.Input, d replicas.Decision, e *Explanation) []Finding {
-	var out []Finding
+func DecisionFindings(in replicas.Input, d replicas.Decision, e *v1alpha1.Explanation) []v1alpha1.Finding {
+	var out []v1alpha1.Finding
 	if in.ScaleErr != nil {
-		out = append(out, Finding{ID: FindingNotEvaluated, Severity: rules.SeverityError, Message: "the target's scale cannot be read: " + in.ScaleErr.Error()})
+		out = append(out, v1alpha1.Finding{ID: v1alpha1.FindingNotEvaluated, Severity: rules.SeverityError, Message: "the target's scale cannot be read: " + in.ScaleErr.Error()})
 	}
 	// unread are the metrics that could not be read; a metric read whose values give no count
 	// (a pod without the request a Utilization target divides by, an invalid spec) is not.
@@ -82,18 +44,18 @@ func DecisionFindings(in replicas.Input, d replicas.Decision, e *Explanation) []
 	}
 	switch {
 	case len(in.OtherHPAsSelectingPods) > 0:
-		out = append(out, Finding{ID: FindingAmbiguousSelector, Severity: rules.SeverityError, Message: fmt.Sprintf(
+		out = append(out, v1alpha1.Finding{ID: v1alpha1.FindingAmbiguousSelector, Severity: rules.SeverityError, Message: fmt.Sprintf(
 			"its pods are also selected by %s, so the controller scales none of them: give each workload's pods labels only its own HPA's target selects",
 			strings.Join(in.OtherHPAsSelectingPods, ", "))})
 	case d.Phase == replicas.PhaseMetricsFailed && !used && len(unread) > 0:
-		out = append(out, Finding{ID: FindingBlind, Severity: rules.SeverityError, Message: "no metric can be used, so nothing would be scaled: " + strings.Join(unread, "; ")})
+		out = append(out, v1alpha1.Finding{ID: v1alpha1.FindingBlind, Severity: rules.SeverityError, Message: "no metric can be used, so nothing would be scaled: " + strings.Join(unread, "; ")})
 	case d.Phase == replicas.PhaseMetricsFailed && !used:
-		out = append(out, Finding{ID: FindingCannotCompute, Severity: rules.SeverityError, Message: cannotCompute(d)})
+		out = append(out, v1alpha1.Finding{ID: v1alpha1.FindingCannotCompute, Severity: rules.SeverityError, Message: cannotCompute(d)})
 	case len(failing) > 0:
-		out = append(out, Finding{ID: FindingMetricFailing, Severity: rules.SeverityWarning, Message: "a metric fails (it blocks a scale-down): " + strings.Join(failing, "; ")})
+		out = append(out, v1alpha1.Finding{ID: v1alpha1.FindingMetricFailing, Severity: rules.SeverityWarning, Message: "a metric fails (it blocks a scale-down): " + strings.Join(failing, "; ")})
 	}
 	if replicas.ConstraintOf(d) == replicas.ConstraintMaxReplicas && d.DesiredReplicas == d.MaxReplicas {
-		out = append(out, Finding{ID: FindingCappedAtMax, Severity: rules.SeverityWarning, Message: fmt.Sprintf("the metrics ask for more than maxReplicas %d", d.MaxReplicas)})
+		out = append(out, v1alpha1.Finding{ID: v1alpha1.FindingCappedAtMax, Severity: rules.SeverityWarning, Message: fmt.Sprintf("the metrics ask for more than maxReplicas %d", d.MaxReplicas)})
 	}
 	if f := disagreement(in, d, e); f != nil {
 		out = append(out, *f)
@@ -116,8 +78,8 @@ func cannotCompute(d replicas.Decision) string {
 
 // LintFindings are the lint rules' findings on the HPA named name (of namespace), as
 // Findings, in the rules' order (worst first).
-func LintFindings(found []rules.Finding, namespace, name string) []Finding {
-	var out []Finding
+func LintFindings(found []rules.Finding, namespace, name string) []v1alpha1.Finding {
+	var out []v1alpha1.Finding
 	for _, f := range found {
 		if f.HPA.Namespace != namespace || f.HPA.Name != name {
 			continue
@@ -128,8 +90,8 @@ func LintFindings(found []rules.Finding, namespace, name string) []Finding {
 }
 
 // FindingOfLint is a lint rule's finding as a Finding.
-func FindingOfLint(f rules.Finding) Finding {
-	out := Finding{ID: f.ID, Severity: f.Severity, Path: f.Path, Message: f.Message, Why: f.Why, Fix: f.Fix}
+func FindingOfLint(f rules.Finding) v1alpha1.Finding {
+	out := v1alpha1.Finding{ID: f.ID, Severity: f.Severity, Path: f.Path, Message: f.Message, Why: f.Why, Fix: f.Fix}
 	if f.Object != f.HPA {
 		obj := f.Object
 		out.Object = &obj
@@ -139,16 +101,16 @@ func FindingOfLint(f rules.Finding) Finding {
 
 // MergeFindings are the evaluation's findings and the lint rules', worst first, the
 // evaluation's first among equals.
-func MergeFindings(own, linted []Finding) []Finding {
+func MergeFindings(own, linted []v1alpha1.Finding) []v1alpha1.Finding {
 	out := append(slices.Clone(own), linted...)
-	slices.SortStableFunc(out, func(a, b Finding) int { return b.Severity.Rank() - a.Severity.Rank() })
+	slices.SortStableFunc(out, func(a, b v1alpha1.Finding) int { return b.Severity.Rank() - a.Severity.Rank() })
 	return out
 }
 
 // WriteFinding writes f as lint's text and explain's Findings show it: the severity, ID and
 // where (source, when known, is where that is in the manifests), and beneath, the message and,
 // for a lint rule's finding, why it matters and the fix.
-func WriteFinding(w io.Writer, f Finding, source string) {
+func WriteFinding(w io.Writer, f v1alpha1.Finding, source string) {
 	at := f.Path
 	if f.Object != nil {
 		at = f.Object.Kind + " " + f.Object.Name + " " + f.Path
@@ -188,7 +150,7 @@ const (
 // controller has not decided on this spec yet); else two status writers, status older than
 // the metrics, a history it may hold differently; else "cause unknown". A fight is an error,
 // the rest warnings.
-func disagreement(in replicas.Input, d replicas.Decision, e *Explanation) *Finding {
+func disagreement(in replicas.Input, d replicas.Decision, e *v1alpha1.Explanation) *v1alpha1.Finding {
 	c := e.Cluster
 	if c == nil || !c.Comparable || c.Agrees {
 		return nil
@@ -197,7 +159,7 @@ func disagreement(in replicas.Input, d replicas.Decision, e *Explanation) *Findi
 	lead := fmt.Sprintf("the cluster's controller last decided %d, this decision is %d", c.DesiredReplicas, d.DesiredReplicas)
 	if g := hpa.Status.ObservedGeneration; g != nil && *g < hpa.Generation {
 		c.Causes = []string{CauseGenerationNotObserved}
-		return &Finding{ID: FindingDisagrees, Severity: rules.SeverityWarning, Message: lead + ": " + c.Note}
+		return &v1alpha1.Finding{ID: v1alpha1.FindingDisagrees, Severity: rules.SeverityWarning, Message: lead + ": " + c.Note}
 	}
 	now := e.Time.Time
 	sev := rules.SeverityWarning
@@ -212,7 +174,7 @@ func disagreement(in replicas.Input, d replicas.Decision, e *Explanation) *Findi
 		why = append(why, fmt.Sprintf("it has not written status since the metrics decided from were taken (its last write %s ago, the newest sample %s ago): it decided from older values",
 			duration.HumanDuration(now.Sub(written)), duration.HumanDuration(now.Sub(sampled))))
 	}
-	if e.History != nil && e.History.Source != HistoryRecorded && historyCouldHold(in, d, c.DesiredReplicas) {
+	if e.History != nil && e.History.Source != v1alpha1.HistoryRecorded && historyCouldHold(in, d, c.DesiredReplicas) {
 		c.Causes = append(c.Causes, CauseInMemoryHistory)
 		why = append(why, inMemoryCause(e.History, c.DesiredReplicas))
 	}
@@ -220,11 +182,11 @@ func disagreement(in replicas.Input, d replicas.Decision, e *Explanation) *Findi
 		c.Causes = []string{CauseUnknown}
 		why = []string{"cause unknown"}
 	}
-	return &Finding{ID: FindingDisagrees, Severity: sev, Message: lead + ": " + strings.Join(why, "; ")}
+	return &v1alpha1.Finding{ID: v1alpha1.FindingDisagrees, Severity: sev, Message: lead + ": " + strings.Join(why, "; ")}
 }
 
 // writersText is "a (12s ago) and b (3m ago)".
-func writersText(ws []StatusWriter, now time.Time) string {
+func writersText(ws []v1alpha1.StatusWriter, now time.Time) string {
 	parts := make([]string, len(ws))
 	for i, w := range ws {
 		parts[i] = w.Manager
@@ -238,7 +200,7 @@ func writersText(ws []StatusWriter, now time.Time) string {
 // lastStatusWrite is the latest time the HPA's status is known to have been written: a status
 // writer's managedFields time, status.lastScaleTime or a condition's lastTransitionTime (each
 // a sync of its controller's); zero when none is known.
-func lastStatusWrite(hpa *autoscalingv2.HorizontalPodAutoscaler, writers []StatusWriter) time.Time {
+func lastStatusWrite(hpa *autoscalingv2.HorizontalPodAutoscaler, writers []v1alpha1.StatusWriter) time.Time {
 	var at time.Time
 	later := func(t time.Time) {
 		if t.After(at) {
@@ -277,7 +239,7 @@ func newestSample(d replicas.Decision) time.Time {
 // spec.behavior: only scale-down's window; the scale-up cap depends on the count alone).
 // inMemoryCause says which part of the controller's memory the evidence leaves open, and could
 // keep the count at cluster.
-func inMemoryCause(h *History, cluster int32) string {
+func inMemoryCause(h *v1alpha1.History, cluster int32) string {
 	m := h.Memory
 	if m == nil {
 		return fmt.Sprintf("the history here is %s, and recommendations or rescales the controller holds in memory could keep it at %d", h.Source, cluster)

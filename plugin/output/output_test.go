@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/golden"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -97,8 +98,8 @@ func scenarios() map[string]Facts {
 			Cluster:       hpa(func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Status.DesiredReplicas = 4 }),
 			MetricsSource: "metrics.k8s.io/v1beta1",
 			HistorySource: "reconstructed", HistoryNote: "the cluster controller's history lives in its memory",
-			WhatIf:   []WhatIf{{Flag: "set-target", Metric: "cpu", Value: "80%", Was: "60%"}},
-			Warnings: []Warning{{Reason: "RolloutInProgress", Message: "selected pods belong to 2 ReplicaSets"}},
+			WhatIf:   []v1alpha1.WhatIf{{Flag: "set-target", Metric: "cpu", Value: "80%", Was: "60%"}},
+			Warnings: []v1alpha1.Warning{{Reason: "RolloutInProgress", Message: "selected pods belong to 2 ReplicaSets"}},
 		},
 		"within-tolerance-legacy": {
 			Input: replicas.Input{
@@ -192,11 +193,11 @@ func TestRenderMatchesGolden(t *testing.T) {
 
 func TestVerdictNamesTheBindingConstraint(t *testing.T) {
 	want := map[string]string{
-		"scale-up-limited-by-policy": ConstraintScaleUpLimit,
-		"within-tolerance-legacy":    ConstraintTolerance,
-		"metrics-failed":             ConstraintMetricsUnavailable,
-		"scale-failed":               ConstraintScaleUnavailable,
-		"clamped-to-max":             ConstraintMaxReplicas,
+		"scale-up-limited-by-policy": v1alpha1.ConstraintScaleUpLimit,
+		"within-tolerance-legacy":    v1alpha1.ConstraintTolerance,
+		"metrics-failed":             v1alpha1.ConstraintMetricsUnavailable,
+		"scale-failed":               v1alpha1.ConstraintScaleUnavailable,
+		"clamped-to-max":             v1alpha1.ConstraintMaxReplicas,
 	}
 	for name, f := range scenarios() {
 		t.Run(name, func(t *testing.T) {
@@ -209,7 +210,7 @@ func TestVerdictNamesTheBindingConstraint(t *testing.T) {
 
 func TestDeepCopyObjectIsEqualAndIndependent(t *testing.T) {
 	e := Build(scenarios()["scale-up-limited-by-policy"])
-	c := e.DeepCopyObject().(*Explanation)
+	c := e.DeepCopyObject().(*v1alpha1.Explanation)
 	if diff := cmp.Diff(e, c); diff != "" {
 		t.Fatalf("copy differs (-orig +copy):\n%s", diff)
 	}
@@ -225,7 +226,7 @@ func TestBehaviorDefaultsAreFilledOnlyWhenBehaviorIsSet(t *testing.T) {
 		t.Errorf("nil behavior: got %+v, want legacy without rules", b)
 	}
 	b := behaviorOf(&autoscalingv2.HorizontalPodAutoscalerBehavior{}, cfg)
-	want := &Behavior{
+	want := &v1alpha1.Behavior{
 		ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(int32(0)), SelectPolicy: ptr.To(autoscalingv2.MaxChangePolicySelect),
 			Policies: []autoscalingv2.HPAScalingPolicy{{Type: "Pods", Value: 4, PeriodSeconds: 15}, {Type: "Percent", Value: 100, PeriodSeconds: 15}}},
 		ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To(int32(300)), SelectPolicy: ptr.To(autoscalingv2.MaxChangePolicySelect),
@@ -329,11 +330,11 @@ func TestVerdictDetailsAnswerTheUsualFollowUps(t *testing.T) {
 func TestLegacyScaleUpCapComesFromTheConfig(t *testing.T) {
 	l := &replicas.Limit{Reason: "ScaleUpLimit", UpLimit: 9}
 	cfg := replicas.DefaultConfig()
-	if got, want := bindingPolicy(l, &Behavior{Legacy: true}, cfg), "the legacy scale-up cap max(2x current, 4) = 9"; got != want {
+	if got, want := bindingPolicy(l, &v1alpha1.Behavior{Legacy: true}, cfg), "the legacy scale-up cap max(2x current, 4) = 9"; got != want {
 		t.Errorf("default config: %q, want %q", got, want)
 	}
 	cfg.LegacyScaleUpFactor, cfg.LegacyScaleUpMinimum = 3, 8
-	if got, want := bindingPolicy(l, &Behavior{Legacy: true}, cfg), "the legacy scale-up cap max(3x current, 8) = 9"; got != want {
+	if got, want := bindingPolicy(l, &v1alpha1.Behavior{Legacy: true}, cfg), "the legacy scale-up cap max(3x current, 8) = 9"; got != want {
 		t.Errorf("factor 3, minimum 8: %q, want %q", got, want)
 	}
 }

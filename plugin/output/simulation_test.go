@@ -10,23 +10,24 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/golden"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
 // simulationFixture is a hand-made Simulation: a load that rises from 2 to 10 pods' worth and
 // falls back over 20 minutes, the HPA as it is against a faster variant.
-func simulationFixture() *Simulation {
-	s := NewSimulation()
-	s.Metadata = Metadata{Name: "web", Namespace: "shop"}
+func simulationFixture() *v1alpha1.Simulation {
+	s := v1alpha1.NewSimulation()
+	s.Metadata = v1alpha1.Metadata{Name: "web", Namespace: "shop"}
 	s.Source = "cluster"
-	s.Load = SimLoad{File: "load.csv", Metrics: []string{"cpu"}, Interpolation: "step", Points: 3}
+	s.Load = v1alpha1.SimLoad{File: "load.csv", Metrics: []string{"cpu"}, Interpolation: "step", Points: 3}
 	s.DurationSeconds = 1200
-	s.Model = []SimParam{
-		{"sync period", "15s", "upstream default"},
-		{"pod started to Ready", "5s", "assumed"},
+	s.Model = []v1alpha1.SimParam{
+		{Name: "sync period", Value: "15s", Source: "upstream default"},
+		{Name: "pod started to Ready", Value: "5s", Source: "assumed"},
 	}
-	s.Workload = SimWorkload{Kind: "Deployment", Name: "web", Replicas: 2, Requests: map[string]string{"cpu": "200m", "memory": "256Mi"}}
-	mk := func(name string, changes []string, rate int32, downDelay float64) SimVariant {
-		v := SimVariant{Name: name, Changes: changes, MinReplicas: 2, MaxReplicas: 10, Targets: []SimTarget{{"cpu", "50%"}}}
+	s.Workload = v1alpha1.SimWorkload{Kind: "Deployment", Name: "web", Replicas: 2, Requests: map[string]string{"cpu": "200m", "memory": "256Mi"}}
+	mk := func(name string, changes []string, rate int32, downDelay float64) v1alpha1.SimVariant {
+		v := v1alpha1.SimVariant{Name: name, Changes: changes, MinReplicas: 2, MaxReplicas: 10, Targets: []v1alpha1.SimTarget{{Metric: "cpu", Target: "50%"}}}
 		replicas := int32(2)
 		for i := 0; i <= 80; i++ {
 			at := float64(i * 15)
@@ -35,15 +36,15 @@ func simulationFixture() *Simulation {
 				demand = 10
 			}
 			want := int32(math.Ceil(demand))
-			st := SimStep{AtSeconds: at, Ready: replicas, Desired: want}
+			st := v1alpha1.SimStep{AtSeconds: at, Ready: replicas, Desired: want}
 			switch {
 			case want > replicas:
-				st.Constraint = ConstraintScaleUpLimit
+				st.Constraint = v1alpha1.ConstraintScaleUpLimit
 				replicas = min(replicas+rate, want)
 				st.Scaled = true
 				v.Summary.ScaleUps++
 			case want < replicas && at-600 < downDelay:
-				st.Constraint = ConstraintScaleDownStabilization
+				st.Constraint = v1alpha1.ConstraintScaleDownStabilization
 			case want < replicas:
 				replicas = want
 				st.Scaled = true
@@ -69,7 +70,7 @@ func simulationFixture() *Simulation {
 		}
 		return v
 	}
-	s.Variants = []SimVariant{
+	s.Variants = []v1alpha1.SimVariant{
 		mk("current", nil, 4, 300),
 		mk("fast", []string{"scaleUp.policies=Pods:8/15s", "scaleDown.stabilizationWindowSeconds=60"}, 8, 60),
 	}

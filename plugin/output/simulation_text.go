@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
 // SimulationTextOptions shape the text rendering of a Simulation.
@@ -30,7 +32,7 @@ const (
 // RenderSimulationText writes s for people: the model first (so that no figure is read
 // without its assumptions), the workload and the variants, the summary table, then for each
 // variant a chart of replicas and of each metric against its target over time.
-func RenderSimulationText(w io.Writer, s *Simulation, o SimulationTextOptions) error {
+func RenderSimulationText(w io.Writer, s *v1alpha1.Simulation, o SimulationTextOptions) error {
 	if o.Width == 0 {
 		o.Width = DefaultChartWidth
 	}
@@ -94,7 +96,7 @@ func RenderSimulationText(w io.Writer, s *Simulation, o SimulationTextOptions) e
 	return err
 }
 
-func targetName(w SimWorkload) string {
+func targetName(w v1alpha1.SimWorkload) string {
 	if w.Kind == "" {
 		return "the workload"
 	}
@@ -130,7 +132,7 @@ var eighths = []rune("▁▂▃▄▅▆▇█")
 // over time: one column per slice of time (the highest value in the slice), rows of block
 // glyphs eight levels each, the y axis labelled at the top and bottom, the x axis at the
 // start, middle and end.
-func renderVariantChart(b *bytes.Buffer, v SimVariant, duration float64, o SimulationTextOptions) {
+func renderVariantChart(b *bytes.Buffer, v v1alpha1.SimVariant, duration float64, o SimulationTextOptions) {
 	const axis = 7 // "  1234 " label width, then the plot
 	cols := o.Width - axis - 1
 	replicas := make([]float64, len(v.Steps))
@@ -174,7 +176,7 @@ func renderVariantChart(b *bytes.Buffer, v SimVariant, duration float64, o Simul
 
 // bucket reduces the steps to one value per column: the highest in the column's slice of
 // time, the last value carried into a column no step falls in, NaN before the first.
-func bucket(steps []SimStep, vals []float64, duration float64, cols int) []float64 {
+func bucket(steps []v1alpha1.SimStep, vals []float64, duration float64, cols int) []float64 {
 	out := make([]float64, cols)
 	for i := range out {
 		out[i] = math.NaN()

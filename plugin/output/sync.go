@@ -9,6 +9,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
 // Sync is one decision of the loop as run prints it. run fills it from the controller's
@@ -26,19 +27,19 @@ type Sync struct {
 
 // Explanation is the Explanation (same schema as explain -o json) of the sync, with what run
 // did on top: a write failure in decision.error and dry-run in warnings.
-func (s Sync) Explanation(metricsSource string) *Explanation {
+func (s Sync) Explanation(metricsSource string) *v1alpha1.Explanation {
 	e := Build(Facts{
 		Input:         s.Input,
 		Decision:      s.Decision,
 		MetricsSource: metricsSource,
-		HistorySource: HistoryController,
+		HistorySource: v1alpha1.HistoryController,
 		HistoryNote:   "the history kept in memory by this kubectl hpa run since it started",
 	})
 	if e.Decision != nil && s.Err != nil {
 		e.Decision.Error = s.Err.Error()
 	}
 	if s.DryRunReason != "" {
-		e.Warnings = append(e.Warnings, Warning{Reason: "DryRun", Message: "this decision was not applied: " + s.DryRunReason})
+		e.Warnings = append(e.Warnings, v1alpha1.Warning{Reason: "DryRun", Message: "this decision was not applied: " + s.DryRunReason})
 	}
 	return e
 }

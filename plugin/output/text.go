@@ -12,6 +12,8 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
 // TextPrinter renders Explanations describe-style. It implements cli-runtime's
@@ -20,9 +22,9 @@ type TextPrinter struct{}
 
 // PrintObj renders obj, which must be an *Explanation.
 func (TextPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
-	e, ok := obj.(*Explanation)
+	e, ok := obj.(*v1alpha1.Explanation)
 	if !ok {
-		return fmt.Errorf("the text printer renders %s objects, not %T", Kind, obj)
+		return fmt.Errorf("the text printer renders %s objects, not %T", v1alpha1.KindExplanation, obj)
 	}
 	return RenderText(w, e)
 }
@@ -30,7 +32,7 @@ func (TextPrinter) PrintObj(obj runtime.Object, w io.Writer) error {
 // RenderText writes e for people: the verdict and its binding constraint first, then aligned
 // sections, tables for metrics and pods, the arithmetic, the cluster's own view and the
 // history used.
-func RenderText(w io.Writer, e *Explanation) error {
+func RenderText(w io.Writer, e *v1alpha1.Explanation) error {
 	var b bytes.Buffer
 	r := &textRenderer{b: &b, now: e.Time.Time}
 	r.render(e)
@@ -85,7 +87,7 @@ func (r *textRenderer) ago(t time.Time) string {
 
 // render leads with what a reader looks for first (which HPA, its target, the verdict and what
 // binds it, and anything that makes the verdict surprising), then the details it came from.
-func (r *textRenderer) render(e *Explanation) {
+func (r *textRenderer) render(e *v1alpha1.Explanation) {
 	r.kv(0, "Name", "%s", e.Metadata.Name)
 	r.kv(0, "Namespace", "%s", e.Metadata.Namespace)
 	if e.Error != nil {
@@ -189,7 +191,7 @@ func formatRules(rules *autoscalingv2.HPAScalingRules) string {
 	return strings.Join(parts, "; ")
 }
 
-func (r *textRenderer) renderBehavior(e *Explanation) {
+func (r *textRenderer) renderBehavior(e *v1alpha1.Explanation) {
 	b := e.Behavior
 	if b == nil {
 		return
@@ -220,9 +222,9 @@ func optRatio(p *float64) string {
 	return fmt.Sprintf("%.3f", *p)
 }
 
-func isBinary(m Metric) bool { return strings.HasPrefix(m.Short, "memory") }
+func isBinary(m v1alpha1.Metric) bool { return strings.HasPrefix(m.Short, "memory") }
 
-func (r *textRenderer) renderMetrics(e *Explanation) {
+func (r *textRenderer) renderMetrics(e *v1alpha1.Explanation) {
 	if len(e.Metrics) == 0 {
 		return
 	}
@@ -292,7 +294,7 @@ func (r *textRenderer) renderMetrics(e *Explanation) {
 	}
 }
 
-func (r *textRenderer) renderArithmetic(e *Explanation) {
+func (r *textRenderer) renderArithmetic(e *v1alpha1.Explanation) {
 	a := e.Arithmetic
 	if a == nil {
 		return
@@ -349,7 +351,7 @@ func (r *textRenderer) renderArithmetic(e *Explanation) {
 	r.kv(1, "desired", "%d", a.Desired)
 }
 
-func (r *textRenderer) renderDecision(e *Explanation) {
+func (r *textRenderer) renderDecision(e *v1alpha1.Explanation) {
 	d := e.Decision
 	if d == nil {
 		return
@@ -376,7 +378,7 @@ func (r *textRenderer) renderDecision(e *Explanation) {
 	}
 }
 
-func (r *textRenderer) renderCluster(e *Explanation) {
+func (r *textRenderer) renderCluster(e *v1alpha1.Explanation) {
 	c := e.Cluster
 	if c == nil {
 		return
@@ -434,13 +436,13 @@ func (r *textRenderer) renderCluster(e *Explanation) {
 	}
 }
 
-func (r *textRenderer) renderHistory(e *Explanation) {
+func (r *textRenderer) renderHistory(e *v1alpha1.Explanation) {
 	h := e.History
 	if h == nil {
 		return
 	}
 	r.line(0, "")
-	if h.Source == HistoryRecorded {
+	if h.Source == v1alpha1.HistoryRecorded {
 		holder := h.Holder
 		if holder == "" {
 			holder = "without a Lease"
@@ -459,7 +461,7 @@ func (r *textRenderer) renderHistory(e *Explanation) {
 		rs = recommendationRuns(h.Recommendations)
 	} else {
 		for i, rec := range h.Recommendations {
-			if h.Source == HistoryRecorded && i == len(h.Recommendations)-1 && !rec.Time.Time.Before(r.now) {
+			if h.Source == v1alpha1.HistoryRecorded && i == len(h.Recommendations)-1 && !rec.Time.Time.Before(r.now) {
 				rs = append(rs, fmt.Sprintf("%d (still current)", rec.Replicas))
 				continue
 			}
@@ -492,9 +494,9 @@ func historySourceText(source string) string {
 
 // recommendationRuns prints a replayed history (one recommendation per sync) as runs of
 // equal counts, oldest first: "6 x8 (1m20s to 45s ago), 2 x9 (40s ago to 0s ago)".
-func recommendationRuns(recs []Recommendation) []string {
+func recommendationRuns(recs []v1alpha1.Recommendation) []string {
 	sorted := slices.Clone(recs)
-	slices.SortStableFunc(sorted, func(a, b Recommendation) int { return a.Time.Compare(b.Time.Time) })
+	slices.SortStableFunc(sorted, func(a, b v1alpha1.Recommendation) int { return a.Time.Compare(b.Time.Time) })
 	var out []string
 	for i := 0; i < len(sorted); {
 		j := i
@@ -511,7 +513,7 @@ func recommendationRuns(recs []Recommendation) []string {
 	return out
 }
 
-func (r *textRenderer) renderReplay(e *Explanation) {
+func (r *textRenderer) renderReplay(e *v1alpha1.Explanation) {
 	rp := e.History.Replay
 	if rp == nil {
 		return

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
 // RenderTimelineText writes t for people: the period and where its past came from first (so
 // that no figure is read without its source), the findings, the table of syncs, the
 // rescales, then the chart of replicas and of each metric against its target, drawn as
 // simulate draws a variant.
-func RenderTimelineText(w io.Writer, t *Timeline, o SimulationTextOptions) error {
+func RenderTimelineText(w io.Writer, t *v1alpha1.Timeline, o SimulationTextOptions) error {
 	if o.Width == 0 {
 		o.Width = DefaultChartWidth
 	}
@@ -72,13 +73,13 @@ func timelineClock(from, to time.Time) string {
 	return "01-02 15:04:05"
 }
 
-func sourceSentence(s TimelineSource) string {
+func sourceSentence(s v1alpha1.TimelineSource) string {
 	switch s.Kind {
-	case TimelineRecording:
+	case v1alpha1.TimelineRecording:
 		return fmt.Sprintf("recording %s: every sync as kubectl hpa run made it, re-decided through the core for what held each (exact)", s.Name)
-	case TimelinePrometheus:
+	case v1alpha1.TimelinePrometheus:
 		return fmt.Sprintf("Prometheus %s: the metrics replayed through the decision core at every sync of the period (a replay, not the controller's own record)", s.Name)
-	case TimelineEvents:
+	case v1alpha1.TimelineEvents:
 		return fmt.Sprintf("%s: the rescales only (coarse: no sync between them is known; --prometheus-url replays every one)", s.Name)
 	}
 	return s.Kind + " " + s.Name
@@ -86,7 +87,7 @@ func sourceSentence(s TimelineSource) string {
 
 // replayLine says where a replay placed the syncs and read the metrics, and from what: the
 // controller's syncs as its status puts them, else Prometheus' scrapes, else the epoch.
-func replayLine(t *Timeline) string {
+func replayLine(t *v1alpha1.Timeline) string {
 	g := t.Source.Grid
 	if g == nil || t.SyncPeriodSeconds <= 0 || len(t.Syncs) == 0 {
 		return ""
@@ -110,7 +111,7 @@ func replayLine(t *Timeline) string {
 	return fmt.Sprintf("%s (the controller's unknown), the metrics read every %s since the epoch (Prometheus' scrapes unknown too)", syncs, step)
 }
 
-func syncRow(s TimelineSync, clock string) []string {
+func syncRow(s v1alpha1.TimelineSync, clock string) []string {
 	var metrics []string
 	for _, m := range s.Metrics {
 		if m.Error != "" {
@@ -135,7 +136,7 @@ func syncRow(s TimelineSync, clock string) []string {
 		held += fmt.Sprintf(" (%d unready)", s.UnreadyPods)
 	}
 	replicas := fmt.Sprint(s.Replicas)
-	if s.Replicas == UnknownReplicas {
+	if s.Replicas == v1alpha1.UnknownReplicas {
 		replicas = "?"
 	}
 	rescale := ""
@@ -150,10 +151,10 @@ func syncRow(s TimelineSync, clock string) []string {
 
 // timelineVariant is t as a simulation's variant, for the chart simulate draws: replicas after
 // each sync and each metric in percent of its target.
-func timelineVariant(t *Timeline) SimVariant {
-	v := SimVariant{Name: t.Metadata.Name, MinReplicas: t.MinReplicas, MaxReplicas: t.MaxReplicas}
+func timelineVariant(t *v1alpha1.Timeline) v1alpha1.SimVariant {
+	v := v1alpha1.SimVariant{Name: t.Metadata.Name, MinReplicas: t.MinReplicas, MaxReplicas: t.MaxReplicas}
 	for _, s := range t.Syncs {
-		st := SimStep{AtSeconds: s.Time.Sub(t.From.Time).Seconds(), Replicas: s.Desired, Desired: s.Desired}
+		st := v1alpha1.SimStep{AtSeconds: s.Time.Sub(t.From.Time).Seconds(), Replicas: s.Desired, Desired: s.Desired}
 		if !s.Rescale {
 			st.Replicas = s.Replicas
 		}
@@ -175,18 +176,18 @@ func timelineVariant(t *Timeline) SimVariant {
 }
 
 // TimelineSimulation is t as a one-variant Simulation, for the image plot draws.
-func TimelineSimulation(t *Timeline) *Simulation {
-	s := NewSimulation()
+func TimelineSimulation(t *v1alpha1.Timeline) *v1alpha1.Simulation {
+	s := v1alpha1.NewSimulation()
 	s.Metadata = t.Metadata
 	s.Source = t.Source.Kind
 	s.Load.File = fmt.Sprintf("%s, %s to %s UTC", t.Source.Kind, t.From.UTC().Format("2006-01-02 15:04"), t.To.UTC().Format(timelineClock(t.From.UTC(), t.To.UTC())))
 	s.DurationSeconds = t.To.Sub(t.From.Time).Seconds()
-	s.Variants = []SimVariant{timelineVariant(t)}
+	s.Variants = []v1alpha1.SimVariant{timelineVariant(t)}
 	return s
 }
 
 // writeTimelineHeader writes the period, its source and the spec, and how many syncs are known.
-func writeTimelineHeader(b *bytes.Buffer, t *Timeline, clock string) {
+func writeTimelineHeader(b *bytes.Buffer, t *v1alpha1.Timeline, clock string) {
 	from, to := t.From.UTC(), t.To.UTC()
 	fmt.Fprintf(b, "Timeline of %s/%s from %s to %s UTC (%s)\n", t.Metadata.Namespace, t.Metadata.Name,
 		from.Format("2006-01-02 15:04:05"), to.Format(clock), to.Sub(from).Round(time.Second))
@@ -207,7 +208,7 @@ func writeTimelineHeader(b *bytes.Buffer, t *Timeline, clock string) {
 	}
 	b.WriteString("\n")
 	switch {
-	case t.Source.Kind == TimelineEvents:
+	case t.Source.Kind == v1alpha1.TimelineEvents:
 		fmt.Fprintf(b, "Syncs:     not known between rescales: %d point(s) from events and status\n", t.SyncsKnown)
 	case t.ChangesOnly:
 		fmt.Fprintf(b, "Syncs:     %d, shown where something changed (%d; --all-syncs shows every one)\n", t.SyncsKnown, len(t.Syncs))
@@ -217,7 +218,7 @@ func writeTimelineHeader(b *bytes.Buffer, t *Timeline, clock string) {
 }
 
 // writeTimelineRescales writes the table of rescales, or that there were none.
-func writeTimelineRescales(b *bytes.Buffer, rescales []TimelineRescale, clock string) {
+func writeTimelineRescales(b *bytes.Buffer, rescales []v1alpha1.TimelineRescale, clock string) {
 	b.WriteString("\nRescales:\n")
 	if len(rescales) == 0 {
 		b.WriteString("  none in the period\n")

@@ -9,17 +9,18 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
 // metricPhrase is "cpu 142% vs 80%" for the verdict.
-func metricPhrase(m Metric) string {
+func metricPhrase(m v1alpha1.Metric) string {
 	return fmt.Sprintf("%s %s vs %s", m.Short, strings.TrimSuffix(m.Current, " (avg)"), strings.TrimSuffix(m.Target, " (avg)"))
 }
 
 // rebalancing is ", once 2 unready pods count as 0 (ratio 1.32 -> 0.99)" when the pods the
 // calculator could not take at their sample (not ready yet, or without one) moved m's ratio,
 // so that the verdict says why a metric far from its target asks for little; "" otherwise.
-func rebalancing(m Metric) string {
+func rebalancing(m v1alpha1.Metric) string {
 	if m.Ratio == nil || m.RebalancedRatio == nil || fmt.Sprintf("%.2f", *m.Ratio) == fmt.Sprintf("%.2f", *m.RebalancedRatio) {
 		return ""
 	}
@@ -61,11 +62,11 @@ func rebalancing(m Metric) string {
 
 // verdictOf says the decision in a sentence; its constraint is the core's ConstraintOf, which
 // the simulator's summary counts too.
-func verdictOf(d replicas.Decision, e *Explanation) *Verdict {
+func verdictOf(d replicas.Decision, e *v1alpha1.Explanation) *v1alpha1.Verdict {
 	c := replicas.ConstraintOf(d)
-	v := &Verdict{Constraint: string(c)}
+	v := &v1alpha1.Verdict{Constraint: string(c)}
 	from, to := d.CurrentReplicas, d.DesiredReplicas
-	var chosen *Metric
+	var chosen *v1alpha1.Metric
 	for i := range e.Metrics {
 		if e.Metrics[i].Chosen {
 			chosen = &e.Metrics[i]
@@ -147,7 +148,7 @@ func verdictOf(d replicas.Decision, e *Explanation) *Verdict {
 
 // DisabledBy is "scaling up is disabled by behavior.scaleUp.selectPolicy: Disabled" when the
 // rate limit c is a direction the behavior b disables, else "".
-func DisabledBy(c replicas.Constraint, b *Behavior) string {
+func DisabledBy(c replicas.Constraint, b *v1alpha1.Behavior) string {
 	dir, way := disabledDirectionOf(c, b)
 	if dir == "" {
 		return ""
@@ -157,7 +158,7 @@ func DisabledBy(c replicas.Constraint, b *Behavior) string {
 
 // disabledDirectionOf is the direction ("scaleUp", "up") the behavior b disables when the
 // rate limit c is that direction's, else "".
-func disabledDirectionOf(c replicas.Constraint, b *Behavior) (dir, way string) {
+func disabledDirectionOf(c replicas.Constraint, b *v1alpha1.Behavior) (dir, way string) {
 	if b == nil || b.Legacy {
 		return "", ""
 	}
@@ -182,10 +183,10 @@ func pct(f float64) string {
 }
 
 // verdictDetails are the verdict's follow-up answers (see Verdict.Details).
-func verdictDetails(d replicas.Decision, e *Explanation) []string {
+func verdictDetails(d replicas.Decision, e *v1alpha1.Explanation) []string {
 	var out []string
-	var failed, valid []Metric
-	var chosen *Metric
+	var failed, valid []v1alpha1.Metric
+	var chosen *v1alpha1.Metric
 	for i, m := range e.Metrics {
 		switch {
 		case !m.Computed:
@@ -245,7 +246,7 @@ func verdictDetails(d replicas.Decision, e *Explanation) []string {
 }
 
 // podSummary counts the pods a pod metric did not take as measured, with what that means.
-func podSummary(m Metric) string {
+func podSummary(m v1alpha1.Metric) string {
 	var unready, missing, ignored int
 	for _, p := range m.Pods {
 		switch p.Treatment {
@@ -277,7 +278,7 @@ func podSummary(m Metric) string {
 // thresholds says, for a count that stays, where a Utilization metric would have to go for
 // the count to move: down needs the ratio below both the tolerance and (n-1)/n, up above
 // the tolerance.
-func thresholds(d replicas.Decision, m Metric, e *Explanation) string {
+func thresholds(d replicas.Decision, m v1alpha1.Metric, e *v1alpha1.Explanation) string {
 	if d.Rescale || d.Phase != replicas.PhaseComputed || m.TargetSpec.Type != autoscalingv2.UtilizationMetricType || m.TargetSpec.AverageUtilization == nil ||
 		m.Proposal == nil || *m.Proposal != d.CurrentReplicas || podSummary(m) != "" {
 		// Only the metric, measured on every pod, holds the count here: a window or a limit

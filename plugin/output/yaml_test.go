@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
 // As kubectl's: a second object printed is preceded by "---", and an object without its
@@ -12,7 +14,7 @@ func TestYAMLPrinterSeparatesObjectsAndRefusesOneWithoutKind(t *testing.T) {
 	var b bytes.Buffer
 	p := &YAMLPrinter{}
 	for range 2 {
-		if err := p.PrintObj(New("shop", "web"), &b); err != nil {
+		if err := p.PrintObj(v1alpha1.NewExplanation("shop", "web"), &b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -20,7 +22,7 @@ func TestYAMLPrinterSeparatesObjectsAndRefusesOneWithoutKind(t *testing.T) {
 	if len(docs) != 2 || docs[0] != docs[1] || !strings.HasPrefix(docs[0], "apiVersion: hpa.kubectl-hpa.io/v1alpha1\nkind: Explanation\nmetadata:\n  name: web\n  namespace: shop\n") {
 		t.Errorf("two explanations printed as %q, want two documents leading with apiVersion, kind and metadata", b.String())
 	}
-	if err := p.PrintObj(&Explanation{}, &b); err == nil || !strings.Contains(err.Error(), "missing apiVersion or kind") {
+	if err := p.PrintObj(&v1alpha1.Explanation{}, &b); err == nil || !strings.Contains(err.Error(), "missing apiVersion or kind") {
 		t.Errorf("an object without apiVersion and kind: error %v", err)
 	}
 }

@@ -21,7 +21,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
 // Formats are the file extensions Write accepts.
@@ -38,7 +38,7 @@ func CheckPath(path string) error {
 // Write draws s into path (the format from its extension). The image is rendered in memory and
 // written to a temporary file in the same directory, which is then renamed over path: path
 // never holds a partial chart.
-func Write(path string, s *output.Simulation) error {
+func Write(path string, s *v1alpha1.Simulation) error {
 	if err := CheckPath(path); err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ type panel struct {
 }
 
 // Render draws s in format ".svg" or ".png" to w.
-func Render(w io.Writer, format string, s *output.Simulation) error {
+func Render(w io.Writer, format string, s *v1alpha1.Simulation) error {
 	panels, err := buildPanels(s)
 	if err != nil {
 		return err
@@ -140,7 +140,7 @@ func layout(c draw.Canvas, panels []panel) []area {
 	return areas
 }
 
-func buildPanels(s *output.Simulation) ([]panel, error) {
+func buildPanels(s *v1alpha1.Simulation) ([]panel, error) {
 	title := fmt.Sprintf("%s/%s under %s", s.Metadata.Namespace, s.Metadata.Name, s.Load.File)
 	end := s.DurationSeconds / 60
 	rp := newPanel(title+": replicas", "replicas")

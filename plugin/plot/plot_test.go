@@ -17,23 +17,23 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/golden"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
-func fixture() *output.Simulation {
-	s := output.NewSimulation()
-	s.Metadata = output.Metadata{Name: "web", Namespace: "shop"}
-	s.Load = output.SimLoad{File: "load.csv"}
+func fixture() *v1alpha1.Simulation {
+	s := v1alpha1.NewSimulation()
+	s.Metadata = v1alpha1.Metadata{Name: "web", Namespace: "shop"}
+	s.Load = v1alpha1.SimLoad{File: "load.csv"}
 	s.DurationSeconds = 600
 	for i, name := range []string{"current", "fast"} {
-		v := output.SimVariant{Name: name, MinReplicas: 1, MaxReplicas: 10}
+		v := v1alpha1.SimVariant{Name: name, MinReplicas: 1, MaxReplicas: 10}
 		// As the simulator steps: one sync every 15s, the last one before the end.
 		for t := 0; t < 600; t += 15 {
 			r := int32(2)
 			if t >= 120 {
 				r = min(10, 2+int32((t-120)/15)*int32(2+2*i))
 			}
-			v.Steps = append(v.Steps, output.SimStep{AtSeconds: float64(t), Replicas: r, Utilization: map[string]float64{"cpu": 800 / float64(r) * 10}})
+			v.Steps = append(v.Steps, v1alpha1.SimStep{AtSeconds: float64(t), Replicas: r, Utilization: map[string]float64{"cpu": 800 / float64(r) * 10}})
 		}
 		s.Variants = append(s.Variants, v)
 	}

@@ -7,8 +7,8 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim/load"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
@@ -70,7 +70,7 @@ type Named struct {
 // Compare plays in's load for each spec, as simulate plays variants, and returns the
 // simulation simulate would print (its summary table and chart); the time above target is
 // measured against in.HPA's targets for every spec, as tune scores them.
-func (o *Options) Compare(ctx context.Context, in *Input, specs []Named) (*output.Simulation, error) {
+func (o *Options) Compare(ctx context.Context, in *Input, specs []Named) (*v1alpha1.Simulation, error) {
 	vs := make([]variant, len(specs))
 	spec := sim.Spec{Model: in.Model, Load: in.Load, Workload: in.Workload, Duration: o.Duration}
 	for i, s := range specs {

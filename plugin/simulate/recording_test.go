@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 // testdata/simulate/run.jsonl is a recording of the real controller (informers on a fake
@@ -34,7 +34,7 @@ func TestSimulateFromARecordingReplaysRunsDecisionsExactly(t *testing.T) {
 		t.Fatalf("-o json printed %d lines, want one Explanation per sync (17)", len(lines))
 	}
 	for i, l := range lines {
-		var e output.Explanation
+		var e v1alpha1.Explanation
 		if err := json.Unmarshal([]byte(l), &e); err != nil || e.Kind != "Explanation" || e.Decision == nil {
 			t.Errorf("line %d is not an Explanation with a decision (%v): %.100s", i+1, err, l)
 		}
@@ -98,7 +98,7 @@ func TestSimulateFromARecordingPlaysItsDemandForVariants(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	var s output.Simulation
+	var s v1alpha1.Simulation
 	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim"
@@ -15,20 +16,20 @@ import (
 )
 
 // buildSimulation is the versioned object of a run.
-func buildSimulation(base *autoscalingv2.HorizontalPodAutoscaler, source, loadFile string, curve load.Curve, w sim.Workload, variants []variant, res *sim.Result, modelFlags map[string]bool) *output.Simulation {
-	s := output.NewSimulation()
-	s.Metadata = output.Metadata{Name: base.Name, Namespace: base.Namespace, UID: base.UID, Generation: base.Generation, ResourceVersion: base.ResourceVersion}
+func buildSimulation(base *autoscalingv2.HorizontalPodAutoscaler, source, loadFile string, curve load.Curve, w sim.Workload, variants []variant, res *sim.Result, modelFlags map[string]bool) *v1alpha1.Simulation {
+	s := v1alpha1.NewSimulation()
+	s.Metadata = v1alpha1.Metadata{Name: base.Name, Namespace: base.Namespace, UID: base.UID, Generation: base.Generation, ResourceVersion: base.ResourceVersion}
 	s.Source = source
-	s.Load = output.SimLoad{File: loadFile, Metrics: slices.Clone(curve.Metrics), Interpolation: curve.Interpolation.String(), Points: len(curve.Points)}
+	s.Load = v1alpha1.SimLoad{File: loadFile, Metrics: slices.Clone(curve.Metrics), Interpolation: curve.Interpolation.String(), Points: len(curve.Points)}
 	s.DurationSeconds = res.Duration.Seconds()
 	for _, p := range res.Model.Params() {
 		src := p.Source
 		if modelFlags[p.Name] {
 			src = "flag --" + modelFlagNames[p.Name]
 		}
-		s.Model = append(s.Model, output.SimParam{Name: p.Name, Value: p.Value, Source: src})
+		s.Model = append(s.Model, v1alpha1.SimParam{Name: p.Name, Value: p.Value, Source: src})
 	}
-	s.Workload = output.SimWorkload{Kind: base.Spec.ScaleTargetRef.Kind, Name: base.Spec.ScaleTargetRef.Name, Replicas: w.Replicas, Requests: podRequests(w.Pod)}
+	s.Workload = v1alpha1.SimWorkload{Kind: base.Spec.ScaleTargetRef.Kind, Name: base.Spec.ScaleTargetRef.Name, Replicas: w.Replicas, Requests: podRequests(w.Pod)}
 	for i, vr := range res.Variants {
 		s.Variants = append(s.Variants, variantOf(variants[i], vr))
 	}
@@ -36,18 +37,18 @@ func buildSimulation(base *autoscalingv2.HorizontalPodAutoscaler, source, loadFi
 }
 
 // variantOf is one variant's result: its spec's bounds and targets, its summary and its steps.
-func variantOf(v variant, vr sim.VariantResult) output.SimVariant {
-	ov := output.SimVariant{Name: vr.Name, Changes: v.changes, MaxReplicas: v.hpa.Spec.MaxReplicas, MinReplicas: 1}
+func variantOf(v variant, vr sim.VariantResult) v1alpha1.SimVariant {
+	ov := v1alpha1.SimVariant{Name: vr.Name, Changes: v.changes, MaxReplicas: v.hpa.Spec.MaxReplicas, MinReplicas: 1}
 	if v.hpa.Spec.MinReplicas != nil {
 		ov.MinReplicas = *v.hpa.Spec.MinReplicas
 	}
 	for _, m := range v.hpa.Spec.Metrics {
 		if t := cmdutil.TargetIn(&m); t != nil {
-			ov.Targets = append(ov.Targets, output.SimTarget{Metric: output.ShortName(m), Target: output.FormatTarget(*t)})
+			ov.Targets = append(ov.Targets, v1alpha1.SimTarget{Metric: output.ShortName(m), Target: output.FormatTarget(*t)})
 		}
 	}
 	sm := vr.Summary
-	ov.Summary = output.SimSummary{
+	ov.Summary = v1alpha1.SimSummary{
 		PeakReplicas: sm.PeakReplicas, PeakAtSeconds: sm.PeakAt.Seconds(), PodSeconds: sm.PodSeconds,
 		SecondsAboveTarget: sm.SecondsAboveTarget, ScaleUps: sm.ScaleUps, ScaleDowns: sm.ScaleDowns,
 	}
@@ -57,7 +58,7 @@ func variantOf(v variant, vr sim.VariantResult) output.SimVariant {
 		}
 		ov.Summary.HeldBackBy[string(c)] = n
 	}
-	ov.Steps = make([]output.SimStep, 0, len(vr.Steps))
+	ov.Steps = make([]v1alpha1.SimStep, 0, len(vr.Steps))
 	for _, st := range vr.Steps {
 		ov.Steps = append(ov.Steps, stepOf(st, vr.Metrics))
 	}
@@ -65,8 +66,8 @@ func variantOf(v variant, vr sim.VariantResult) output.SimVariant {
 }
 
 // stepOf is one sync of a variant, with each measured metric's utilization of its target.
-func stepOf(st sim.Step, metrics []sim.MetricInfo) output.SimStep {
-	step := output.SimStep{AtSeconds: st.At.Seconds(), Replicas: st.Replicas, Ready: st.Ready, Desired: st.Desired, Scaled: st.Scaled}
+func stepOf(st sim.Step, metrics []sim.MetricInfo) v1alpha1.SimStep {
+	step := v1alpha1.SimStep{AtSeconds: st.At.Seconds(), Replicas: st.Replicas, Ready: st.Ready, Desired: st.Desired, Scaled: st.Scaled}
 	if st.Constraint != replicas.ConstraintNone {
 		step.Constraint = string(st.Constraint)
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/plot"
@@ -404,7 +405,7 @@ func (o *Options) variants(base *autoscalingv2.HorizontalPodAutoscaler, vopts va
 }
 
 // present writes the plot, then prints the simulation.
-func (o *Options) present(s *output.Simulation) error {
+func (o *Options) present(s *v1alpha1.Simulation) error {
 	if o.Plot != "" {
 		if err := plot.Write(o.Plot, s); err != nil {
 			return &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("--plot: %w", err)}

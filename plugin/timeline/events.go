@@ -15,8 +15,8 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 // readHPA gets the HPA, its failure made actionable.
@@ -31,7 +31,7 @@ func (o *Options) readHPA(ctx context.Context, c *cmdutil.Clients) (*autoscaling
 // fromEvents is the coarse timeline: the rescales the HPA's SuccessfulRescale events show in
 // [now-since, now] (and the size before the first from the one before the period), the
 // status now, and what kubectl hpa run persisted on the HPA, said in a note.
-func (o *Options) fromEvents(ctx context.Context, c *cmdutil.Clients, now time.Time) (*output.Timeline, error) {
+func (o *Options) fromEvents(ctx context.Context, c *cmdutil.Clients, now time.Time) (*v1alpha1.Timeline, error) {
 	hpa, err := o.readHPA(ctx, c)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func (o *Options) fromEvents(ctx context.Context, c *cmdutil.Clients, now time.T
 		return nil, cmdutil.APIExitError(fmt.Sprintf("listing the events of horizontalpodautoscaler %q in namespace %q", o.Name, o.Namespace), known.Err)
 	}
 	from := now.Add(-o.Since)
-	src := output.TimelineSource{Kind: output.TimelineEvents, Name: "SuccessfulRescale events and status"}
+	src := v1alpha1.TimelineSource{Kind: v1alpha1.TimelineEvents, Name: "SuccessfulRescale events and status"}
 	t := newTimeline(hpa, from, now, src)
 	t.Rescales = rescalesFromEvents(known, hpa.Spec.ScaleTargetRef, from, now)
 	if len(t.Rescales) == 0 {
@@ -59,16 +59,16 @@ func (o *Options) fromEvents(ctx context.Context, c *cmdutil.Clients, now time.T
 	}
 	// A point at the start with the size then, one per rescale, one now with the status.
 	if start, ok := sizeAt(t.Rescales, hpa, from); ok {
-		t.Syncs = append(t.Syncs, output.TimelineSync{Time: metav1.NewTime(from.UTC()), Replicas: start, Desired: start})
+		t.Syncs = append(t.Syncs, v1alpha1.TimelineSync{Time: metav1.NewTime(from.UTC()), Replicas: start, Desired: start})
 	}
 	for _, r := range t.Rescales {
-		s := output.TimelineSync{Time: r.Time, Replicas: output.UnknownReplicas, Desired: r.To, Rescale: true, Reason: r.Cause}
+		s := v1alpha1.TimelineSync{Time: r.Time, Replicas: v1alpha1.UnknownReplicas, Desired: r.To, Rescale: true, Reason: r.Cause}
 		if r.From != nil {
 			s.Replicas = *r.From
 		}
 		t.Syncs = append(t.Syncs, s)
 	}
-	t.Syncs = append(t.Syncs, output.TimelineSync{Time: metav1.NewTime(now.UTC()), Replicas: hpa.Status.CurrentReplicas,
+	t.Syncs = append(t.Syncs, v1alpha1.TimelineSync{Time: metav1.NewTime(now.UTC()), Replicas: hpa.Status.CurrentReplicas,
 		Desired: hpa.Status.DesiredReplicas, Constraint: constraintOfStatus(hpa.Status.Conditions)})
 	return t, nil
 }
@@ -89,7 +89,7 @@ func nothingKnown(hpa *autoscalingv2.HorizontalPodAutoscaler, from time.Time, si
 // Deployment controller's resize of a ReplicaSet to the new size at the rescale, else the size
 // the previous event set; unknown without either (the first of the events, whose target had
 // replicas all the same).
-func rescalesFromEvents(known history.Events, ref autoscalingv2.CrossVersionObjectReference, from, to time.Time) []output.TimelineRescale {
+func rescalesFromEvents(known history.Events, ref autoscalingv2.CrossVersionObjectReference, from, to time.Time) []v1alpha1.TimelineRescale {
 	type seen struct {
 		at     time.Time
 		size   int32
@@ -105,12 +105,12 @@ func rescalesFromEvents(known history.Events, ref autoscalingv2.CrossVersionObje
 		all = append(all, seen{history.EventTime(ev), n, reason})
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].at.Before(all[j].at) })
-	out := []output.TimelineRescale{}
+	out := []v1alpha1.TimelineRescale{}
 	for i, s := range all {
 		if s.at.Before(from) || s.at.After(to) {
 			continue
 		}
-		r := output.TimelineRescale{Time: metav1.NewTime(s.at.UTC()), To: s.size, Cause: s.reason, Direction: "down"}
+		r := v1alpha1.TimelineRescale{Time: metav1.NewTime(s.at.UTC()), To: s.size, Cause: s.reason, Direction: "down"}
 		if strings.Contains(s.reason, "above") {
 			r.Direction = "up"
 		}
@@ -131,7 +131,7 @@ func rescalesFromEvents(known history.Events, ref autoscalingv2.CrossVersionObje
 
 // sizeAt is the target's size at from: the size the last rescale before it set, or the
 // first rescale's previous size, or, without a rescale since, the status' current replicas.
-func sizeAt(rescales []output.TimelineRescale, hpa *autoscalingv2.HorizontalPodAutoscaler, from time.Time) (int32, bool) {
+func sizeAt(rescales []v1alpha1.TimelineRescale, hpa *autoscalingv2.HorizontalPodAutoscaler, from time.Time) (int32, bool) {
 	if len(rescales) > 0 {
 		if rescales[0].From != nil {
 			return *rescales[0].From, true

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
 // Flapping's thresholds. A rescale costs pods started or stopped and caches warmed for
@@ -21,7 +21,7 @@ const (
 // findings judges the period [from, to] from every sync known (not only those shown), each
 // sync's state lasting until the next one; metricsKnown is false when the source carries no
 // metric (events), which leaves Blind and AboveTarget unknown.
-func findings(syncs []output.TimelineSync, rescales []output.TimelineRescale, from, to time.Time, maxReplicas int32, metricsKnown bool) []output.TimelineFinding {
+func findings(syncs []v1alpha1.TimelineSync, rescales []v1alpha1.TimelineRescale, from, to time.Time, maxReplicas int32, metricsKnown bool) []v1alpha1.TimelineFinding {
 	period := to.Sub(from)
 	var capped, blind, above time.Duration
 	for i, s := range syncs {
@@ -40,15 +40,15 @@ func findings(syncs []output.TimelineSync, rescales []output.TimelineRescale, fr
 			above += d
 		}
 	}
-	out := []output.TimelineFinding{flapping(rescales)}
+	out := []v1alpha1.TimelineFinding{flapping(rescales)}
 	share := func(d time.Duration) float64 {
 		if period <= 0 {
 			return 0
 		}
 		return math.Round(d.Seconds()/period.Seconds()*1000) / 10
 	}
-	timed := func(typ string, d time.Duration, what string) output.TimelineFinding {
-		f := output.TimelineFinding{Type: typ, Found: d > 0, Seconds: d.Seconds(), Percent: share(d)}
+	timed := func(typ string, d time.Duration, what string) v1alpha1.TimelineFinding {
+		f := v1alpha1.TimelineFinding{Type: typ, Found: d > 0, Seconds: d.Seconds(), Percent: share(d)}
 		if d > 0 {
 			f.Message = fmt.Sprintf("%s (%.1f%% of the period) %s", d.Round(time.Second), f.Percent, what)
 		} else {
@@ -57,24 +57,24 @@ func findings(syncs []output.TimelineSync, rescales []output.TimelineRescale, fr
 		return f
 	}
 	if metricsKnown {
-		out = append(out, timed(output.FindingCappedAtMax, capped, fmt.Sprintf("held at maxReplicas %d while the metrics asked for more", maxReplicas)))
+		out = append(out, timed(v1alpha1.FindingCappedAtMax, capped, fmt.Sprintf("held at maxReplicas %d while the metrics asked for more", maxReplicas)))
 	} else {
-		f := timed(output.FindingCappedAtMax, capped, fmt.Sprintf("at maxReplicas %d (events do not say whether the metrics asked for more)", maxReplicas))
+		f := timed(v1alpha1.FindingCappedAtMax, capped, fmt.Sprintf("at maxReplicas %d (events do not say whether the metrics asked for more)", maxReplicas))
 		out = append(out, f)
 	}
 	if !metricsKnown {
 		out = append(out,
-			output.TimelineFinding{Type: output.FindingBlind, Unknown: true, Message: "unknown: events carry no metric (--prometheus-url replays them)"},
-			output.TimelineFinding{Type: output.FindingAboveTarget, Unknown: true, Message: "unknown: events carry no metric (--prometheus-url replays them)"})
+			v1alpha1.TimelineFinding{Type: v1alpha1.FindingBlind, Unknown: true, Message: "unknown: events carry no metric (--prometheus-url replays them)"},
+			v1alpha1.TimelineFinding{Type: v1alpha1.FindingAboveTarget, Unknown: true, Message: "unknown: events carry no metric (--prometheus-url replays them)"})
 		return out
 	}
 	return append(out,
-		timed(output.FindingBlind, blind, "blind: a metric could not be read, so the controller could not scale on it"),
-		timed(output.FindingAboveTarget, above, "above target: a metric over 100% of its target"))
+		timed(v1alpha1.FindingBlind, blind, "blind: a metric could not be read, so the controller could not scale on it"),
+		timed(v1alpha1.FindingAboveTarget, above, "above target: a metric over 100% of its target"))
 }
 
 // flapping counts the rescales in the busiest hour and the reversals.
-func flapping(rescales []output.TimelineRescale) output.TimelineFinding {
+func flapping(rescales []v1alpha1.TimelineRescale) v1alpha1.TimelineFinding {
 	busiest, busiestAt := 0, time.Time{}
 	reversals := 0
 	for i, r := range rescales {
@@ -95,7 +95,7 @@ func flapping(rescales []output.TimelineRescale) output.TimelineFinding {
 			}
 		}
 	}
-	f := output.TimelineFinding{Type: output.FindingFlapping, Count: reversals, Found: busiest > flapPerHour || reversals > 0}
+	f := v1alpha1.TimelineFinding{Type: v1alpha1.FindingFlapping, Count: reversals, Found: busiest > flapPerHour || reversals > 0}
 	rule := fmt.Sprintf("flapping is more than %d rescales within an hour, or a rescale undoing the previous one within %s", flapPerHour, flapReversal)
 	switch {
 	case len(rescales) == 0:
@@ -107,7 +107,7 @@ func flapping(rescales []output.TimelineRescale) output.TimelineFinding {
 	return f
 }
 
-func cappedAtMax(s output.TimelineSync, maxReplicas int32, metricsKnown bool) bool {
+func cappedAtMax(s v1alpha1.TimelineSync, maxReplicas int32, metricsKnown bool) bool {
 	if !metricsKnown {
 		return s.Desired == maxReplicas
 	}
@@ -117,7 +117,7 @@ func cappedAtMax(s output.TimelineSync, maxReplicas int32, metricsKnown bool) bo
 	return s.Recommendation != nil && *s.Recommendation > maxReplicas && s.Desired == maxReplicas
 }
 
-func isBlind(s output.TimelineSync) bool {
+func isBlind(s v1alpha1.TimelineSync) bool {
 	if s.Constraint == string(replicas.ConstraintMetricsUnavailable) {
 		return true
 	}
@@ -129,7 +129,7 @@ func isBlind(s output.TimelineSync) bool {
 	return false
 }
 
-func aboveTarget(s output.TimelineSync) bool {
+func aboveTarget(s v1alpha1.TimelineSync) bool {
 	for _, m := range s.Metrics {
 		if m.PercentOfTarget != nil && *m.PercentOfTarget > 100 {
 			return true

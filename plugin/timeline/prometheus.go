@@ -9,14 +9,14 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/history"
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 // fromPrometheus is the timeline replayed from Prometheus over [now-since, now]: the HPA, its
 // target's scale and pods read now, the metrics of the period from Prometheus, every sync
 // decided by the core (history.ReplayPeriod).
-func (o *Options) fromPrometheus(ctx context.Context, c *cmdutil.Clients, now time.Time) (*output.Timeline, error) {
+func (o *Options) fromPrometheus(ctx context.Context, c *cmdutil.Clients, now time.Time) (*v1alpha1.Timeline, error) {
 	hpa, err := o.readHPA(ctx, c)
 	if err != nil {
 		return nil, err
@@ -38,10 +38,10 @@ func (o *Options) fromPrometheus(ctx context.Context, c *cmdutil.Clients, now ti
 	if err != nil {
 		return nil, &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("replaying %s/%s from Prometheus %s: %w", hpa.Namespace, hpa.Name, o.prom.Address(), err)}
 	}
-	src := output.TimelineSource{Kind: output.TimelinePrometheus, Name: rp.Source, Queries: rp.Queries, Notes: rp.Notes,
-		Grid: &output.TimelineGrid{StepSeconds: rp.Grid.Step.Seconds(), PhaseSeconds: rp.Grid.Phase.Seconds(), AlignedWith: rp.Grid.AlignedWith, Anchor: rp.Grid.Anchor}}
+	src := v1alpha1.TimelineSource{Kind: v1alpha1.TimelinePrometheus, Name: rp.Source, Queries: rp.Queries, Notes: rp.Notes,
+		Grid: &v1alpha1.TimelineGrid{StepSeconds: rp.Grid.Step.Seconds(), PhaseSeconds: rp.Grid.Phase.Seconds(), AlignedWith: rp.Grid.AlignedWith, Anchor: rp.Grid.Anchor}}
 	if rp.PhaseAnchor != "" {
-		src.SyncPhase = &output.SyncPhase{FromSeconds: rp.PhaseFrom.Seconds(), ToSeconds: rp.PhaseTo.Seconds(), Anchor: rp.PhaseAnchor}
+		src.SyncPhase = &v1alpha1.SyncPhase{FromSeconds: rp.PhaseFrom.Seconds(), ToSeconds: rp.PhaseTo.Seconds(), Anchor: rp.PhaseAnchor}
 		src.Notes = append([]string{"the controller's syncs drift later by the time each takes and move when it restarts; the replay's stay where its latest status write puts them"}, src.Notes...)
 	}
 	t := newTimeline(hpa, rp.From, rp.To, src)
@@ -61,7 +61,7 @@ func (o *Options) fromPrometheus(ctx context.Context, c *cmdutil.Clients, now ti
 }
 
 // agreement says how often the replay decided what kube-state-metrics saw the controller set.
-func agreement(syncs []output.TimelineSync) string {
+func agreement(syncs []v1alpha1.TimelineSync) string {
 	seen, same := 0, 0
 	for _, s := range syncs {
 		if s.Observed == nil {

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
 // fakeProm is a Prometheus holding an hour of a Deployment's cpu: four pods throughout
@@ -167,17 +167,17 @@ func promRun(t *testing.T, p *fakeProm, fix func(*cmdtest.Fixture), args ...stri
 }
 
 // promTimeline is promRun's every sync, -o json.
-func promTimeline(t *testing.T, p *fakeProm, fix func(*cmdtest.Fixture), args ...string) output.Timeline {
+func promTimeline(t *testing.T, p *fakeProm, fix func(*cmdtest.Fixture), args ...string) v1alpha1.Timeline {
 	t.Helper()
 	r := promRun(t, p, fix, append([]string{"--all-syncs", "-o", "json"}, args...)...)
-	var tl output.Timeline
+	var tl v1alpha1.Timeline
 	if err := json.Unmarshal([]byte(r.stdout), &tl); err != nil {
 		t.Fatal(err)
 	}
 	return tl
 }
 
-func rescaleLines(tl output.Timeline) string {
+func rescaleLines(tl v1alpha1.Timeline) string {
 	var out []string
 	for _, r := range tl.Rescales {
 		out = append(out, fmt.Sprintf("-%s %d->%d", cmdtest.Now.Sub(r.Time.Time), *r.From, r.To))
@@ -190,7 +190,7 @@ func rescaleLines(tl output.Timeline) string {
 // ran, and the scale-down to 2 once the 5-minute window passed over the calm.
 func TestTimelineFromPrometheusReplaysEverySyncOfThePeriod(t *testing.T) {
 	tl := promTimeline(t, &fakeProm{}, nil)
-	if tl.Source.Kind != output.TimelinePrometheus || tl.Source.Exact || len(tl.Syncs) != 240 {
+	if tl.Source.Kind != v1alpha1.TimelinePrometheus || tl.Source.Exact || len(tl.Syncs) != 240 {
 		t.Errorf("source %s (exact %v), %d syncs; want a replay from prometheus, not exact, 240 syncs", tl.Source.Kind, tl.Source.Exact, len(tl.Syncs))
 	}
 	rs := tl.Rescales
@@ -198,7 +198,7 @@ func TestTimelineFromPrometheusReplaysEverySyncOfThePeriod(t *testing.T) {
 		t.Fatalf("rescales %s, want up after the surge and down after the calm", rescaleLines(tl))
 	}
 	first, last := rs[0], rs[len(rs)-1]
-	within := func(r output.TimelineRescale, from, to time.Duration) bool {
+	within := func(r v1alpha1.TimelineRescale, from, to time.Duration) bool {
 		ago := cmdtest.Now.Sub(r.Time.Time)
 		return ago < from && ago >= to
 	}
@@ -219,17 +219,17 @@ func TestTimelineFromPrometheusReplaysEverySyncOfThePeriod(t *testing.T) {
 			break
 		}
 	}
-	found := map[string]output.TimelineFinding{}
+	found := map[string]v1alpha1.TimelineFinding{}
 	for _, f := range tl.Findings {
 		found[f.Type] = f
 	}
-	if f := found[output.FindingCappedAtMax]; !f.Found || f.Seconds < 20*60 {
+	if f := found[v1alpha1.FindingCappedAtMax]; !f.Found || f.Seconds < 20*60 {
 		t.Errorf("capped at max: %+v, want at least the 20 minutes the extra pods ran", f)
 	}
-	if f := found[output.FindingBlind]; f.Found {
+	if f := found[v1alpha1.FindingBlind]; f.Found {
 		t.Errorf("blind: %+v, want never (every pod has samples)", f)
 	}
-	if f := found[output.FindingFlapping]; f.Found {
+	if f := found[v1alpha1.FindingFlapping]; f.Found {
 		t.Errorf("flapping: %+v, want none (the scale-downs 30 minutes after the scale-ups)", f)
 	}
 	notes := strings.Join(tl.Source.Notes, "\n")
@@ -274,8 +274,8 @@ func TestTimelineFromPrometheusSaysWhereItReadTheMetrics(t *testing.T) {
 	tests := []struct {
 		name, golden string
 		fix          func(*cmdtest.Fixture)
-		want         output.TimelineGrid
-		wantPhase    *output.SyncPhase
+		want         v1alpha1.TimelineGrid
+		wantPhase    *v1alpha1.SyncPhase
 	}{
 		{
 			name: "at the syncs the status write puts", golden: "timeline-prometheus-syncs.txt",
@@ -283,12 +283,12 @@ func TestTimelineFromPrometheusSaysWhereItReadTheMetrics(t *testing.T) {
 				f.HPA.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
 					Subresource: "status", Time: ptr.To(metav1.NewTime(cmdtest.Now.Add(-2*time.Minute + 7*time.Second)))}}
 			},
-			want:      output.TimelineGrid{StepSeconds: 15, PhaseSeconds: 7, AlignedWith: "syncs", Anchor: "the status write by kube-controller-manager at 2026-11-30T11:58:07Z"},
-			wantPhase: &output.SyncPhase{FromSeconds: 7, ToSeconds: 8, Anchor: "the status write by kube-controller-manager at 2026-11-30T11:58:07Z"},
+			want:      v1alpha1.TimelineGrid{StepSeconds: 15, PhaseSeconds: 7, AlignedWith: "syncs", Anchor: "the status write by kube-controller-manager at 2026-11-30T11:58:07Z"},
+			wantPhase: &v1alpha1.SyncPhase{FromSeconds: 7, ToSeconds: 8, Anchor: "the status write by kube-controller-manager at 2026-11-30T11:58:07Z"},
 		},
 		{
 			name: "at the scrapes when the syncs are unknown", golden: "timeline-prometheus-scrapes.txt",
-			want: output.TimelineGrid{StepSeconds: 15, PhaseSeconds: 0, AlignedWith: "scrapes", Anchor: "Prometheus' scrape of container_cpu_usage_seconds_total at 2026-11-30T12:00:00.000Z"},
+			want: v1alpha1.TimelineGrid{StepSeconds: 15, PhaseSeconds: 0, AlignedWith: "scrapes", Anchor: "Prometheus' scrape of container_cpu_usage_seconds_total at 2026-11-30T12:00:00.000Z"},
 		},
 	}
 	for _, tc := range tests {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/rerun"
 )
@@ -17,7 +17,7 @@ import (
 // sync as run made it (its replicas, decision, rescale and cause), each re-decided through
 // the core (plugin/rerun) for the constraint that held it, which the file does not keep.
 // The period is the last since of the recording, ending at its last sync of the HPA.
-func fromRecording(ctx context.Context, path, namespace string, explicitNS bool, name string, since time.Duration) (*output.Timeline, error) {
+func fromRecording(ctx context.Context, path, namespace string, explicitNS bool, name string, since time.Duration) (*v1alpha1.Timeline, error) {
 	// The syncs of the HPAs of that name only: a recording of a fleet is gigabytes.
 	rec, err := recording.Load(path, func(key string) bool { return strings.HasSuffix(key, "/"+name) })
 	if err != nil {
@@ -41,7 +41,7 @@ func fromRecording(ctx context.Context, path, namespace string, explicitNS bool,
 	if first := syncs[0].Now; first.After(from) {
 		from = first
 	}
-	src := output.TimelineSource{Kind: output.TimelineRecording, Name: path, Exact: rep.Equal()}
+	src := v1alpha1.TimelineSource{Kind: v1alpha1.TimelineRecording, Name: path, Exact: rep.Equal()}
 	if rec.CutLine > 0 {
 		src.Notes = append(src.Notes, fmt.Sprintf("line %d, the last, was cut short (run was stopped while writing it) and is left out", rec.CutLine))
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/plot"
@@ -103,7 +104,7 @@ type Options struct {
 	prom          *prometheus.Reader
 	printer       printers.ResourcePrinter
 	// timeline is what Run's steps build.
-	timeline *output.Timeline
+	timeline *v1alpha1.Timeline
 }
 
 // NewOptions returns options with kube-controller-manager's defaults.
@@ -266,15 +267,15 @@ func (o *Options) readPast(ctx context.Context) error {
 func (o *Options) judge(context.Context) error {
 	t := o.timeline
 	t.SyncsKnown = len(t.Syncs)
-	if t.Source.Kind != output.TimelineEvents {
+	if t.Source.Kind != v1alpha1.TimelineEvents {
 		t.Rescales = rescalesOf(t.Syncs)
 	}
-	t.Findings = findings(t.Syncs, t.Rescales, t.From.Time, t.To.Time, t.MaxReplicas, t.Source.Kind != output.TimelineEvents)
+	t.Findings = findings(t.Syncs, t.Rescales, t.From.Time, t.To.Time, t.MaxReplicas, t.Source.Kind != v1alpha1.TimelineEvents)
 	return nil
 }
 
 func (o *Options) keepChanges(context.Context) error {
-	if !o.AllSyncs && o.timeline.Source.Kind != output.TimelineEvents {
+	if !o.AllSyncs && o.timeline.Source.Kind != v1alpha1.TimelineEvents {
 		o.timeline.Syncs = changes(o.timeline.Syncs)
 		o.timeline.ChangesOnly = true
 	}

@@ -21,8 +21,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 // testdata/run.jsonl is plugin/simulate's recording of the real controller (informers on a
@@ -71,6 +71,15 @@ func TestTimelineOfARecordingMatchesGolden(t *testing.T) {
 	cmdtest.CheckGolden(t, "timeline-recording.txt", r.stdout)
 }
 
+// -o json is the Timeline kind of plugin/api/v1alpha1, whose test decodes this golden strictly.
+func TestTimelineOfARecordingAsJSONMatchesGolden(t *testing.T) {
+	r := runTimeline(t, nil, "web", "-n", "shop", "--record", recorded, "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	cmdtest.CheckGolden(t, "timeline-recording.json", r.stdout)
+}
+
 // The recording's every sync, as recorded: its rescales at the syncs run made them, with the
 // constraint re-decided, and what the period shows.
 func TestTimelineOfARecordingHoldsEverySyncAsRunMadeIt(t *testing.T) {
@@ -78,14 +87,14 @@ func TestTimelineOfARecordingHoldsEverySyncAsRunMadeIt(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	var tl output.Timeline
+	var tl v1alpha1.Timeline
 	if err := json.Unmarshal([]byte(r.stdout), &tl); err != nil {
 		t.Fatal(err)
 	}
 	if tl.APIVersion != "hpa.kubectl-hpa.io/v1alpha1" || tl.Kind != "Timeline" || tl.Metadata.Namespace != "shop" {
 		t.Errorf("apiVersion %q, kind %q, namespace %q; want hpa.kubectl-hpa.io/v1alpha1 Timeline of shop (the recording's only web)", tl.APIVersion, tl.Kind, tl.Metadata.Namespace)
 	}
-	if len(tl.Syncs) != 17 || tl.SyncsKnown != 17 || tl.ChangesOnly || !tl.Source.Exact || tl.Source.Kind != output.TimelineRecording {
+	if len(tl.Syncs) != 17 || tl.SyncsKnown != 17 || tl.ChangesOnly || !tl.Source.Exact || tl.Source.Kind != v1alpha1.TimelineRecording {
 		t.Errorf("%d syncs of %d known (changes only %v), source %+v; want all 17, exact, from the recording", len(tl.Syncs), tl.SyncsKnown, tl.ChangesOnly, tl.Source)
 	}
 	var got []string
@@ -102,7 +111,7 @@ func TestTimelineOfARecordingHoldsEverySyncAsRunMadeIt(t *testing.T) {
 	}
 	// The outage (2 syncs, 30s) is blind; the load above target from 19:00:15 to the outage
 	// and at 19:02:00 (1m30s); the scale-down 1m30s after the last scale-up is a reversal.
-	if !found[output.FindingBlind] || !found[output.FindingAboveTarget] || !found[output.FindingFlapping] || found[output.FindingCappedAtMax] {
+	if !found[v1alpha1.FindingBlind] || !found[v1alpha1.FindingAboveTarget] || !found[v1alpha1.FindingFlapping] || found[v1alpha1.FindingCappedAtMax] {
 		t.Errorf("findings %v, want blind, above target and flapping, not capped", found)
 	}
 }
@@ -122,7 +131,7 @@ func TestTimelineOfARecordingCutShortNotesTheLineLeftOut(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	var tl output.Timeline
+	var tl v1alpha1.Timeline
 	if err := json.Unmarshal([]byte(r.stdout), &tl); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +147,7 @@ func TestTimelineOfARecordingPeriodEndsAtItsLastSync(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	var tl output.Timeline
+	var tl v1alpha1.Timeline
 	if err := json.Unmarshal([]byte(r.stdout), &tl); err != nil {
 		t.Fatal(err)
 	}

@@ -5,15 +5,15 @@ import (
 
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/tune/search"
 )
 
 // object is the report as -o json|yaml prints it: the same figures, versioned.
-func (r *report) object() (*output.Tuning, error) {
-	t := output.NewTuning()
+func (r *report) object() (*v1alpha1.Tuning, error) {
+	t := v1alpha1.NewTuning()
 	h := r.in.HPA
-	t.Metadata = output.Metadata{Name: h.Name, Namespace: h.Namespace, UID: h.UID, Generation: h.Generation, ResourceVersion: h.ResourceVersion}
+	t.Metadata = v1alpha1.Metadata{Name: h.Name, Namespace: h.Namespace, UID: h.UID, Generation: h.Generation, ResourceVersion: h.ResourceVersion}
 	t.Source = r.in.Source
 	t.Objective = string(r.objective)
 	if c := r.constraints; c.MaxAboveFraction >= 0 {
@@ -26,16 +26,16 @@ func (r *report) object() (*output.Tuning, error) {
 	t.NotApplicable = r.notApplicable()
 	t.Applicable = len(t.NotApplicable) == 0
 	t.Keep = r.keep
-	t.Search = output.TuneSearch{Played: len(r.res.Candidates), Refused: r.res.Refused}
+	t.Search = v1alpha1.TuneSearch{Played: len(r.res.Candidates), Refused: r.res.Refused}
 	// The evidence plays the current spec first, the recommended one second.
 	t.Current = candidateOf(r.res.Current(), &r.evidence.Variants[0].Summary)
 	t.Recommended = candidateOf(r.res.Best, &r.evidence.Variants[1].Summary)
-	t.Pareto = []output.TuneCandidate{}
+	t.Pareto = []v1alpha1.TuneCandidate{}
 	for _, c := range r.res.Pareto {
 		t.Pareto = append(t.Pareto, candidateOf(c, nil))
 	}
 	for i, c := range search.Cases {
-		t.Sensitivity = append(t.Sensitivity, output.TuneSensitivity{Case: c.Name, Current: scoresOf(r.sens[i][0]), Recommended: scoresOf(r.sens[i][1])})
+		t.Sensitivity = append(t.Sensitivity, v1alpha1.TuneSensitivity{Case: c.Name, Current: scoresOf(r.sens[i][0]), Recommended: scoresOf(r.sens[i][1])})
 	}
 	if r.patch != nil {
 		js, err := json.Marshal(r.patch)
@@ -44,10 +44,10 @@ func (r *report) object() (*output.Tuning, error) {
 		}
 		t.Patch = js
 	}
-	a := output.TuneAssumptions{Load: r.in.LoadName, PeriodSeconds: r.period.Seconds(), Points: len(r.in.Load.Points), Peaks: peakList(r.in.Load), Unsupported: r.problems}
+	a := v1alpha1.TuneAssumptions{Load: r.in.LoadName, PeriodSeconds: r.period.Seconds(), Points: len(r.in.Load.Points), Peaks: peakList(r.in.Load), Unsupported: r.problems}
 	if r.in.FromPrometheus {
 		n, total := loadGaps(r.in)
-		a.Gaps = &output.Gaps{StepSeconds: r.in.PromStep.Seconds(), Count: n, Seconds: total.Seconds()}
+		a.Gaps = &v1alpha1.Gaps{StepSeconds: r.in.PromStep.Seconds(), Count: n, Seconds: total.Seconds()}
 	}
 	a.CounterResets = r.resets
 	t.Assumptions = a
@@ -55,12 +55,12 @@ func (r *report) object() (*output.Tuning, error) {
 	return t, nil
 }
 
-func candidateOf(c *search.Candidate, summary *output.SimSummary) output.TuneCandidate {
-	return output.TuneCandidate{Changes: c.Changes, Scores: scoresOf(c.Scores), Summary: summary}
+func candidateOf(c *search.Candidate, summary *v1alpha1.SimSummary) v1alpha1.TuneCandidate {
+	return v1alpha1.TuneCandidate{Changes: c.Changes, Scores: scoresOf(c.Scores), Summary: summary}
 }
 
-func scoresOf(s search.Scores) output.TuneScores {
-	return output.TuneScores{
+func scoresOf(s search.Scores) v1alpha1.TuneScores {
+	return v1alpha1.TuneScores{
 		PodHours: s.PodHours, SecondsAboveTarget: s.AboveTarget.Seconds(), AboveTargetFraction: s.AboveFraction,
 		WorstSeconds: s.Worst.Seconds(), RescalesPerHour: s.RescalesPerHour, PeakReplicas: s.PeakReplicas,
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/sim/load"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/simulate"
@@ -33,7 +34,7 @@ type report struct {
 	keep        []string
 	sens        [][]search.Scores
 	patch       map[string]any
-	evidence    *output.Simulation
+	evidence    *v1alpha1.Simulation
 	width       int
 	// problems are why the load cannot support the recommendation (dataProblems).
 	problems []string
@@ -276,8 +277,8 @@ func peaks(c load.Curve) string {
 }
 
 // peakList is each metric's highest demand and when.
-func peakList(c load.Curve) []output.Peak {
-	var out []output.Peak
+func peakList(c load.Curve) []v1alpha1.Peak {
+	var out []v1alpha1.Peak
 	for _, m := range c.Metrics {
 		var top float64
 		var at time.Duration
@@ -286,7 +287,7 @@ func peakList(c load.Curve) []output.Peak {
 				top, at = v, p.At
 			}
 		}
-		out = append(out, output.Peak{Metric: m, Value: quantity(m, top), AtSeconds: at.Seconds()})
+		out = append(out, v1alpha1.Peak{Metric: m, Value: quantity(m, top), AtSeconds: at.Seconds()})
 	}
 	return out
 }

@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/internal/cmdtest"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/simulate"
 )
 
@@ -153,7 +153,7 @@ func TestSimulatePlayingTheRecommendationReproducesTunesFigures(t *testing.T) {
 	if code := cmdutil.Report(&errOut, root.ExecuteContext(context.Background())); code != 0 {
 		t.Fatalf("simulate --variant %s: exit %d: %s", variant, code, errOut.String())
 	}
-	var s output.Simulation
+	var s v1alpha1.Simulation
 	if err := json.Unmarshal([]byte(out.String()), &s); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 
@@ -126,9 +126,9 @@ func TestBatchedRunDecidesAsPerHPARun(t *testing.T) {
 // decisionView is what a decision printed that depends on its inputs, not on when it ran: the
 // metrics with their pods (minus their ages), the arithmetic, the decision and its verdict.
 type decisionView struct {
-	Metrics    []output.Metric
-	Arithmetic []output.Proposal
-	Decision   *output.Decision
+	Metrics    []v1alpha1.Metric
+	Arithmetic []v1alpha1.Proposal
+	Decision   *v1alpha1.Decision
 	Verdict    string
 }
 
@@ -141,7 +141,7 @@ func decisionsBySamples(t *testing.T, out string) map[string]map[string]decision
 		if !strings.HasPrefix(line, "{") {
 			continue
 		}
-		var e output.Explanation
+		var e v1alpha1.Explanation
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("run printed a line that is no Explanation: %v\n%s", err, line)
 		}

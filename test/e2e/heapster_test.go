@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 
@@ -171,7 +171,7 @@ func TestHeapsterRealExplainAgreesWithTheLoadModelAndMetricsServer(t *testing.T)
 
 	for name, e := range map[string]struct {
 		source string
-		e      *output.Explanation
+		e      *v1alpha1.Explanation
 	}{"heapster": {"heapster via service proxy kube-system/http:heapster:", &fromHeapster}, "metrics-server": {"metrics.k8s.io", &fromMetricsServer}} {
 		if e.e.Error != nil {
 			t.Fatalf("explain from %s: error %+v", name, *e.e.Error)
@@ -191,7 +191,7 @@ func TestHeapsterRealExplainAgreesWithTheLoadModelAndMetricsServer(t *testing.T)
 			}
 		}
 	}
-	utilization := func(e output.Explanation) int32 {
+	utilization := func(e v1alpha1.Explanation) int32 {
 		if s := e.Metrics[0].Status; s != nil && s.Resource != nil && s.Resource.Current.AverageUtilization != nil {
 			return *s.Resource.Current.AverageUtilization
 		}

@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 
@@ -194,7 +194,7 @@ func listTable(t *testing.T, out string) map[string]listRow {
 // the cell with an age no older than since (HumanDuration truncates, managed fields' times are
 // whole seconds); where nobody did (writer empty: the shared cluster runs no HPA controller),
 // the cell is <none> and there is no writer.
-func listCheckController(t *testing.T, key, cell string, e *output.Explanation, writer string, since time.Time) {
+func listCheckController(t *testing.T, key, cell string, e *v1alpha1.Explanation, writer string, since time.Time) {
 	t.Helper()
 	if e.Cluster == nil {
 		t.Errorf("list -o json item %s has no cluster", key)
@@ -275,9 +275,9 @@ func TestListShowsEachSituationAsExplainDecidesItWithBatchedReadsAndNoWrites(t *
 	}
 	reqs := completedSince(t, mark, user)
 	var list struct {
-		Kind       string                `json:"kind"`
-		APIVersion string                `json:"apiVersion"`
-		Items      []*output.Explanation `json:"items"`
+		Kind       string                  `json:"kind"`
+		APIVersion string                  `json:"apiVersion"`
+		Items      []*v1alpha1.Explanation `json:"items"`
 	}
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("decoding list -o json: %v\n%s", err, out)
@@ -293,7 +293,7 @@ func TestListShowsEachSituationAsExplainDecidesItWithBatchedReadsAndNoWrites(t *
 	// Every HPA of ours, in both outputs, as expected for its situation, and as explain decides.
 	// The loads are steady (set once, far from a count's edge, every sample after readiness),
 	// so the decision does not move between list and explain.
-	items := map[string]*output.Explanation{}
+	items := map[string]*v1alpha1.Explanation{}
 	for _, e := range list.Items {
 		if ours[e.Metadata.Namespace] != nil {
 			items[e.Metadata.Namespace+"/"+e.Metadata.Name] = e
@@ -333,7 +333,7 @@ func TestListShowsEachSituationAsExplainDecidesItWithBatchedReadsAndNoWrites(t *
 				// explain exits non-zero for a blind HPA, one without requests or one whose pods
 				// another HPA selects, with its JSON.
 				stdout, err := k.Run(ctx, "hpa", "explain", name, "-n", ns, "-o", "json")
-				var x output.Explanation
+				var x v1alpha1.Explanation
 				if jerr := json.Unmarshal([]byte(stdout), &x); jerr != nil || x.Decision == nil || x.Verdict == nil {
 					t.Fatalf("explain %s: %v (%v)\n%s", key, jerr, err, stdout)
 				}

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 
@@ -100,14 +100,14 @@ func pluginWrites(t *testing.T, mark cluster.AuditMark, user string) []cluster.A
 	return reqs
 }
 
-func explainJSON(t *testing.T, k cluster.Kubectl, ns string, extra ...string) output.Explanation {
+func explainJSON(t *testing.T, k cluster.Kubectl, ns string, extra ...string) v1alpha1.Explanation {
 	t.Helper()
 	args := append([]string{"hpa", "explain", "web", "-n", ns, "-o", "json"}, extra...)
 	out, err := k.Run(context.Background(), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var e output.Explanation
+	var e v1alpha1.Explanation
 	if err := json.Unmarshal([]byte(out), &e); err != nil {
 		t.Fatalf("decoding explain output: %v\n%s", err, out)
 	}

@@ -21,7 +21,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 
@@ -285,7 +285,7 @@ func TestRbacLeastPrivilegeRolesAreEnoughForExplainAndRun(t *testing.T) {
 			if res.code != 0 {
 				t.Fatalf("explain exited %d:\n%s", res.code, res.stderr)
 			}
-			var e output.Explanation
+			var e v1alpha1.Explanation
 			if err := json.Unmarshal([]byte(res.stdout), &e); err != nil {
 				t.Fatalf("decoding explain output: %v\n%s", err, res.stdout)
 			}

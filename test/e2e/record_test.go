@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/recording"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/rerun"
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
@@ -23,14 +23,14 @@ import (
 
 // printedDecisions are the Explanations run -o json printed, in order (its notes and logs
 // share the stream and are skipped).
-func printedDecisions(t *testing.T, out string) []output.Explanation {
+func printedDecisions(t *testing.T, out string) []v1alpha1.Explanation {
 	t.Helper()
-	var got []output.Explanation
+	var got []v1alpha1.Explanation
 	for line := range strings.Lines(out) {
 		if !strings.HasPrefix(line, "{") {
 			continue
 		}
-		var e output.Explanation
+		var e v1alpha1.Explanation
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("a line of run -o json is not an Explanation: %v\n%s", err, line)
 		}
@@ -72,7 +72,7 @@ func checkRecordingReplays(t *testing.T, k cluster.Kubectl, path, out string) {
 	for _, d := range rep.Divergences {
 		t.Errorf("replay: %s", d)
 	}
-	printedBy := map[string][]output.Explanation{}
+	printedBy := map[string][]v1alpha1.Explanation{}
 	for _, e := range printed {
 		key := e.Metadata.Namespace + "/" + e.Metadata.Name
 		printedBy[key] = append(printedBy[key], e)
@@ -212,8 +212,8 @@ func eachExplanation(t *testing.T, file string, f func(key string, line []byte, 
 		line, err := br.ReadBytes('\n')
 		if bytes.HasPrefix(line, []byte("{")) {
 			var e struct {
-				Metadata output.Metadata `json:"metadata"`
-				Decision json.RawMessage `json:"decision"`
+				Metadata v1alpha1.Metadata `json:"metadata"`
+				Decision json.RawMessage   `json:"decision"`
 			}
 			if err := json.Unmarshal(line, &e); err != nil {
 				t.Fatalf("a line of %s is not an Explanation: %v\n%.300s", file, err, line)

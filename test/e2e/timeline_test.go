@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 
@@ -285,7 +285,7 @@ func tlShow(points []tlPoint, from time.Time) string {
 // tlAround lists, within d of at, the statuses kube-controller-manager wrote (when they
 // arrived, the cpu utilization it read, the replicas it set) and the timeline's syncs (the
 // same): where the two part, which saw the load differently.
-func tlAround(seen []tlStatus, syncs []output.TimelineSync, at time.Time, d time.Duration) string {
+func tlAround(seen []tlStatus, syncs []v1alpha1.TimelineSync, at time.Time, d time.Duration) string {
 	var b strings.Builder
 	for _, s := range seen {
 		if s.at.Before(at.Add(-d)) || s.at.After(at.Add(d)) {
@@ -313,13 +313,13 @@ func tlAround(seen []tlStatus, syncs []output.TimelineSync, at time.Time, d time
 }
 
 // tlTimeline runs kubectl hpa timeline -o json with args.
-func tlTimeline(t *testing.T, k cluster.Kubectl, ns string, args ...string) output.Timeline {
+func tlTimeline(t *testing.T, k cluster.Kubectl, ns string, args ...string) v1alpha1.Timeline {
 	t.Helper()
 	out, err := k.Run(context.Background(), append([]string{"hpa", "timeline", "web", "-n", ns, "-o", "json"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tl output.Timeline
+	var tl v1alpha1.Timeline
 	if err := json.Unmarshal([]byte(out), &tl); err != nil {
 		t.Fatalf("decoding timeline -o json: %v\n%s", err, out)
 	}
@@ -443,7 +443,7 @@ func tlCheckUpstreamTimeline(t *testing.T, ns string, prom *cluster.Prometheus, 
 	if text, err := k.Run(ctx, append([]string{"hpa", "timeline", "web", "-n", ns}, args...)...); err == nil {
 		t.Logf("kubectl hpa timeline web --prometheus-url ... --since %s:\n%s", since, text)
 	}
-	if tl.Source.Kind != output.TimelinePrometheus || len(tl.Syncs) == 0 {
+	if tl.Source.Kind != v1alpha1.TimelinePrometheus || len(tl.Syncs) == 0 {
 		t.Fatalf("timeline: source %+v with %d syncs, want a replay from Prometheus", tl.Source, len(tl.Syncs))
 	}
 
@@ -587,7 +587,7 @@ func tlCheckTuneReproduces(t *testing.T, ns string, prom *cluster.Prometheus, fr
 			t.Logf("tune and simulate ran across a step boundary (%s to %s): again", began.Format(time.StampMilli), time.Now().Format(time.StampMilli))
 			continue
 		}
-		var s output.Simulation
+		var s v1alpha1.Simulation
 		if err := json.Unmarshal([]byte(out), &s); err != nil {
 			t.Fatalf("decoding simulate -o json: %v\n%s", err, out)
 		}
@@ -650,10 +650,10 @@ func TestTimelineOfRunIsTheSameFromItsPersistedHistoryAndItsRecording(t *testing
 
 	persisted := tlTimeline(t, k, ns)
 	fromRecording := tlTimeline(t, k, ns, "--record", recorded)
-	if fromRecording.Source.Kind != output.TimelineRecording || !fromRecording.Source.Exact {
+	if fromRecording.Source.Kind != v1alpha1.TimelineRecording || !fromRecording.Source.Exact {
 		t.Errorf("timeline --record: source %+v, want the recording, exact", fromRecording.Source)
 	}
-	if persisted.Source.Kind != output.TimelineEvents || !slices.ContainsFunc(persisted.Source.Notes, func(n string) bool { return strings.Contains(n, "kubectl hpa run decides this HPA") }) {
+	if persisted.Source.Kind != v1alpha1.TimelineEvents || !slices.ContainsFunc(persisted.Source.Notes, func(n string) bool { return strings.Contains(n, "kubectl hpa run decides this HPA") }) {
 		t.Errorf("timeline: source %+v, want the events and status, with run's persisted history noted", persisted.Source)
 	}
 	var sizes []string
@@ -681,7 +681,7 @@ func TestTimelineOfRunIsTheSameFromItsPersistedHistoryAndItsRecording(t *testing
 			t.Errorf("rescale %d: the event is %+.3fs from the recorded sync, want within the second it was written in", i, off.Seconds())
 		}
 	}
-	last := func(tl output.Timeline) string { return tl.Syncs[len(tl.Syncs)-1].Constraint }
+	last := func(tl v1alpha1.Timeline) string { return tl.Syncs[len(tl.Syncs)-1].Constraint }
 	if a, b := last(persisted), last(fromRecording); a != string(replicas.ConstraintMinReplicas) || b != a {
 		t.Errorf("the constraint at the end: %q from the status, %q from the recording, want %q in both", a, b, replicas.ConstraintMinReplicas)
 	}

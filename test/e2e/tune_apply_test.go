@@ -21,7 +21,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
@@ -221,13 +221,13 @@ type tuneApplyRun struct {
 }
 
 // tuning is the Tuning the run printed, which must recommend a patch to apply.
-func (r tuneApplyRun) tuning(t *testing.T) *output.Tuning {
+func (r tuneApplyRun) tuning(t *testing.T) *v1alpha1.Tuning {
 	t.Helper()
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
 	t.Logf("tune --apply: exit %d after %s; stderr: %s", r.code, r.took.Round(time.Millisecond), strings.TrimSpace(r.stderr))
-	tuning := &output.Tuning{}
+	tuning := &v1alpha1.Tuning{}
 	if err := json.Unmarshal(r.stdout, tuning); err != nil {
 		t.Fatalf("decoding the Tuning: %v\n%s", err, r.stdout)
 	}

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 
@@ -27,7 +27,7 @@ func explainBothSources(ctx context.Context, k cluster.Kubectl, s streams) error
 	if err := waitHeapsterWindow(ctx, k, s); err != nil {
 		return err
 	}
-	var explained []output.Explanation
+	var explained []v1alpha1.Explanation
 	for _, src := range sources {
 		s.say("$ kubectl hpa explain %s -n %s %s", demoApp, demoNamespace, src.flag)
 		out, err := k.Run(ctx, "hpa", "explain", demoApp, "-n", demoNamespace, src.flag)
@@ -46,8 +46,8 @@ func explainBothSources(ctx context.Context, k cluster.Kubectl, s streams) error
 	return nil
 }
 
-func explainJSON(ctx context.Context, k cluster.Kubectl, flags ...string) (output.Explanation, error) {
-	var e output.Explanation
+func explainJSON(ctx context.Context, k cluster.Kubectl, flags ...string) (v1alpha1.Explanation, error) {
+	var e v1alpha1.Explanation
 	out, err := k.Run(ctx, append([]string{"hpa", "explain", demoApp, "-n", demoNamespace, "-o", "json"}, flags...)...)
 	if err != nil {
 		return e, fmt.Errorf("explain -o json %s: %w", strings.Join(flags, " "), err)
@@ -91,32 +91,32 @@ func waitHeapsterWindow(ctx context.Context, k cluster.Kubectl, s streams) error
 	}
 }
 
-func printSideBySide(w io.Writer, ms, hs output.Explanation) {
+func printSideBySide(w io.Writer, ms, hs v1alpha1.Explanation) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	row := func(label string, f func(output.Explanation) string) {
+	row := func(label string, f func(v1alpha1.Explanation) string) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", label, f(ms), f(hs))
 	}
-	row("", func(e output.Explanation) string { return strings.ToUpper(sourceTitle(e)) })
-	row("metrics source", func(e output.Explanation) string {
+	row("", func(e v1alpha1.Explanation) string { return strings.ToUpper(sourceTitle(e)) })
+	row("metrics source", func(e v1alpha1.Explanation) string {
 		// "metrics from X, ... (why)" -> X
 		src := strings.TrimPrefix(e.MetricsSource, "metrics from ")
 		src, _, _ = strings.Cut(src, ", ")
 		src, _, _ = strings.Cut(src, " (")
 		return src
 	})
-	row("sampled at", func(e output.Explanation) string {
+	row("sampled at", func(e v1alpha1.Explanation) string {
 		if len(e.Metrics) == 0 || e.Metrics[0].Timestamp == nil {
 			return "-"
 		}
 		return e.Metrics[0].Timestamp.UTC().Format(time.RFC3339)
 	})
-	row("cpu current / target", func(e output.Explanation) string {
+	row("cpu current / target", func(e v1alpha1.Explanation) string {
 		if len(e.Metrics) == 0 {
 			return "-"
 		}
 		return e.Metrics[0].Current + " / " + e.Metrics[0].Target
 	})
-	row("pod usage", func(e output.Explanation) string {
+	row("pod usage", func(e v1alpha1.Explanation) string {
 		if len(e.Metrics) == 0 {
 			return "-"
 		}
@@ -128,7 +128,7 @@ func printSideBySide(w io.Writer, ms, hs output.Explanation) {
 		}
 		return strings.Join(ps, " ")
 	})
-	row("desired replicas", func(e output.Explanation) string {
+	row("desired replicas", func(e v1alpha1.Explanation) string {
 		if e.Decision == nil {
 			return "-"
 		}
@@ -137,7 +137,7 @@ func printSideBySide(w io.Writer, ms, hs output.Explanation) {
 	_ = tw.Flush()
 }
 
-func sourceTitle(e output.Explanation) string {
+func sourceTitle(e v1alpha1.Explanation) string {
 	if strings.Contains(e.MetricsSource, "heapster") {
 		return "Heapster"
 	}

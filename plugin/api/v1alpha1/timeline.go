@@ -1,4 +1,4 @@
-package output
+package v1alpha1
 
 import (
 	"encoding/json"

@@ -1,13 +1,13 @@
-package output
+package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// ListKind is the kind of a list of Explanations (kubectl hpa list -o json|yaml), in the
+// KindList is the kind of a list of Explanations (kubectl hpa list -o json|yaml), in the
 // Explanation's group and version.
-const ListKind = "List"
+const KindList = "List"
 
 // List is several HPAs' Explanations, as kubectl hpa list -o json|yaml prints them.
 type List struct {
@@ -17,7 +17,7 @@ type List struct {
 
 // NewList is an empty List with apiVersion and kind set.
 func NewList() *List {
-	return &List{TypeMeta: metav1.TypeMeta{APIVersion: SchemeGroupVersion.String(), Kind: ListKind}, Items: []*Explanation{}}
+	return &List{TypeMeta: metav1.TypeMeta{APIVersion: SchemeGroupVersion.String(), Kind: KindList}, Items: []*Explanation{}}
 }
 
 // DeepCopyObject implements runtime.Object (printers take runtime.Objects).

@@ -1,4 +1,4 @@
-package output
+package v1alpha1
 
 import (
 	"encoding/json"
@@ -12,11 +12,11 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
 
-// Group, Version and Kind of the schema.
+// Group and Version of the API; each kind's name is its Kind* constant.
 const (
-	Group   = "hpa.kubectl-hpa.io"
-	Version = "v1alpha1"
-	Kind    = "Explanation"
+	Group           = "hpa.kubectl-hpa.io"
+	Version         = "v1alpha1"
+	KindExplanation = "Explanation"
 )
 
 // SchemeGroupVersion is the group/version of Explanation.
@@ -500,9 +500,9 @@ func (e *Explanation) DeepCopyObject() runtime.Object {
 }
 
 // New returns an empty Explanation of the HPA namespace/name with apiVersion and kind set.
-func New(namespace, name string) *Explanation {
+func NewExplanation(namespace, name string) *Explanation {
 	return &Explanation{
-		TypeMeta: metav1.TypeMeta{APIVersion: SchemeGroupVersion.String(), Kind: Kind},
+		TypeMeta: metav1.TypeMeta{APIVersion: SchemeGroupVersion.String(), Kind: KindExplanation},
 		Metadata: Metadata{Namespace: namespace, Name: name},
 	}
 }

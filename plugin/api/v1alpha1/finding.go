@@ -1,0 +1,42 @@
+package v1alpha1
+
+import "github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
+
+// Finding is one problem of an HPA: one its decision shows (Blind, CappedAtMax, ...) or one
+// of kubectl hpa lint's rules (HPA001, ...). list shows their IDs in PROBLEMS, explain prints
+// them, and both carry them in Explanation.Findings, worst first.
+type Finding struct {
+	ID       string         `json:"id"`
+	Severity rules.Severity `json:"severity"`
+	// Object is the object whose field Path names when it is not the HPA (its workload, a
+	// PodDisruptionBudget, another HPA, ...).
+	Object *rules.ObjectRef `json:"object,omitempty"`
+	// Path is the field path (spec.minReplicas); empty for the object as a whole.
+	Path    string `json:"path,omitempty"`
+	Message string `json:"message"`
+	// Why it matters and the fix, for a lint rule's finding.
+	Why string `json:"why,omitempty"`
+	Fix string `json:"fix,omitempty"`
+}
+
+// IDs of the findings an evaluation shows.
+const (
+	// FindingNotEvaluated: the HPA could not be evaluated (its target's scale unreadable,
+	// the HPA named but not found).
+	FindingNotEvaluated = "NotEvaluated"
+	// FindingBlind: no metric could be used, so the controller scales nothing.
+	FindingBlind = "Blind"
+	// FindingMetricFailing: a metric failed while others were used (a failing metric blocks
+	// a scale-down).
+	FindingMetricFailing = "MetricFailing"
+	// FindingCannotCompute: the metrics were read but give no count (ScalingActive=False).
+	FindingCannotCompute = "CannotCompute"
+	// FindingAmbiguousSelector: other HPAs select some of the same pods, so upstream's
+	// controller scales none of them (its AmbiguousSelector condition).
+	FindingAmbiguousSelector = "AmbiguousSelector"
+	// FindingCappedAtMax: the metrics want more than maxReplicas.
+	FindingCappedAtMax = "CappedAtMax"
+	// FindingDisagrees: the decision now differs from status.desiredReplicas, which the
+	// cluster's controller last wrote.
+	FindingDisagrees = "DisagreesWithCluster"
+)
