@@ -23,7 +23,7 @@ func writeYAML(w io.Writer, r *Report) error {
 	return (&output.YAMLPrinter{}).PrintObj(r, w)
 }
 
-func (s *Source) String() string {
+func (s *Location) String() string {
 	if s == nil {
 		return ""
 	}

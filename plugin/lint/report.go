@@ -36,18 +36,18 @@ type Summary struct {
 // CheckedHPA is an HPA checked and where it was read.
 type CheckedHPA struct {
 	rules.ObjectRef
-	Source *Source `json:"source,omitempty"`
+	Source *Location `json:"source,omitempty"`
 }
 
 // Finding is a rule's finding and where in the manifests its field is.
 type Finding struct {
 	rules.Finding
 	// Source is the file and line of the finding's field (of the object it names).
-	Source *Source `json:"source,omitempty"`
+	Source *Location `json:"source,omitempty"`
 }
 
-// Source is a position in the manifests.
-type Source struct {
+// Location is a position in the manifests.
+type Location struct {
 	File string `json:"file"`
 	Line int    `json:"line"`
 }
@@ -69,7 +69,7 @@ func (r *Report) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-func (s *Source) copy() *Source {
+func (s *Location) copy() *Location {
 	if s == nil {
 		return nil
 	}
@@ -94,24 +94,24 @@ func check(read []manifest.Object, opts rules.Options) *Report {
 			where[ref] = o
 		}
 	}
-	return report(objs, opts, nil, func(ref rules.ObjectRef, path string) *Source {
+	return report(objs, opts, nil, func(ref rules.ObjectRef, path string) *Location {
 		o, ok := where[ref]
 		if !ok {
 			return nil
 		}
-		return &Source{File: o.File, Line: o.LineOf(path)}
+		return &Location{File: o.File, Line: o.LineOf(path)}
 	})
 }
 
 // report runs the rules on objs and reports the HPAs checked says (every HPA when nil): the
 // others are read so that the rules see them beside the checked ones. sourceOf places a
 // field in the manifests (nil for objects read from a cluster).
-func report(objs rules.Objects, opts rules.Options, checked func(rules.ObjectRef) bool, sourceOf func(ref rules.ObjectRef, path string) *Source) *Report {
+func report(objs rules.Objects, opts rules.Options, checked func(rules.ObjectRef) bool, sourceOf func(ref rules.ObjectRef, path string) *Location) *Report {
 	if checked == nil {
 		checked = func(rules.ObjectRef) bool { return true }
 	}
 	if sourceOf == nil {
-		sourceOf = func(rules.ObjectRef, string) *Source { return nil }
+		sourceOf = func(rules.ObjectRef, string) *Location { return nil }
 	}
 	r := &Report{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: ReportKind}, HPAs: []CheckedHPA{}, Findings: []Finding{}}
 	for _, h := range objs.HPAs {

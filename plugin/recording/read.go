@@ -15,7 +15,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/internal/fileerr"
 )
 
-// Reader reads a recording one entry at a time, so that replaying a file holds one sync of
+// Reader reads a recording one entry at a time, so that rerunning a file holds one sync of
 // it, not the file: a run of thousands of HPAs records about 10 KB a sync, a gigabyte an hour.
 type Reader struct {
 	// Name is the file's name, for messages.

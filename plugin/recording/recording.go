@@ -3,8 +3,8 @@
 // every input of that decision (the time, the HPA, the target's scale or why it could not be
 // read, the pods or why they could not be listed, each metric's samples or error, the other
 // HPAs selecting the pods, the history the controller held) and what the controller decided
-// and kept. A recording replays exactly: the same inputs through the same core give the same
-// decisions, sync by sync. A Reader hands out one sync at a time, so that a replay holds one
+// and kept. A recording reruns exactly (plugin/rerun): the same inputs through the same core give the same
+// decisions, sync by sync. A Reader hands out one sync at a time, so that a rerun holds one
 // sync of a file of any length; Load keeps the syncs of the HPAs a caller asks for.
 //
 // The package is a leaf (the standard library, k8s.io/api, k8s.io/apimachinery and the core's

@@ -15,9 +15,9 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/recording"
 )
 
-// Report is a rerun's verdict on every recorded sync it replayed.
+// Report is a rerun's verdict on every sync of the recording it re-decided.
 type Report struct {
-	// Syncs is how many syncs were replayed, Keys the HPAs ("ns/name") they were of, sorted.
+	// Syncs is how many syncs were re-decided, Keys the HPAs ("ns/name") they were of, sorted.
 	Syncs int
 	Keys  []string
 	// Divergences are the first MaxDivergences fields where the rerun differs from the
@@ -27,32 +27,32 @@ type Report struct {
 	Differing   int
 }
 
-// MaxDivergences bounds the divergences a report keeps: a recording replayed by a release
+// MaxDivergences bounds the divergences a report keeps: a recording rerun by a release
 // that decides otherwise may differ at every sync of a gigabyte file.
 const MaxDivergences = 1000
 
-// Equal reports whether the rerun reproduced every recorded sync exactly.
+// Equal reports whether the rerun reproduced every sync of the recording exactly.
 func (r *Report) Equal() bool { return r.Differing == 0 }
 
-// Sync is one recorded sync and what the rerun decided for it.
+// Sync is one sync of the recording and what the rerun decided for it.
 type Sync struct {
 	// Index is the sync's place among the recording's syncs (from 0), Line its line.
 	Index int
 	Line  int
 	Key   string
 	Now   time.Time
-	// Recorded is what run decided; Replayed what the rerun decided from the same inputs.
-	Recorded, Replayed recording.Result
-	// Input, Decision and Outcome are the replayed decision in full (its inputs, trace,
+	// Run is what run decided; Rerun what the rerun decided from the same inputs.
+	Run, Rerun recording.Result
+	// Input, Decision and Outcome are the rerun's decision in full (its inputs, trace,
 	// metrics and pods, the status it settles to), for callers that render it as run did;
-	// DryRunReason is the recorded one.
+	// DryRunReason is run's.
 	Input        replicas.Input
 	Decision     replicas.Decision
 	Outcome      replicas.Outcome
 	DryRunReason string
 }
 
-// Divergence is one field where a replayed sync differs from the recorded one.
+// Divergence is one field where the rerun of a sync differs from what run decided.
 type Divergence struct {
 	Index int
 	Line  int
@@ -60,12 +60,12 @@ type Divergence struct {
 	// Field is the JSON path in the sync entry ("result.desiredReplicas",
 	// "history.recommendations[2].replicas"); history is the one held before deciding.
 	Field string
-	// Recorded and Replayed are the field's JSON values ("" when absent).
-	Recorded, Replayed string
+	// Run and Rerun are the field's JSON values ("" when absent).
+	Run, Rerun string
 }
 
 func (d Divergence) String() string {
-	return fmt.Sprintf("sync %d (line %d, %s): %s: recorded %s, replayed %s", d.Index, d.Line, d.Key, d.Field, orAbsent(d.Recorded), orAbsent(d.Replayed))
+	return fmt.Sprintf("sync %d (line %d, %s): %s: recorded %s, replayed %s", d.Index, d.Line, d.Key, d.Field, orAbsent(d.Run), orAbsent(d.Rerun))
 }
 
 func orAbsent(s string) string {
@@ -77,10 +77,10 @@ func orAbsent(s string) string {
 
 // Options tune a rerun.
 type Options struct {
-	// Keys limits the rerun to these HPAs ("ns/name"); empty replays every one.
+	// Keys limits the rerun to these HPAs ("ns/name"); empty reruns every one.
 	Keys []string
-	// Each, when set, is given every replayed sync in file order; its error ends the rerun.
-	// The report keeps none: a replay holds one sync at a time.
+	// Each, when set, is given every rerun sync in file order; its error ends the rerun.
+	// The report keeps none: a rerun holds one sync at a time.
 	Each func(Sync) error
 }
 
@@ -127,7 +127,7 @@ func Run(ctx context.Context, name string, h recording.Header, syncs iter.Seq2[*
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: replaying the sync of %s: %w", name, s.Line, s.Key, err)
 		}
-		// The scale write's result is the recorded one when the rerun writes as run did;
+		// The scale write's result is run's when the rerun writes as run did;
 		// a rescale run did not make is taken as written.
 		var scaleErr error
 		if ev.Decision.Rescale && s.Result.Rescale {
@@ -135,17 +135,17 @@ func Run(ctx context.Context, name string, h recording.Header, syncs iter.Seq2[*
 		}
 		out, kept := replicas.Settle(ev.Input, ev.Decision, scaleErr, s.DryRunReason == "")
 		held[s.Key] = kept
-		// The status write's result is the recorded one too: the sync's error is then the
-		// write's, as run printed it (the recorded outcome is the one before the write).
+		// The status write's result is run's too: the sync's error is then the
+		// write's, as run printed it (run's outcome is the one before the write).
 		statusErr := s.StatusWriteError.Err()
-		replayed := recording.SyncOf(recording.Reconcile{Term: s.Term, Key: s.Key, Input: ev.Input, PodsErr: ev.PodsErr,
+		rerun := recording.SyncOf(recording.Reconcile{Term: s.Term, Key: s.Key, Input: ev.Input, PodsErr: ev.PodsErr,
 			Decision: ev.Decision, ScaleWriteErr: scaleErr, StatusWriteErr: statusErr, Outcome: out, Kept: kept, DryRunReason: s.DryRunReason})
 		if statusErr != nil {
 			out.Err = replicas.StatusWriteFailed(s.HPA.Name, statusErr)
 		}
 		rep.Syncs++
 		keys.Insert(s.Key)
-		diffs, err := diff(s, &replayed)
+		diffs, err := diff(s, &rerun)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: comparing the sync of %s: %w", name, s.Line, s.Key, err)
 		}
@@ -157,7 +157,7 @@ func Run(ctx context.Context, name string, h recording.Header, syncs iter.Seq2[*
 			}
 		}
 		if opts.Each != nil {
-			if err := opts.Each(Sync{Index: s.Index, Line: s.Line, Key: s.Key, Now: s.Now, Recorded: s.Result, Replayed: replayed.Result,
+			if err := opts.Each(Sync{Index: s.Index, Line: s.Line, Key: s.Key, Now: s.Now, Run: s.Result, Rerun: rerun.Result,
 				Input: ev.Input, Decision: ev.Decision, Outcome: out, DryRunReason: s.DryRunReason}); err != nil {
 				return nil, err
 			}
@@ -169,13 +169,13 @@ func Run(ctx context.Context, name string, h recording.Header, syncs iter.Seq2[*
 
 // diff compares two sync entries as written to the file, field by field. Entries that
 // write out the same bytes are equal; only others are walked, as they are rare and the walk
-// costs most of a replay.
-func diff(recorded, replayed *recording.Sync) ([]Divergence, error) {
-	ra, err := json.Marshal(recorded)
+// costs most of a rerun.
+func diff(run, rerun *recording.Sync) ([]Divergence, error) {
+	ra, err := json.Marshal(run)
 	if err != nil {
 		return nil, err
 	}
-	rb, err := json.Marshal(replayed)
+	rb, err := json.Marshal(rerun)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func walk(path string, a, b any, out *[]Divergence) {
 				p = path + "." + k
 			}
 			if !aok || !bok {
-				*out = append(*out, Divergence{Field: p, Recorded: quote(av, aok), Replayed: quote(bv, bok)})
+				*out = append(*out, Divergence{Field: p, Run: quote(av, aok), Rerun: quote(bv, bok)})
 				continue
 			}
 			walk(p, av, bv, out)
@@ -236,9 +236,9 @@ func walk(path string, a, b any, out *[]Divergence) {
 			p := fmt.Sprintf("%s[%d]", path, i)
 			switch {
 			case i >= len(as):
-				*out = append(*out, Divergence{Field: p, Replayed: quote(bs[i], true)})
+				*out = append(*out, Divergence{Field: p, Rerun: quote(bs[i], true)})
 			case i >= len(bs):
-				*out = append(*out, Divergence{Field: p, Recorded: quote(as[i], true)})
+				*out = append(*out, Divergence{Field: p, Run: quote(as[i], true)})
 			default:
 				walk(p, as[i], bs[i], out)
 			}
@@ -246,7 +246,7 @@ func walk(path string, a, b any, out *[]Divergence) {
 		return
 	}
 	if full(a) != full(b) {
-		*out = append(*out, Divergence{Field: path, Recorded: quote(a, true), Replayed: quote(b, true)})
+		*out = append(*out, Divergence{Field: path, Run: quote(a, true), Rerun: quote(b, true)})
 	}
 }
 

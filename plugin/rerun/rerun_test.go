@@ -131,10 +131,10 @@ func recordRun(t *testing.T, dryRun controller.DryRun, loads []int64) *recording
 	return rec
 }
 
-// writeRecording is where TestReplayingARecordedRunReproducesEveryDecisionExactly also writes
+// writeRecording is where TestRerunOfARecordedRunReproducesEveryDecisionExactly also writes
 // its recording without dry run: the fixture plugin/simulate and plugin/timeline read
-// (go test ./plugin/rerun -run TestReplayingARecordedRun -write-recording $PWD/run.jsonl).
-var writeRecording = flag.String("write-recording", "", "also write the recording of the replay test (no dry run) to this file")
+// (go test ./plugin/rerun -run TestRerunOfARecordedRun -write-recording $PWD/run.jsonl).
+var writeRecording = flag.String("write-recording", "", "also write the recording of the rerun test (no dry run) to this file")
 
 // recordRunFile is recordRun's recording as the file run --record writes.
 func recordRunFile(t *testing.T, dryRun controller.DryRun, loads []int64) []byte {
@@ -207,7 +207,7 @@ func recordRunFile(t *testing.T, dryRun controller.DryRun, loads []int64) []byte
 // Percent policy).
 var loads = []int64{100, 400, 900, 900, 900, 900, -1, -1, 900, 150, 150, 150, 150, 150, 150, 150, 150}
 
-func TestReplayingARecordedRunReproducesEveryDecisionExactly(t *testing.T) {
+func TestRerunOfARecordedRunReproducesEveryDecisionExactly(t *testing.T) {
 	for _, dry := range []controller.DryRun{controller.DryRunNone, controller.DryRunClient} {
 		t.Run(string(dry), func(t *testing.T) {
 			file := recordRunFile(t, dry, loads)
@@ -223,7 +223,7 @@ func TestReplayingARecordedRunReproducesEveryDecisionExactly(t *testing.T) {
 			if len(rec.Syncs) != len(loads) {
 				t.Fatalf("recorded %d syncs, want %d", len(rec.Syncs), len(loads))
 			}
-			rep, syncs, err := replay(t.Context(), rec)
+			rep, syncs, err := rerunAll(t.Context(), rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -235,7 +235,7 @@ func TestReplayingARecordedRunReproducesEveryDecisionExactly(t *testing.T) {
 			}
 			var desired []int32
 			for _, s := range syncs {
-				desired = append(desired, s.Replayed.DesiredReplicas)
+				desired = append(desired, s.Rerun.DesiredReplicas)
 			}
 			t.Logf("desired replicas per sync: %v", desired)
 			if dry == controller.DryRunNone && !sawRescales(syncs) {
@@ -245,8 +245,8 @@ func TestReplayingARecordedRunReproducesEveryDecisionExactly(t *testing.T) {
 	}
 }
 
-// replay reruns rec whole, keeping every replayed sync.
-func replay(ctx context.Context, rec *recording.Recording) (*Report, []Sync, error) {
+// rerunAll reruns rec whole, keeping every replayed sync.
+func rerunAll(ctx context.Context, rec *recording.Recording) (*Report, []Sync, error) {
 	var syncs []Sync
 	rep, err := Run(ctx, rec.Name, rec.Header, rec.All(), Options{Each: func(s Sync) error {
 		syncs = append(syncs, s)
@@ -258,9 +258,9 @@ func replay(ctx context.Context, rec *recording.Recording) (*Report, []Sync, err
 func sawRescales(syncs []Sync) (both bool) {
 	var up, down bool
 	for _, s := range syncs {
-		if s.Replayed.Rescale {
-			up = up || s.Replayed.DesiredReplicas > s.Replayed.CurrentReplicas
-			down = down || s.Replayed.DesiredReplicas < s.Replayed.CurrentReplicas
+		if s.Rerun.Rescale {
+			up = up || s.Rerun.DesiredReplicas > s.Rerun.CurrentReplicas
+			down = down || s.Rerun.DesiredReplicas < s.Rerun.CurrentReplicas
 		}
 	}
 	return up && down
@@ -273,7 +273,7 @@ func TestADifferentDecisionIsReportedBySyncFieldAndBothValues(t *testing.T) {
 	rec.Syncs[last].Result.DesiredReplicas++
 	// And as if it had held another history at the second.
 	rec.Syncs[1].History.Recommendations[0].Replicas = 9
-	rep, _, err := replay(t.Context(), rec)
+	rep, _, err := rerunAll(t.Context(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestANewTermStartsEveryHistoryAfresh(t *testing.T) {
 				rec.Terms = append(rec.Terms, recording.Term{Term: 2, Start: rec.Syncs[2].Now})
 				rec.Syncs[2].Term = 2
 			}
-			rep, _, err := replay(t.Context(), rec)
+			rep, _, err := rerunAll(t.Context(), rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -337,7 +337,7 @@ func TestANewTermStartsEveryHistoryAfresh(t *testing.T) {
 func TestARecordedStatusWriteFailureIsTheReplayedSyncsError(t *testing.T) {
 	rec := recordRun(t, controller.DryRunNone, loads[:3])
 	rec.Syncs[1].StatusWriteError = &recording.Error{Message: "dial tcp 127.0.0.1:6443: connect: connection refused"}
-	rep, syncs, err := replay(t.Context(), rec)
+	rep, syncs, err := rerunAll(t.Context(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,8 +44,8 @@ func (o *Options) simulatesVariants() bool {
 	return len(o.Variants) > 0 || len(o.VariantFiles) > 0
 }
 
-// runFromRecording replays a recording exactly, or plays its demand for variants. A replay of
-// every HPA reads the file as it replays it; one HPA's syncs, which a NAME or the variants
+// runFromRecording reruns a recording exactly, or plays its demand for variants. A rerun of
+// every HPA reads the file as it reruns it; one HPA's syncs, which a NAME or the variants
 // need, are read first.
 func (o *Options) runFromRecording(ctx context.Context) error {
 	if o.Name == "" && !o.simulatesVariants() {
@@ -54,7 +54,7 @@ func (o *Options) runFromRecording(ctx context.Context) error {
 			return err
 		}
 		defer r.Close()
-		if err := o.replay(ctx, r.Name, r.Header, r.All(), nil); err != nil {
+		if err := o.rerun(ctx, r.Name, r.Header, r.All(), nil); err != nil {
 			return err
 		}
 		o.warnCut(r.Name, r.CutLine)
@@ -67,7 +67,7 @@ func (o *Options) runFromRecording(ctx context.Context) error {
 	if o.simulatesVariants() {
 		return o.simulateRecording(ctx, rec, key)
 	}
-	return o.replay(ctx, rec.Name, rec.Header, rec.All(), []string{key})
+	return o.rerun(ctx, rec.Name, rec.Header, rec.All(), []string{key})
 }
 
 // openRecording opens --from-recording; a file that does not decode is bad input.
@@ -141,10 +141,10 @@ func (o *Options) names(key string) bool {
 	return name == o.Name && (!o.ExplicitNamespace || ns == o.Namespace)
 }
 
-// replay replays syncs (of the HPAs keys, every one when empty), printing each decision as
-// run printed it (its line, or with -o json its Explanation) as it is replayed, then whether
-// every one is run's; a replay that differs exits 1 after listing each difference.
-func (o *Options) replay(ctx context.Context, name string, h recording.Header, syncs iter.Seq2[*recording.Sync, error], keys []string) error {
+// rerun re-decides syncs (of the HPAs keys, every one when empty), printing each decision as
+// run printed it (its line, or with -o json its Explanation) as it is re-decided, then whether
+// every one is run's; a rerun that differs exits 1 after listing each difference.
+func (o *Options) rerun(ctx context.Context, name string, h recording.Header, syncs iter.Seq2[*recording.Sync, error], keys []string) error {
 	asJSON := o.PrintFlags.OutputFormat != nil && *o.PrintFlags.OutputFormat == "json"
 	out := bufio.NewWriter(o.Out)
 	rep, err := rerun.Run(ctx, name, h, syncs, rerun.Options{Keys: keys, Each: func(s rerun.Sync) error {

@@ -84,7 +84,7 @@ type Options struct {
 
 	File     string
 	LoadFile string
-	// Recording is --from-recording: a run --record file, replayed exactly, or its demand
+	// Recording is --from-recording: a run --record file, rerun exactly, or its demand
 	// played through the model for variants.
 	Recording    string
 	WorkloadFile string

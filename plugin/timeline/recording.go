@@ -60,10 +60,10 @@ func fromRecording(ctx context.Context, path, namespace string, explicitNS bool,
 		}
 		row := syncOf(s.Input.HPA, s.Now, s.Decision)
 		// What run did, where it may differ from the re-decision.
-		row.Replicas, row.Desired, row.Rescale = s.Recorded.CurrentReplicas, s.Recorded.DesiredReplicas, s.Recorded.Rescale
+		row.Replicas, row.Desired, row.Rescale = s.Run.CurrentReplicas, s.Run.DesiredReplicas, s.Run.Rescale
 		row.Reason = ""
 		if row.Rescale {
-			row.Reason = s.Recorded.Reason
+			row.Reason = s.Run.Reason
 		}
 		t.Syncs = append(t.Syncs, row)
 	}

@@ -86,7 +86,7 @@ func checkRecordingReplays(t *testing.T, k cluster.Kubectl, path, out string) {
 			t.Errorf("the recording holds more syncs of %s than run printed decisions of it (%d)", s.Key, len(printedBy[s.Key]))
 			continue
 		}
-		e, r := printedBy[s.Key][i], s.Replayed
+		e, r := printedBy[s.Key][i], s.Rerun
 		got := []any{e.Metadata.Namespace + "/" + e.Metadata.Name, e.Time.UTC().Format(time.RFC3339), e.Decision.Phase, e.Decision.CurrentReplicas, e.Decision.DesiredReplicas, e.Decision.Rescale, e.Decision.Reason}
 		want := []any{s.Key, s.Now.UTC().Format(time.RFC3339), r.Phase, r.CurrentReplicas, r.DesiredReplicas, r.Rescale, r.Reason}
 		for j := range got {

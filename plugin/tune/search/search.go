@@ -38,7 +38,7 @@ type Problem struct {
 
 // Candidate is one spec played on the load.
 type Candidate struct {
-	Point   Point
+	Point   Coord
 	Changes []string
 	HPA     *autoscalingv2.HorizontalPodAutoscaler
 	Scores  Scores
@@ -75,7 +75,7 @@ func Run(ctx context.Context, p Problem) (*Result, error) {
 		p.Spec.Duration = p.Spec.Load.End() // as sim.Run reads it: the balanced score divides by it
 	}
 	s := &searcher{p: p, seen: map[string]bool{}}
-	if err := s.play(ctx, []Point{p.Space.Current()}); err != nil {
+	if err := s.play(ctx, []Coord{p.Space.Current()}); err != nil {
 		return nil, err
 	}
 	if len(s.res.Candidates) == 0 {
@@ -121,7 +121,7 @@ func (s *searcher) search(ctx context.Context) error {
 		slices.SortFunc(seeds, s.rank.compare)
 		// The neighbours of the best seeds; when those are all played, of the next best, so
 		// that the budget goes to the region the objective prefers.
-		var next []Point
+		var next []Coord
 		for i, c := range seeds {
 			if i >= refineSeeds && len(next) > 0 {
 				break
@@ -140,7 +140,7 @@ func (s *searcher) search(ctx context.Context) error {
 
 // coarse is the grid over each axis' ends, middle and current value, the axes joining in
 // coarseOrder (metric targets first) while the grid stays within half the budget.
-func (s *searcher) coarse() []Point {
+func (s *searcher) coarse() []Coord {
 	axes := s.p.Space.Axes
 	var order []int
 	for _, name := range coarseOrder {
@@ -151,7 +151,7 @@ func (s *searcher) coarse() []Point {
 			}
 		}
 	}
-	grid := []Point{s.p.Space.Current()}
+	grid := []Coord{s.p.Space.Current()}
 	for _, i := range order {
 		a := axes[i]
 		vals := []int{0, len(a.Values) / 2, len(a.Values) - 1, a.Current}
@@ -160,7 +160,7 @@ func (s *searcher) coarse() []Point {
 		if len(grid)*len(vals) > s.p.Budget/2 {
 			break
 		}
-		var next []Point
+		var next []Coord
 		for _, g := range grid {
 			for _, v := range vals {
 				q := slices.Clone(g)
@@ -174,8 +174,8 @@ func (s *searcher) coarse() []Point {
 }
 
 // neighbours are the unplayed points one step from p along one axis.
-func (s *searcher) neighbours(p Point) []Point {
-	var out []Point
+func (s *searcher) neighbours(p Coord) []Coord {
+	var out []Coord
 	for i, a := range s.p.Space.Axes {
 		for _, d := range []int{-1, 1} {
 			if v := p[i] + d; v >= 0 && v < len(a.Values) {
@@ -192,7 +192,7 @@ func (s *searcher) neighbours(p Point) []Point {
 
 // play validates and simulates the points not seen yet, within the budget, on Workers
 // goroutines, and adds them to the candidates in the points' order.
-func (s *searcher) play(ctx context.Context, points []Point) error {
+func (s *searcher) play(ctx context.Context, points []Coord) error {
 	var todo []*Candidate
 	for _, p := range points {
 		k := p.key()
@@ -268,10 +268,10 @@ func Play(ctx context.Context, spec sim.Spec, h, ref *autoscalingv2.HorizontalPo
 }
 
 // all is every point of the space.
-func (s *Space) all() []Point {
-	out := []Point{make(Point, len(s.Axes))}
+func (s *Space) all() []Coord {
+	out := []Coord{make(Coord, len(s.Axes))}
 	for i, a := range s.Axes {
-		var next []Point
+		var next []Coord
 		for _, p := range out {
 			for v := range a.Values {
 				q := slices.Clone(p)

@@ -33,10 +33,10 @@ type Axis struct {
 // Kept says whether the axis holds only the current value.
 func (a Axis) Kept() bool { return len(a.Values) == 1 }
 
-// Point is one candidate: an index into each axis' values.
-type Point []int
+// Coord is one candidate: an index into each axis' values.
+type Coord []int
 
-func (p Point) key() string {
+func (p Coord) key() string {
 	var b strings.Builder
 	for _, i := range p {
 		b.WriteString(strconv.Itoa(i))
@@ -52,8 +52,8 @@ type Space struct {
 }
 
 // Current is the point of the HPA as it is.
-func (s *Space) Current() Point {
-	p := make(Point, len(s.Axes))
+func (s *Space) Current() Coord {
+	p := make(Coord, len(s.Axes))
 	for i, a := range s.Axes {
 		p[i] = a.Current
 	}
@@ -62,7 +62,7 @@ func (s *Space) Current() Point {
 
 // HPA is the base with each axis off its current value set; an axis at its current value
 // leaves the field as it is (unset stays unset), so the patch holds only what changed.
-func (s *Space) HPA(p Point) *autoscalingv2.HorizontalPodAutoscaler {
+func (s *Space) HPA(p Coord) *autoscalingv2.HorizontalPodAutoscaler {
 	h := s.Base.DeepCopy()
 	for i, a := range s.Axes {
 		if p[i] != a.Current {
@@ -73,7 +73,7 @@ func (s *Space) HPA(p Point) *autoscalingv2.HorizontalPodAutoscaler {
 }
 
 // Changes are the fields p changes, as --variant KEY=VALUE pairs, in the axes' order.
-func (s *Space) Changes(p Point) []string {
+func (s *Space) Changes(p Coord) []string {
 	var out []string
 	for i, a := range s.Axes {
 		if p[i] != a.Current {

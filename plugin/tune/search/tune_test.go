@@ -137,7 +137,7 @@ func TestMergePatchHoldsOnlyWhatChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := func(changes map[string]string) Point {
+	set := func(changes map[string]string) Coord {
 		p := s.Current()
 		for i, a := range s.Axes {
 			if v, ok := changes[a.Name]; ok {
