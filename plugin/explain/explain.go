@@ -26,7 +26,6 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
-	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 const long = `Compute the decision the Kubernetes v1.37 HPA controller would make for one
@@ -205,7 +204,7 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 		}
 		o.printer = p
 	} else {
-		o.printer = output.TextPrinter{}
+		o.printer = TextPrinter{}
 	}
 	if err := o.Metrics.Validate(); err != nil {
 		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
@@ -336,6 +335,6 @@ func (o *Options) fail(err error) error {
 }
 
 func (o *Options) textOutput() bool {
-	_, ok := o.printer.(output.TextPrinter)
+	_, ok := o.printer.(TextPrinter)
 	return ok
 }

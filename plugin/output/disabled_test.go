@@ -1,8 +1,6 @@
 package output
 
 import (
-	"bytes"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
-	"github.com/kubectl-hpa/kubectl-hpa/internal/golden"
 	"github.com/kubectl-hpa/kubectl-hpa/internal/testbuild"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/sampleset"
 )
@@ -43,12 +40,12 @@ func TestADisabledSelectPolicyIsExplainedAsSuch(t *testing.T) {
 			behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{SelectPolicy: &disabled}},
 			milli:    20000,
 			want:     "scaling up is disabled by behavior.scaleUp.selectPolicy: Disabled",
-			golden:   "scale-up-disabled.txt.golden"},
+			golden:   "scale-up-disabled"},
 		{name: "a disabled scale-down is named by its field",
 			behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0), SelectPolicy: &disabled}},
 			milli:    5000,
 			want:     "scaling down is disabled by behavior.scaleDown.selectPolicy: Disabled",
-			golden:   "scale-down-disabled.txt.golden"},
+			golden:   "scale-down-disabled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := replicas.Input{
@@ -72,11 +69,7 @@ func TestADisabledSelectPolicyIsExplainedAsSuch(t *testing.T) {
 			if got := e.Arithmetic.Limits.BindingPolicy; !strings.Contains(got, "selectPolicy: Disabled") || strings.Contains(got, "legacy") {
 				t.Errorf("binding policy %q, want it to name the disabled selectPolicy", got)
 			}
-			var buf bytes.Buffer
-			if err := (TextPrinter{}).PrintObj(e, &buf); err != nil {
-				t.Fatal(err)
-			}
-			golden.Check(t, filepath.Join("testdata", tc.golden), buf.Bytes())
+			checkJSONGolden(t, tc.golden, e)
 		})
 	}
 }

@@ -94,19 +94,19 @@ func replayLine(t *v1alpha1.Timeline) string {
 	}
 	period := time.Duration(t.SyncPeriodSeconds * float64(time.Second))
 	syncs := fmt.Sprintf("syncs at %s past each %s period", time.Duration(t.Syncs[0].Time.UnixNano()%int64(period)), period)
-	step := seconds(g.StepSeconds)
+	step := Seconds(g.StepSeconds)
 	switch g.AlignedWith {
 	case history.GridAtSyncs:
 		line := syncs + ", the metrics read at each"
 		if g.StepSeconds != t.SyncPeriodSeconds {
-			line = fmt.Sprintf("%s, the metrics read every %s at %s past", syncs, step, seconds(g.PhaseSeconds))
+			line = fmt.Sprintf("%s, the metrics read every %s at %s past", syncs, step, Seconds(g.PhaseSeconds))
 		}
 		if ph := t.Source.SyncPhase; ph != nil {
-			line += fmt.Sprintf(" (the controller syncs %s to %s past each period, from %s, written to the second)", seconds(ph.FromSeconds), seconds(ph.ToSeconds), ph.Anchor)
+			line += fmt.Sprintf(" (the controller syncs %s to %s past each period, from %s, written to the second)", Seconds(ph.FromSeconds), Seconds(ph.ToSeconds), ph.Anchor)
 		}
 		return line
 	case history.GridAtScrapes:
-		return fmt.Sprintf("%s (the controller's unknown), the metrics read every %s at %s past, at Prometheus' scrapes (from its scrape of %s)", syncs, step, seconds(g.PhaseSeconds), strings.TrimPrefix(g.Anchor, "Prometheus' scrape of "))
+		return fmt.Sprintf("%s (the controller's unknown), the metrics read every %s at %s past, at Prometheus' scrapes (from its scrape of %s)", syncs, step, Seconds(g.PhaseSeconds), strings.TrimPrefix(g.Anchor, "Prometheus' scrape of "))
 	}
 	return fmt.Sprintf("%s (the controller's unknown), the metrics read every %s since the epoch (Prometheus' scrapes unknown too)", syncs, step)
 }

@@ -137,7 +137,7 @@ func verdictOf(d replicas.Decision, e *v1alpha1.Explanation) *v1alpha1.Verdict {
 		s := d.Stabilization
 		v.Sentence = fmt.Sprintf("%s%s, proposing %d, held at %d by the highest recommendation of the last %s (scaleDown stabilization window)", move, why, s.Recommendation, s.Result, s.DownWindow)
 	case c == replicas.ConstraintTolerance:
-		v.Sentence = fmt.Sprintf("%s: every metric is within tolerance (-%s/+%s)%s", move, pct(d.Tolerances.Down), pct(d.Tolerances.Up), strings.Replace(why, ":", ", e.g.", 1))
+		v.Sentence = fmt.Sprintf("%s: every metric is within tolerance (-%s/+%s)%s", move, Percent(d.Tolerances.Down), Percent(d.Tolerances.Up), strings.Replace(why, ":", ", e.g.", 1))
 	case !d.Rescale:
 		v.Sentence = fmt.Sprintf("%s%s proposes the current count", move, why)
 	default:
@@ -178,7 +178,8 @@ func errText(err error, fallback string) string {
 	return fallback
 }
 
-func pct(f float64) string {
+// Percent prints a ratio as a percentage, to two decimals at most ("12.5%").
+func Percent(f float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", f*100), "0"), ".") + "%"
 }
 
@@ -287,11 +288,11 @@ func thresholds(d replicas.Decision, m v1alpha1.Metric, e *v1alpha1.Explanation)
 	}
 	target := float64(*m.TargetSpec.AverageUtilization)
 	n := d.CurrentReplicas
-	up := fmt.Sprintf("above %.0f%% (tolerance +%s)", math.Floor(target*(1+d.Tolerances.Up)), pct(d.Tolerances.Up))
+	up := fmt.Sprintf("above %.0f%% (tolerance +%s)", math.Floor(target*(1+d.Tolerances.Up)), Percent(d.Tolerances.Up))
 	down := fmt.Sprintf("it cannot scale below minReplicas %d", d.MinReplicas)
 	if n > d.MinReplicas && n > 0 {
 		ratio := math.Min(1-d.Tolerances.Down, float64(n-1)/float64(n))
-		down = fmt.Sprintf("scales down only once %s averages below %g%% of request (%s x min(1 - tolerance %s, %d/%d replicas))", m.Short, math.Floor(target*ratio*10)/10, m.Target, pct(d.Tolerances.Down), n-1, n)
+		down = fmt.Sprintf("scales down only once %s averages below %g%% of request (%s x min(1 - tolerance %s, %d/%d replicas))", m.Short, math.Floor(target*ratio*10)/10, m.Target, Percent(d.Tolerances.Down), n-1, n)
 	}
 	s := fmt.Sprintf("what would move it: %s; scales up %s", down, up)
 	if strings.HasPrefix(m.Short, "memory") {

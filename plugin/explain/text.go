@@ -1,4 +1,4 @@
-package output
+package explain
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
 // TextPrinter renders Explanations describe-style. It implements cli-runtime's
@@ -55,21 +55,10 @@ func (r *textRenderer) line(indent int, format string, args ...any) {
 	fmt.Fprintf(r.b, "%s%s\n", strings.Repeat("  ", indent), fmt.Sprintf(format, args...))
 }
 
-// Table writes rows under header in columns two spaces apart, each line after indent: the one
-// table of every text output.
-func Table(b *bytes.Buffer, indent, header string, rows [][]string) {
-	tw := tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, indent+header)
-	for _, r := range rows {
-		fmt.Fprintln(tw, indent+strings.Join(r, "\t"))
-	}
-	_ = tw.Flush()
-}
-
 // table is Table in the renderer's indentation, without the spaces that pad a line's last cell.
 func (r *textRenderer) table(indent int, header string, rows [][]string) {
 	var tb bytes.Buffer
-	Table(&tb, "", header, rows)
+	output.Table(&tb, "", header, rows)
 	for _, l := range strings.Split(strings.TrimRight(tb.String(), "\n"), "\n") {
 		r.line(indent, "%s", strings.TrimRight(l, " "))
 	}
@@ -125,7 +114,7 @@ func (r *textRenderer) render(e *v1alpha1.Explanation) {
 	if len(e.Findings) > 0 {
 		r.line(0, "Findings (this decision's problems and kubectl hpa lint's rules, worst first):")
 		for _, f := range e.Findings {
-			WriteFinding(r.b, f, "")
+			output.WriteFinding(r.b, f, "")
 		}
 	}
 
@@ -146,7 +135,7 @@ func (r *textRenderer) render(e *v1alpha1.Explanation) {
 		r.kv(0, "Min/Max replicas", "%d / %d", e.Replicas.Min, e.Replicas.Max)
 	}
 	if tol := e.Tolerance; tol != nil {
-		r.kv(0, "Tolerance", "scale-up +%s (%s), scale-down -%s (%s)", pct(tol.ScaleUp.Value), tol.ScaleUp.Source, pct(tol.ScaleDown.Value), tol.ScaleDown.Source)
+		r.kv(0, "Tolerance", "scale-up +%s (%s), scale-down -%s (%s)", output.Percent(tol.ScaleUp.Value), tol.ScaleUp.Source, output.Percent(tol.ScaleDown.Value), tol.ScaleDown.Source)
 	}
 	r.renderBehavior(e)
 	if e.MetricsSource != "" {
@@ -267,7 +256,7 @@ func (r *textRenderer) renderMetrics(e *v1alpha1.Explanation) {
 				if v == nil {
 					return "-"
 				}
-				return Quantity(*v, isBinary(m))
+				return output.Quantity(*v, isBinary(m))
 			}
 			util := "-"
 			if p.Utilization != nil {
@@ -523,13 +512,13 @@ func (r *textRenderer) renderReplay(e *v1alpha1.Explanation) {
 		return
 	}
 	r.kv(1, "prometheus", "%s: %d syncs replayed per sync phase, samples every %s aligned to the live samples, cpu averaged over %s",
-		rp.Prometheus, rp.Syncs, seconds(rp.StepSeconds), seconds(rp.RateWindowSeconds))
+		rp.Prometheus, rp.Syncs, output.Seconds(rp.StepSeconds), output.Seconds(rp.RateWindowSeconds))
 	if ph := rp.SyncPhase; ph != nil {
 		anchor := "unknown: every phase"
 		if ph.Anchor != "" {
 			anchor = "from " + ph.Anchor + ", written to the second"
 		}
-		r.kv(1, "controller syncs", "every %s, at %s to %s past each period (%s)", seconds(rp.SyncPeriodSeconds), seconds(ph.FromSeconds), seconds(ph.ToSeconds), anchor)
+		r.kv(1, "controller syncs", "every %s, at %s to %s past each period (%s)", output.Seconds(rp.SyncPeriodSeconds), output.Seconds(ph.FromSeconds), output.Seconds(ph.ToSeconds), anchor)
 	}
 	if n := rp.NextSync; n != nil {
 		r.kv(1, "next sync", "between %s and %s", n.From.UTC().Format(time.TimeOnly), n.To.UTC().Format(time.TimeOnly))
@@ -548,11 +537,6 @@ func (r *textRenderer) renderReplay(e *v1alpha1.Explanation) {
 	for _, n := range rp.Notes {
 		r.kv(1, "note", "%s", n)
 	}
-}
-
-// seconds prints a number of seconds as a duration ("5s", "2.25s").
-func seconds(s float64) string {
-	return time.Duration(s * float64(time.Second)).String()
 }
 
 // limitText prints a rate limit; the core reports -1 for a direction it did not evaluate.
