@@ -418,7 +418,7 @@ func (o *Options) present(s *v1alpha1.Simulation) error {
 	if width == 0 {
 		width = o.termWidth(o.Out)
 	}
-	return output.RenderSimulationText(o.Out, s, output.SimulationTextOptions{Width: width})
+	return RenderText(o.Out, s, output.ChartOptions{Width: width})
 }
 
 // terminalWidth is out's width when it is a terminal, else the default chart width.

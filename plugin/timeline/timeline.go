@@ -286,7 +286,7 @@ func (o *Options) draw(context.Context) error {
 	if o.Plot == "" {
 		return nil
 	}
-	if err := plot.Write(o.Plot, output.TimelineSimulation(o.timeline)); err != nil {
+	if err := plot.Write(o.Plot, timelineSimulation(o.timeline)); err != nil {
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailure, Err: fmt.Errorf("--plot: %w", err)}
 	}
 	return nil
@@ -300,7 +300,7 @@ func (o *Options) print(context.Context) error {
 	if width == 0 {
 		width = o.termWidth(o.Out)
 	}
-	return output.RenderTimelineText(o.Out, o.timeline, output.SimulationTextOptions{Width: width})
+	return RenderText(o.Out, o.timeline, output.ChartOptions{Width: width})
 }
 
 // terminalWidth is out's width when it is a terminal, else the default chart width.

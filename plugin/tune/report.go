@@ -65,7 +65,7 @@ func (r *report) render(w io.Writer) error {
 	r.caveats(&b)
 
 	b.WriteString("\nEvidence: the current and tuned specs on the same load, as kubectl hpa simulate plays them\n\n")
-	if err := output.RenderSimulationText(&b, r.evidence, output.SimulationTextOptions{Width: r.width}); err != nil {
+	if err := simulate.RenderText(&b, r.evidence, output.ChartOptions{Width: r.width}); err != nil {
 		return err
 	}
 	_, err := w.Write(b.Bytes())

@@ -1,8 +1,9 @@
-package output
+package timeline
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 	"io"
 	"strings"
 	"time"
@@ -11,18 +12,11 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
-// RenderTimelineText writes t for people: the period and where its past came from first (so
+// RenderText writes t for people: the period and where its past came from first (so
 // that no figure is read without its source), the findings, the table of syncs, the
 // rescales, then the chart of replicas and of each metric against its target, drawn as
 // simulate draws a variant.
-func RenderTimelineText(w io.Writer, t *v1alpha1.Timeline, o SimulationTextOptions) error {
-	if o.Width == 0 {
-		o.Width = DefaultChartWidth
-	}
-	o.Width = max(o.Width, MinChartWidth)
-	if o.Height <= 0 {
-		o.Height = DefaultChartHeight
-	}
+func RenderText(w io.Writer, t *v1alpha1.Timeline, o output.ChartOptions) error {
 	var b bytes.Buffer
 	from, to := t.From.UTC(), t.To.UTC()
 	clock := timelineClock(from, to)
@@ -40,20 +34,20 @@ func RenderTimelineText(w io.Writer, t *v1alpha1.Timeline, o SimulationTextOptio
 		}
 		rows = append(rows, []string{f.Type, found, f.Message})
 	}
-	Table(&b, "  ", "FINDING\tFOUND\tWHAT THE PERIOD SHOWS", rows)
+	output.Table(&b, "  ", "FINDING\tFOUND\tWHAT THE PERIOD SHOWS", rows)
 
 	b.WriteString("\nSyncs:\n")
 	rows = rows[:0]
 	for _, s := range t.Syncs {
 		rows = append(rows, syncRow(s, clock))
 	}
-	Table(&b, "  ", "TIME\tREPLICAS\tMETRICS\tPROPOSED\tDESIRED\tHELD BY\tRESCALE", rows)
+	output.Table(&b, "  ", "TIME\tREPLICAS\tMETRICS\tPROPOSED\tDESIRED\tHELD BY\tRESCALE", rows)
 
 	writeTimelineRescales(&b, t.Rescales, clock)
 
 	if len(t.Syncs) > 0 && to.After(from) {
 		b.WriteString("\n")
-		renderVariantChart(&b, timelineVariant(t), to.Sub(from).Seconds(), o)
+		output.Chart(&b, timelineVariant(t), to.Sub(from).Seconds(), o)
 	}
 	// The tables pad their last column; a line ends at its text.
 	lines := strings.Split(b.String(), "\n")
@@ -94,19 +88,19 @@ func replayLine(t *v1alpha1.Timeline) string {
 	}
 	period := time.Duration(t.SyncPeriodSeconds * float64(time.Second))
 	syncs := fmt.Sprintf("syncs at %s past each %s period", time.Duration(t.Syncs[0].Time.UnixNano()%int64(period)), period)
-	step := Seconds(g.StepSeconds)
+	step := output.Seconds(g.StepSeconds)
 	switch g.AlignedWith {
 	case history.GridAtSyncs:
 		line := syncs + ", the metrics read at each"
 		if g.StepSeconds != t.SyncPeriodSeconds {
-			line = fmt.Sprintf("%s, the metrics read every %s at %s past", syncs, step, Seconds(g.PhaseSeconds))
+			line = fmt.Sprintf("%s, the metrics read every %s at %s past", syncs, step, output.Seconds(g.PhaseSeconds))
 		}
 		if ph := t.Source.SyncPhase; ph != nil {
-			line += fmt.Sprintf(" (the controller syncs %s to %s past each period, from %s, written to the second)", Seconds(ph.FromSeconds), Seconds(ph.ToSeconds), ph.Anchor)
+			line += fmt.Sprintf(" (the controller syncs %s to %s past each period, from %s, written to the second)", output.Seconds(ph.FromSeconds), output.Seconds(ph.ToSeconds), ph.Anchor)
 		}
 		return line
 	case history.GridAtScrapes:
-		return fmt.Sprintf("%s (the controller's unknown), the metrics read every %s at %s past, at Prometheus' scrapes (from its scrape of %s)", syncs, step, Seconds(g.PhaseSeconds), strings.TrimPrefix(g.Anchor, "Prometheus' scrape of "))
+		return fmt.Sprintf("%s (the controller's unknown), the metrics read every %s at %s past, at Prometheus' scrapes (from its scrape of %s)", syncs, step, output.Seconds(g.PhaseSeconds), strings.TrimPrefix(g.Anchor, "Prometheus' scrape of "))
 	}
 	return fmt.Sprintf("%s (the controller's unknown), the metrics read every %s since the epoch (Prometheus' scrapes unknown too)", syncs, step)
 }
@@ -175,8 +169,8 @@ func timelineVariant(t *v1alpha1.Timeline) v1alpha1.SimVariant {
 	return v
 }
 
-// TimelineSimulation is t as a one-variant Simulation, for the image plot draws.
-func TimelineSimulation(t *v1alpha1.Timeline) *v1alpha1.Simulation {
+// timelineSimulation is t as a one-variant Simulation, for the image plot draws.
+func timelineSimulation(t *v1alpha1.Timeline) *v1alpha1.Simulation {
 	s := v1alpha1.NewSimulation()
 	s.Metadata = t.Metadata
 	s.Source = t.Source.Kind
@@ -204,7 +198,7 @@ func writeTimelineHeader(b *bytes.Buffer, t *v1alpha1.Timeline, clock string) {
 	}
 	fmt.Fprintf(b, "Spec:      min %d, max %d, %s", t.MinReplicas, t.MaxReplicas, strings.Join(targets, ", "))
 	if t.SyncPeriodSeconds > 0 {
-		fmt.Fprintf(b, "; a sync every %s", simSeconds(t.SyncPeriodSeconds))
+		fmt.Fprintf(b, "; a sync every %s", output.SimSeconds(t.SyncPeriodSeconds))
 	}
 	b.WriteString("\n")
 	switch {
@@ -235,6 +229,6 @@ func writeTimelineRescales(b *bytes.Buffer, rescales []v1alpha1.TimelineRescale,
 			}
 			rows = append(rows, []string{r.Time.UTC().Format(clock), r.Direction, from, fmt.Sprint(r.To), cause})
 		}
-		Table(b, "  ", "TIME\tDIRECTION\tFROM\tTO\tCAUSE", rows)
+		output.Table(b, "  ", "TIME\tDIRECTION\tFROM\tTO\tCAUSE", rows)
 	}
 }

@@ -3,7 +3,6 @@ package output
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"slices"
@@ -13,8 +12,8 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 )
 
-// SimulationTextOptions shape the text rendering of a Simulation.
-type SimulationTextOptions struct {
+// ChartOptions size a chart of a simulation variant (simulate, tune and timeline draw one).
+type ChartOptions struct {
 	// Width is the chart's width in columns, axis labels included (the terminal's width, or
 	// a flag); below MinChartWidth the chart is drawn MinChartWidth wide.
 	Width int
@@ -29,10 +28,8 @@ const (
 	DefaultChartHeight = 6
 )
 
-// RenderSimulationText writes s for people: the model first (so that no figure is read
-// without its assumptions), the workload and the variants, the summary table, then for each
-// variant a chart of replicas and of each metric against its target over time.
-func RenderSimulationText(w io.Writer, s *v1alpha1.Simulation, o SimulationTextOptions) error {
+// sized fills in the defaults and the least width.
+func (o ChartOptions) sized() ChartOptions {
 	if o.Width == 0 {
 		o.Width = DefaultChartWidth
 	}
@@ -40,85 +37,11 @@ func RenderSimulationText(w io.Writer, s *v1alpha1.Simulation, o SimulationTextO
 	if o.Height <= 0 {
 		o.Height = DefaultChartHeight
 	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "Simulation of %s/%s (%s) under %s for %s\n\n", s.Metadata.Namespace, s.Metadata.Name, s.Source, s.Load.File, simSeconds(s.DurationSeconds))
-
-	b.WriteString("Model:\n")
-	rows := make([][]string, 0, len(s.Model))
-	for _, p := range s.Model {
-		rows = append(rows, []string{p.Name, p.Value, p.Source})
-	}
-	Table(&b, "  ", "PARAMETER\tVALUE\tSOURCE", rows)
-
-	wl := s.Workload
-	fmt.Fprintf(&b, "\nWorkload:  %s, %d replicas at the start", targetName(wl), wl.Replicas)
-	if len(wl.Requests) > 0 {
-		keys := slices.Sorted(maps.Keys(wl.Requests))
-		var reqs []string
-		for _, k := range keys {
-			reqs = append(reqs, k+"="+wl.Requests[k])
-		}
-		fmt.Fprintf(&b, ", requests per pod %s", strings.Join(reqs, ","))
-	}
-	fmt.Fprintf(&b, "\nLoad:      %s (%s; %d points, %s)\n\n", s.Load.File, strings.Join(s.Load.Metrics, ", "), s.Load.Points, s.Load.Interpolation)
-
-	b.WriteString("Variants:\n")
-	rows = rows[:0]
-	for _, v := range s.Variants {
-		changes := "the HPA as it is"
-		if len(v.Changes) > 0 {
-			changes = strings.Join(v.Changes, ", ")
-		}
-		var targets []string
-		for _, t := range v.Targets {
-			targets = append(targets, t.Metric+" "+t.Target)
-		}
-		rows = append(rows, []string{v.Name, fmt.Sprintf("%d-%d", v.MinReplicas, v.MaxReplicas), strings.Join(targets, ", "), changes})
-	}
-	Table(&b, "  ", "NAME\tMIN-MAX\tTARGETS\tCHANGES", rows)
-
-	b.WriteString("\nSummary:\n")
-	rows = rows[:0]
-	for _, v := range s.Variants {
-		sm := v.Summary
-		rows = append(rows, []string{
-			v.Name, fmt.Sprint(sm.PeakReplicas), simSeconds(sm.PeakAtSeconds), fmt.Sprintf("%.2f", sm.PodSeconds/3600),
-			simSeconds(sm.SecondsAboveTarget), fmt.Sprintf("%d/%d", sm.ScaleUps, sm.ScaleDowns), heldBackBy(sm.HeldBackBy),
-		})
-	}
-	Table(&b, "  ", "VARIANT\tPEAK\tAT\tPOD-HOURS\tABOVE TARGET\tUP/DOWN\tHELD BACK BY", rows)
-
-	for _, v := range s.Variants {
-		b.WriteString("\n")
-		renderVariantChart(&b, v, s.DurationSeconds, o)
-	}
-	_, err := w.Write(b.Bytes())
-	return err
+	return o
 }
 
-func targetName(w v1alpha1.SimWorkload) string {
-	if w.Kind == "" {
-		return "the workload"
-	}
-	return w.Kind + "/" + w.Name
-}
-
-// heldBackBy lists the constraints by how many syncs each held, most first.
-func heldBackBy(m map[string]int) string {
-	if len(m) == 0 {
-		return "-"
-	}
-	keys := slices.Sorted(maps.Keys(m))
-	slices.SortStableFunc(keys, func(a, b string) int { return m[b] - m[a] })
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s x%d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
-}
-
-// simSeconds prints a virtual duration the way Go does, whole seconds only.
-func simSeconds(s float64) string {
+// SimSeconds prints a virtual duration the way Go does, whole seconds only.
+func SimSeconds(s float64) string {
 	return (time.Duration(math.Round(s)) * time.Second).String()
 }
 
@@ -128,11 +51,12 @@ const chartTopPercent = 300
 // eighths are the block glyphs, from one eighth of a cell to a full one.
 var eighths = []rune("▁▂▃▄▅▆▇█")
 
-// renderVariantChart draws one variant's replicas and each metric (in percent of its target)
+// Chart draws one variant's replicas and each metric (in percent of its target)
 // over time: one column per slice of time (the highest value in the slice), rows of block
 // glyphs eight levels each, the y axis labelled at the top and bottom, the x axis at the
 // start, middle and end.
-func renderVariantChart(b *bytes.Buffer, v v1alpha1.SimVariant, duration float64, o SimulationTextOptions) {
+func Chart(b *bytes.Buffer, v v1alpha1.SimVariant, duration float64, o ChartOptions) {
+	o = o.sized()
 	const axis = 7 // "  1234 " label width, then the plot
 	cols := o.Width - axis - 1
 	replicas := make([]float64, len(v.Steps))
@@ -143,7 +67,7 @@ func renderVariantChart(b *bytes.Buffer, v v1alpha1.SimVariant, duration float64
 	for _, r := range replicas {
 		top = max(top, r)
 	}
-	fmt.Fprintf(b, "%s: replicas (min %d, max %d, peak %d at %s)\n", v.Name, v.MinReplicas, v.MaxReplicas, v.Summary.PeakReplicas, simSeconds(v.Summary.PeakAtSeconds))
+	fmt.Fprintf(b, "%s: replicas (min %d, max %d, peak %d at %s)\n", v.Name, v.MinReplicas, v.MaxReplicas, v.Summary.PeakReplicas, SimSeconds(v.Summary.PeakAtSeconds))
 	panel(b, bucket(v.Steps, replicas, duration, cols), top, o.Height, axis, "%.0f", -1)
 	xAxis(b, duration, cols, axis)
 
@@ -256,7 +180,7 @@ func cell(v, top float64, height, row int, onLine bool) rune {
 // xAxis draws the time axis under a panel: a rule, then the start, middle and end times.
 func xAxis(b *bytes.Buffer, duration float64, cols, axis int) {
 	fmt.Fprintf(b, "%*s └%s\n", axis-1, "", strings.Repeat("─", cols))
-	start, mid, end := "0s", simSeconds(duration/2), simSeconds(duration)
+	start, mid, end := "0s", SimSeconds(duration/2), SimSeconds(duration)
 	line := []rune(strings.Repeat(" ", cols+axis+1))
 	put := func(at int, s string) {
 		at = max(0, min(at, len(line)-len(s)))
