@@ -8,8 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 )
 
 // Group and Version of the API; each kind's name is its Kind* constant.
@@ -22,20 +20,21 @@ const (
 // SchemeGroupVersion is the group/version of Explanation.
 var SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: Version}
 
-// Binding constraints named by Verdict.Constraint: the core's (replicas.ConstraintOf).
+// Binding constraints named by Verdict.Constraint: the decision core's names
+// (controller/replicas), which a test holds these to.
 const (
-	ConstraintNone                   = string(replicas.ConstraintNone)
-	ConstraintTolerance              = string(replicas.ConstraintTolerance)
-	ConstraintScaleUpStabilization   = string(replicas.ConstraintScaleUpStabilization)
-	ConstraintScaleDownStabilization = string(replicas.ConstraintScaleDownStabilization)
-	ConstraintScaleUpLimit           = string(replicas.ConstraintScaleUpLimit)
-	ConstraintScaleDownLimit         = string(replicas.ConstraintScaleDownLimit)
-	ConstraintMaxReplicas            = string(replicas.ConstraintMaxReplicas)
-	ConstraintMinReplicas            = string(replicas.ConstraintMinReplicas)
-	ConstraintMetricsUnavailable     = string(replicas.ConstraintMetricsUnavailable)
-	ConstraintSelector               = string(replicas.ConstraintSelector)
-	ConstraintScaleUnavailable       = string(replicas.ConstraintScaleUnavailable)
-	ConstraintScalingDisabled        = string(replicas.ConstraintScalingDisabled)
+	ConstraintNone                   = "None"                   // metrics set the count and nothing held it back
+	ConstraintTolerance              = "Tolerance"              // every usable ratio was inside the tolerance band
+	ConstraintScaleUpStabilization   = "ScaleUpStabilization"   // the scale-up window held the count
+	ConstraintScaleDownStabilization = "ScaleDownStabilization" // the scale-down window held the count
+	ConstraintScaleUpLimit           = "ScaleUpLimit"           // a scale-up policy (or legacy 2x/4 cap) bound
+	ConstraintScaleDownLimit         = "ScaleDownLimit"         // a scale-down policy bound
+	ConstraintMaxReplicas            = "MaxReplicas"            // spec.maxReplicas bound
+	ConstraintMinReplicas            = "MinReplicas"            // spec.minReplicas bound
+	ConstraintMetricsUnavailable     = "MetricsUnavailable"     // no usable metric (or a failure blocked a scale-down)
+	ConstraintSelector               = "Selector"               // invalid or ambiguous selector
+	ConstraintScaleUnavailable       = "ScaleUnavailable"       // the target's scale could not be read
+	ConstraintScalingDisabled        = "ScalingDisabled"        // target at 0 replicas, scaling from zero not allowed
 )
 
 // Explanation is one HPA decision with everything needed to understand it.

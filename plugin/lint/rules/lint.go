@@ -16,49 +16,22 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 )
 
-// Severity is how bad a finding is.
-type Severity string
+// Severity is how bad a finding is: the API's (plugin/api/v1alpha1), which findings carry.
+type Severity = v1alpha1.Severity
 
 // Severities, worst first.
 const (
-	// SeverityError: the HPA does not work as written (refused, ScalingActive=False, or
-	// another writer fights it).
-	SeverityError Severity = "error"
-	// SeverityWarning: it works, but not as its author most likely meant.
-	SeverityWarning Severity = "warning"
-	// SeverityInfo: worth knowing; often intended.
-	SeverityInfo Severity = "info"
+	SeverityError   = v1alpha1.SeverityError
+	SeverityWarning = v1alpha1.SeverityWarning
+	SeverityInfo    = v1alpha1.SeverityInfo
 )
 
-// Rank orders severities: error 3, warning 2, info 1, anything else 0.
-func (s Severity) Rank() int {
-	switch s {
-	case SeverityError:
-		return 3
-	case SeverityWarning:
-		return 2
-	case SeverityInfo:
-		return 1
-	}
-	return 0
-}
-
-// ObjectRef names an object.
-type ObjectRef struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-}
-
-func (r ObjectRef) String() string {
-	if r.Namespace == "" {
-		return r.Kind + "/" + r.Name
-	}
-	return r.Kind + "/" + r.Namespace + "/" + r.Name
-}
+// ObjectRef names an object: the API's, as findings carry it.
+type ObjectRef = v1alpha1.ObjectRef
 
 // Finding is one rule's verdict on one HPA.
 type Finding struct {
