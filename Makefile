@@ -229,8 +229,8 @@ test-fuzz-recording:
 E2E_TIMEOUT ?= 15m
 E2E_RUN ?= .
 # E2E_COMPONENTS: the components test-e2e builds before the tests start (default all of them).
-# make test names all but Prometheus, which it builds meanwhile: the tests that use Prometheus
-# wait for it up to E2E_TESTBIN_WAIT (a Go duration; 0 does not wait).
+# make test names all but Prometheus and the custom metrics adapter, which it builds meanwhile:
+# the tests that use them wait for them up to E2E_TESTBIN_WAIT (a Go duration; 0 does not wait).
 E2E_COMPONENTS ?=
 E2E_TESTBIN_WAIT ?= 0
 # E2E_TAGS lets work in progress add its own build tag next to e2e.

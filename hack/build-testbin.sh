@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real components the end-to-end tests and the demo run: kube-apiserver and
 # kube-controller-manager v1.37.2, etcd (the version k8s.io/kubernetes requires) and
-# metrics-server v0.8.0 from Go modules, Heapster v1.6.0-beta.1 from its source archive
+# metrics-server v0.8.0 and custom-metrics-apiserver v1.37.0's test adapter (custom and external
+# metrics) from Go modules, Heapster v1.6.0-beta.1 from its source archive
 # (hack/build-heapster.sh; KUBECTL_HPA_HEAPSTER_SRC points it at another archive or a clone of
 # kubernetes-retired/heapster), and Prometheus from Debian's package (or its module: below).
 #
@@ -10,7 +11,8 @@
 # this script elsewhere, rebuilds only that component. The test set is a directory of symbolic
 # links to the cached binaries, keyed by the components' keys; its path is stdout's last line.
 #
-# Arguments name the components to build (controlplane, metricsserver, heapster, prometheus);
+# Arguments name the components to build (controlplane, metricsserver, custommetrics, heapster,
+# prometheus);
 # none builds them all. The set's directory links every component either way: a link to one not
 # built yet dangles until a build of it ends (make test starts the end-to-end tests before
 # Prometheus is built, and the tests wait for it: test/e2e/cluster's Config.BinWait), and a
@@ -51,6 +53,11 @@ build_controlplane() {
 build_metricsserver() {
   (cd "$tools/metricsserver" && env GOFLAGS= CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$1/metrics-server" sigs.k8s.io/metrics-server/cmd/metrics-server)
 }
+# The custom metrics adapter is custom-metrics-apiserver's own test adapter, in a module of its
+# own at the control plane's k8s.io versions (test/e2e/tools/custommetrics/go.mod says why).
+build_custommetrics() {
+  (cd "$tools/custommetrics" && env GOFLAGS= CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$1/custom-metrics-adapter" sigs.k8s.io/custom-metrics-apiserver/test-adapter)
+}
 build_heapster() {
   "$root/hack/build-heapster.sh" "$1"
 }
@@ -85,11 +92,13 @@ fetch_prometheus_deb() { # OUT_DIR
 
 # component NAME: binaries it provides, and the files that together with its build function
 # (and, for the control plane, the version ldflags) decide its key.
-components=(controlplane metricsserver heapster prometheus)
+components=(controlplane metricsserver custommetrics heapster prometheus)
 binaries_controlplane=(kube-apiserver kube-controller-manager etcd)
 inputs_controlplane=("$tools/go.mod" "$tools/go.sum" "$tools/tools.go" "$tools/cmd/etcd/main.go")
 binaries_metricsserver=(metrics-server)
 inputs_metricsserver=("$tools/metricsserver/go.mod" "$tools/metricsserver/go.sum")
+binaries_custommetrics=(custom-metrics-adapter)
+inputs_custommetrics=("$tools/custommetrics/go.mod" "$tools/custommetrics/go.sum")
 binaries_heapster=(heapster)
 inputs_heapster=("$root/hack/build-heapster.sh")
 binaries_prometheus=(prometheus)

@@ -30,11 +30,12 @@ e2e=false
 for i in "${!steps[@]}"; do [ "${steps[$i]}" = test-e2e ] && { e2e=true; unset "steps[$i]"; }; done
 steps=("${steps[@]}")
 # The background builds the end-to-end step needs before it starts (of plugin-test-platforms,
-# only this machine's binary; of components, all but Prometheus): each is done, or ready for it
+# only this machine's binary; of components, all but Prometheus and the custom metrics adapter):
+# each is done, or ready for it
 # (NAME.ready).
 e2e_needs=(components release-tools plugin-test-platforms)
 e2e_first_components="controlplane metricsserver heapster"
-# How long the tests that use Prometheus wait for its build.
+# How long the tests that use Prometheus or the custom metrics adapter wait for its build.
 e2e_testbin_wait=20m
 # The end-to-end step's session's nice (see Priorities below): the cluster first.
 e2e_nice=-5

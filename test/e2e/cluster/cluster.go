@@ -58,8 +58,8 @@ type Config struct {
 	IP string
 	// Ports; defaults: etcd 2379 (and +1 for peers), API server 6443, kubelets 10250 and up,
 	// metrics-server 8443, Heapster 8082 (its own default), Heapster stand-in 8083, Prometheus
-	// 9090 (its own default).
-	EtcdPort, APIPort, KubeletPort, MetricsServerPort, HeapsterPort, HeapsterStandInPort, PrometheusPort int
+	// 9090 (its own default), the custom metrics adapter 8444.
+	EtcdPort, APIPort, KubeletPort, MetricsServerPort, HeapsterPort, HeapsterStandInPort, PrometheusPort, CustomMetricsPort int
 	// Nodes is how many Node objects the node stand-in plays (default 1; more only
 	// WithoutHeapster), each on its own kubelet port from KubeletPort; pods are bound to them
 	// in turn.
@@ -110,6 +110,7 @@ func (c *Config) defaults() error {
 	setDefault(&c.HeapsterPort, 8082)
 	setDefault(&c.HeapsterStandInPort, 8083)
 	setDefault(&c.PrometheusPort, 9090)
+	setDefault(&c.CustomMetricsPort, 8444)
 	setDefault(&c.Nodes, 1)
 	setDefault(&c.ControllerManagerBurst, 400)
 	if c.ControllerManagerQPS == 0 {
@@ -162,6 +163,9 @@ type Cluster struct {
 
 	promMu     sync.Mutex  // serializes Prometheus' first start
 	prometheus *Prometheus // started by the first call to Prometheus
+
+	cmMu          sync.Mutex     // serializes the custom metrics adapter's first start
+	customMetrics *CustomMetrics // started by the first call to CustomMetrics
 
 	cancel   context.CancelFunc // stops the in-process stand-ins
 	node     *nodeStandIn
@@ -326,7 +330,7 @@ func (c *Cluster) Pids() []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	pids := append([]int(nil), c.exited...)
-	for _, p := range append(c.heapsterProcs(), c.prometheusProc(), c.metrics, c.kcm, c.apiServer, c.etcd) {
+	for _, p := range append(c.heapsterProcs(), c.prometheusProc(), c.customMetricsProc(), c.metrics, c.kcm, c.apiServer, c.etcd) {
 		if p != nil {
 			pids = append(pids, p.Pid())
 		}
@@ -357,7 +361,8 @@ func (c *Cluster) pidOf(slot **process) int {
 func (c *Cluster) Stop() error {
 	var errs []error
 	c.mu.Lock()
-	for _, p := range append(c.heapsterProcs(), c.prometheusProc(), c.metrics, c.kcm) {
+	c.stopCustomMetricsFeeds()
+	for _, p := range append(c.heapsterProcs(), c.prometheusProc(), c.customMetricsProc(), c.metrics, c.kcm) {
 		c.stopProcess(p)
 	}
 	c.mu.Unlock()

@@ -246,9 +246,14 @@ func (c *Cluster) runMetricsServer() (*process, error) {
 // metricsAPIService is the APIService metrics-server is registered under.
 const metricsAPIService = "v1beta1.metrics.k8s.io"
 
-// metricsAPIAvailable returns nil once the APIService's Available condition is want.
+// metricsAPIAvailable returns nil once metrics-server's APIService's Available condition is want.
 func (c *Cluster) metricsAPIAvailable(ctx context.Context, dyn dynamic.Interface, want bool) error {
-	obj, err := dyn.Resource(apiServiceGVR).Get(ctx, metricsAPIService, metav1.GetOptions{})
+	return c.apiServiceAvailable(ctx, dyn, metricsAPIService, want)
+}
+
+// apiServiceAvailable returns nil once the APIService name's Available condition is want.
+func (c *Cluster) apiServiceAvailable(ctx context.Context, dyn dynamic.Interface, name string, want bool) error {
+	obj, err := dyn.Resource(apiServiceGVR).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -260,10 +265,10 @@ func (c *Cluster) metricsAPIAvailable(ctx context.Context, dyn dynamic.Interface
 			if m["status"] == wantStatus {
 				return nil
 			}
-			return fmt.Errorf("APIService %s: Available=%v (%v: %v), want %s", metricsAPIService, m["status"], m["reason"], m["message"], wantStatus)
+			return fmt.Errorf("APIService %s: Available=%v (%v: %v), want %s", name, m["status"], m["reason"], m["message"], wantStatus)
 		}
 	}
-	return fmt.Errorf("APIService %s has no Available condition yet", metricsAPIService)
+	return fmt.Errorf("APIService %s has no Available condition yet", name)
 }
 
 // StopMetricsServer stops the metrics-server process and returns once the aggregator reports

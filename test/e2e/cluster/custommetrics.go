@@ -1,0 +1,267 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
+)
+
+// CustomMetrics is a real custom and external metrics API: custom-metrics-apiserver's own test
+// adapter (sigs.k8s.io/custom-metrics-apiserver v1.37.0, test-adapter/), an aggregated API
+// server registered for custom.metrics.k8s.io v1beta1 and v1beta2 and external.metrics.k8s.io
+// v1beta1, as prometheus-adapter or KEDA's metrics server would be. Its custom values are what
+// the test posts to it (Pods and Object): the feeds below post them every second. Its external
+// metrics are the adapter's own, fixed in its source: my-external-metric is 42 for the label
+// foo=bar and 43 for foo=baz, other-external-metric 44. The cluster starts it on the first call
+// to CustomMetrics; one runs per network namespace (its write endpoint is :8080, which it does
+// not let anyone change).
+type CustomMetrics struct {
+	c      *Cluster
+	proc   *process
+	client *http.Client
+	cancel context.CancelFunc
+
+	mu    sync.Mutex
+	feeds map[string]feed // by the object and metric it posts
+}
+
+// feed posts values of one metric every second.
+type feed func(ctx context.Context) ([]posting, error)
+
+// posting is one value to post: the object's path under /write-metrics and the value in milli.
+type posting struct {
+	path  string
+	milli int64
+}
+
+const (
+	customMetricsService = "custom-metrics-apiserver"
+	// customMetricsWrite is the adapter's plain-HTTP write endpoint (fixed in its main.go).
+	customMetricsWrite = "http://127.0.0.1:8080"
+)
+
+// customMetricsAPIServices are the APIServices the adapter serves, with their version priority
+// (v1beta2 preferred, as an adapter built on the library registers them).
+var customMetricsAPIServices = []struct {
+	group, version string
+	priority       int64
+}{
+	{"custom.metrics.k8s.io", "v1beta1", 100},
+	{"custom.metrics.k8s.io", "v1beta2", 200},
+	{"external.metrics.k8s.io", "v1beta1", 100},
+}
+
+// CustomMetrics returns the cluster's custom and external metrics API, starting the adapter on
+// the first call; it returns once every one of its APIServices is Available.
+func (c *Cluster) CustomMetrics(ctx context.Context) (*CustomMetrics, error) {
+	c.cmMu.Lock()
+	defer c.cmMu.Unlock()
+	if c.customMetrics != nil {
+		return c.customMetrics, nil
+	}
+	t0 := time.Now()
+	bin := filepath.Join(c.cfg.BinDir, "custom-metrics-adapter")
+	if waited, err := awaitBinary(ctx, bin, c.cfg.BinWait); err != nil {
+		return nil, fmt.Errorf("custom metrics adapter: %w", err)
+	} else if waited > 0 {
+		c.cfg.Progress("%-28s %6.2fs", "custom metrics (its build)", waited.Seconds())
+		t0 = time.Now()
+	}
+	cm, err := c.startCustomMetrics(ctx, bin)
+	if err != nil {
+		return nil, err
+	}
+	c.cfg.Progress("%-28s %6.2fs", "custom metrics adapter", time.Since(t0).Seconds())
+	c.mu.Lock() // Pids and Stop read it under c.mu
+	c.customMetrics = cm
+	c.mu.Unlock()
+	return cm, nil
+}
+
+func (c *Cluster) startCustomMetrics(ctx context.Context, bin string) (*CustomMetrics, error) {
+	for _, addr := range []string{c.hostPort(c.cfg.CustomMetricsPort), "127.0.0.1:8080"} {
+		if err := checkPortFree("custom metrics adapter", addr); err != nil {
+			return nil, err
+		}
+	}
+	ns := metav1.NamespaceSystem
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: customMetricsService, Namespace: ns},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{
+			Name: "https", Port: 443, TargetPort: intstr.FromInt32(int32(c.cfg.CustomMetricsPort)),
+		}}},
+	}
+	if err := c.createService(ctx, svc, nil); err != nil {
+		return nil, fmt.Errorf("custom metrics adapter: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(c.restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("custom metrics adapter: dynamic client: %w", err)
+	}
+	for _, s := range customMetricsAPIServices {
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+			"metadata": map[string]any{"name": s.version + "." + s.group},
+			"spec": map[string]any{
+				"group": s.group, "version": s.version,
+				"service":               map[string]any{"name": customMetricsService, "namespace": ns, "port": int64(443)},
+				"insecureSkipTLSVerify": true, "groupPriorityMinimum": int64(100), "versionPriority": s.priority,
+			},
+		}}
+		if _, err := dyn.Resource(apiServiceGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("custom metrics adapter: registering %s: %w", obj.GetName(), err)
+		}
+	}
+	// The adapter reads pods and namespaces and delegates authentication and authorization
+	// as metrics-server does; it acts with metrics-server's credentials.
+	kubeconfig := c.kubeconfig("metrics-server")
+	p, err := startProcess("custom-metrics-adapter", bin, []string{
+		"--lister-kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+		"--secure-port=" + strconv.Itoa(c.cfg.CustomMetricsPort), "--bind-address=" + c.ip.String(),
+		"--cert-dir=" + filepath.Join(c.dir, "custom-metrics-certs"),
+	}, c.logDir)
+	if err != nil {
+		return nil, err
+	}
+	cm := &CustomMetrics{c: c, proc: p, client: &http.Client{Timeout: 5 * time.Second}, feeds: map[string]feed{}}
+	err = p.waitReady(ctx, 60*time.Second, func(ctx context.Context) error {
+		var errs []error
+		for _, s := range customMetricsAPIServices {
+			errs = append(errs, c.apiServiceAvailable(ctx, dyn, s.version+"."+s.group, true))
+		}
+		return errors.Join(errs...)
+	})
+	if err != nil {
+		c.stopProcess(p)
+		return nil, err
+	}
+	feedCtx, cancel := context.WithCancel(context.Background())
+	cm.cancel = cancel
+	go cm.loop(feedCtx)
+	return cm, nil
+}
+
+// Pods feeds a Pods metric of w's pods: total (in milli-units) split evenly across its pods
+// that are Running and Ready, as a load balancer splits requests; a pod not ready gets nothing
+// posted, so the adapter has no value for a pod until it is.
+func (cm *CustomMetrics) Pods(ctx context.Context, w Workload, metric string, totalMilli int64) error {
+	sel := labels.SelectorFromSet(w.Selector).String()
+	f := func(ctx context.Context) ([]posting, error) {
+		pods, err := cm.c.client.CoreV1().Pods(w.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return nil, err
+		}
+		var ready []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && podReady(&p) {
+				ready = append(ready, p.Name)
+			}
+		}
+		out := make([]posting, 0, len(ready))
+		for _, name := range ready {
+			out = append(out, posting{path: "namespaces/" + w.Namespace + "/pods/" + name + "/" + metric, milli: totalMilli / int64(len(ready))})
+		}
+		return out, nil
+	}
+	return cm.add(ctx, w.Namespace+"/pods/"+sel+"/"+metric, f)
+}
+
+// Object feeds the metric of one object (resource as the custom metrics API names it:
+// "services", "deployments.apps"), its value whatever value returns at each post.
+func (cm *CustomMetrics) Object(ctx context.Context, namespace, resource, name, metric string, value func(context.Context) (int64, error)) error {
+	path := "namespaces/" + namespace + "/" + resource + "/" + name + "/" + metric
+	return cm.add(ctx, path, func(ctx context.Context) ([]posting, error) {
+		v, err := value(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return []posting{{path: path, milli: v}}, nil
+	})
+}
+
+// add registers a feed and posts its values once, so that they are there when it returns.
+func (cm *CustomMetrics) add(ctx context.Context, key string, f feed) error {
+	if err := cm.post(ctx, f); err != nil {
+		return err
+	}
+	cm.mu.Lock()
+	cm.feeds[key] = f
+	cm.mu.Unlock()
+	return nil
+}
+
+func (cm *CustomMetrics) loop(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cm.mu.Lock()
+		feeds := make([]feed, 0, len(cm.feeds))
+		for _, f := range cm.feeds {
+			feeds = append(feeds, f)
+		}
+		cm.mu.Unlock()
+		for _, f := range feeds {
+			if err := cm.post(ctx, f); err != nil && ctx.Err() == nil {
+				cm.c.cfg.Progress("custom metrics feed: %v", err)
+			}
+		}
+	}
+}
+
+func (cm *CustomMetrics) post(ctx context.Context, f feed) error {
+	ps, err := f(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		body := strconv.Quote(strconv.FormatInt(p.milli, 10) + "m")
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, customMetricsWrite+"/write-metrics/"+p.path, bytes.NewBufferString(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := cm.client.Do(req)
+		if err != nil {
+			return fmt.Errorf("posting %s: %w", p.path, err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("posting %s: %s", p.path, resp.Status)
+		}
+	}
+	return nil
+}
+
+// customMetricsProc is the adapter's process, nil when it was not started. c.mu is held.
+func (c *Cluster) customMetricsProc() *process {
+	if c.customMetrics == nil {
+		return nil
+	}
+	return c.customMetrics.proc
+}
+
+// stopCustomMetricsFeeds stops posting values. c.mu is held.
+func (c *Cluster) stopCustomMetricsFeeds() {
+	if c.customMetrics != nil {
+		c.customMetrics.cancel()
+	}
+}
