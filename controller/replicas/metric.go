@@ -310,8 +310,9 @@ func (c *calc) external(d *decision, spec *autoscalingv2.MetricSpec, md MetricDa
 			return err
 		}
 		if md.Err != nil {
-			// Upstream formats the client error with %s here, so it is not wrapped.
-			return fmt.Errorf("unable to get external metric %s/%s/%+v: %s", c.namespace, name, src.Metric.Selector, md.Err)
+			// Upstream formats the client error with %s here; %w prints the same words and
+			// keeps the error, so that a command tells a failed source from the metric.
+			return fmt.Errorf("unable to get external metric %s/%s/%+v: %w", c.namespace, name, src.Metric.Selector, md.Err)
 		}
 		return nil
 	}

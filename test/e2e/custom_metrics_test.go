@@ -5,8 +5,10 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +33,10 @@ type cmHPA struct {
 	feed func(ctx context.Context, t *testing.T, c *cluster.Cluster, cm *cluster.CustomMetrics, ns string)
 	// settles is the size its metrics ask for once it is there.
 	settles int32
+	// show logs explain's text of it, for the docs.
+	show bool
+	// scaleDownWindow, when set, is its behavior's scale-down stabilization window.
+	scaleDownWindow *int32
 }
 
 func cmTarget(kind autoscalingv2.MetricTargetType, v string) autoscalingv2.MetricTarget {
@@ -68,10 +74,12 @@ func cmHPAs() []cmHPA {
 	}
 	return []cmHPA{
 		// A Pods metric: 600 requests per second split across the ready pods, 100 a pod wanted.
-		{name: "pods-average", metrics: []autoscalingv2.MetricSpec{cmPods("rps", "100")}, feed: feedPods("pods-average", 600_000), settles: 6},
+		{name: "pods-average", metrics: []autoscalingv2.MetricSpec{cmPods("rps", "100")}, feed: feedPods("pods-average", 600_000), settles: 6, show: true},
 		// An Object metric against a Value: a queue's latency that falls as pods are added (500
-		// divided by the ready replicas), 100 wanted.
-		{name: "object-value", metrics: []autoscalingv2.MetricSpec{cmObject(autoscalingv2.CrossVersionObjectReference{APIVersion: "v1", Kind: "Service", Name: "queue"}, "latency", autoscalingv2.ValueMetricType, "100")},
+		// divided by the replicas), 100 wanted. The controller multiplies a Value's ratio by the
+		// current count, so a latency read before the feed caught up with a scale-up overshoots:
+		// no scale-down window, so that the next sync corrects it instead of holding it 5 min.
+		{name: "object-value", scaleDownWindow: ptr.To[int32](0), metrics: []autoscalingv2.MetricSpec{cmObject(autoscalingv2.CrossVersionObjectReference{APIVersion: "v1", Kind: "Service", Name: "queue"}, "latency", autoscalingv2.ValueMetricType, "100")},
 			feed: func(ctx context.Context, t *testing.T, c *cluster.Cluster, cm *cluster.CustomMetrics, ns string) {
 				t.Helper()
 				err := cm.Object(ctx, ns, "services", "queue", "latency", func(ctx context.Context) (int64, error) {
@@ -79,7 +87,7 @@ func cmHPAs() []cmHPA {
 					if err != nil {
 						return 0, err
 					}
-					return 500_000 / int64(max(d.Status.ReadyReplicas, 1)), nil
+					return 500_000 / int64(max(ptr.Deref(d.Spec.Replicas, 1), 1)), nil
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -96,7 +104,7 @@ func cmHPAs() []cmHPA {
 			}, settles: 5},
 		// External metrics, the adapter's own: my-external-metric{foo=bar} is 42, 10 a replica
 		// wanted; other-external-metric is 44 against a Value of 44, inside the tolerance.
-		{name: "external-average", metrics: []autoscalingv2.MetricSpec{cmExternal("my-external-metric", map[string]string{"foo": "bar"}, autoscalingv2.AverageValueMetricType, "10")}, settles: 5},
+		{name: "external-average", metrics: []autoscalingv2.MetricSpec{cmExternal("my-external-metric", map[string]string{"foo": "bar"}, autoscalingv2.AverageValueMetricType, "10")}, settles: 5, show: true},
 		{name: "external-value", metrics: []autoscalingv2.MetricSpec{cmExternal("other-external-metric", nil, autoscalingv2.ValueMetricType, "44")}, settles: 2},
 		// cpu beside a Pods metric: cpu asks for 3 (150m against 50% of 100m), rps for 4.
 		{name: "cpu-and-pods", metrics: []autoscalingv2.MetricSpec{
@@ -107,7 +115,7 @@ func cmHPAs() []cmHPA {
 			t.Helper()
 			c.Load().Set(cluster.Workload{Namespace: ns, Selector: map[string]string{"app": "cpu-and-pods"}}, cluster.Load{CPUMilli: 150, MemoryBytes: 64 << 20})
 			feedPods("cpu-and-pods", 400_000)(ctx, t, c, cm, ns)
-		}, settles: 4},
+		}, settles: 4, show: true},
 	}
 }
 
@@ -155,6 +163,9 @@ func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *
 				MinReplicas:    ptr.To[int32](1), MaxReplicas: 10, Metrics: h.metrics,
 			},
 		}
+		if h.scaleDownWindow != nil {
+			hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: h.scaleDownWindow}}
+		}
 		if _, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, hpa, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -195,13 +206,38 @@ func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *
 	t.Logf("every HPA settled %.0fs after the adapter was up", time.Since(t0).Seconds())
 
 	k := c.Kubectl(c.PluginKubeconfig(), os.Getenv(pluginDirEnv))
+	up := cmCompare(ctx, t, "adapter up", k, c, ns, hpas, nil)
+
+	// The adapter down: its APIServices unavailable, every custom and external read fails.
+	// kube-controller-manager syncs every HPA twice more; explain and list then say what it
+	// did: no scale, and the failing metric in the conditions (the cpu-and-pods HPA keeps its
+	// size: a failing metric blocks the scale-down cpu alone asks for).
+	if err := cm.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	down := time.Now()
+	time.Sleep(2*memSyncPeriod + 5*time.Second)
+	t.Logf("the adapter stopped %.0fs ago: every HPA synced twice since", time.Since(down).Seconds())
+	cmCompare(ctx, t, "adapter down", k, c, ns, hpas, up)
+}
+
+// cmCompare holds list's and explain's decision of every HPA to kube-controller-manager's last
+// one, as its status says, and returns the HPAs as read; before are the HPAs as the previous
+// phase read them (nil for the first). A decision a tool could not make (an explain that
+// exits with an error) must be one kube-controller-manager could not make either:
+// ScalingActive=False, nothing scaled.
+func cmCompare(ctx context.Context, t *testing.T, phase string, k cluster.Kubectl, c *cluster.Cluster, ns string, hpas []cmHPA,
+	before map[string]*autoscalingv2.HorizontalPodAutoscaler) map[string]*autoscalingv2.HorizontalPodAutoscaler {
+	t.Helper()
+	read := map[string]*autoscalingv2.HorizontalPodAutoscaler{}
+	cs := c.Client()
 	out, err := k.Run(ctx, "hpa", "list", "-n", ns, "-o", "json")
 	if err != nil {
-		t.Fatalf("list: %v", err)
+		t.Fatalf("%s: list: %v", phase, err)
 	}
 	var list v1alpha1.List
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		t.Fatalf("decoding list -o json: %v", err)
+		t.Fatalf("%s: decoding list -o json: %v", phase, err)
 	}
 	listed := map[string]*v1alpha1.Explanation{}
 	for _, it := range list.Items {
@@ -212,51 +248,84 @@ func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *
 		if err != nil {
 			t.Fatal(err)
 		}
+		read[h.name] = hpa
 		out, err := k.Run(ctx, "hpa", "explain", h.name, "-n", ns, "-o", "json")
-		if err != nil {
-			t.Errorf("explain %s: %v", h.name, err)
-			continue
+		code := 0
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("%s: explain %s: %v", phase, h.name, err)
 		}
 		var e v1alpha1.Explanation
 		if err := json.Unmarshal([]byte(out), &e); err != nil {
-			t.Fatalf("decoding explain %s -o json: %v", h.name, err)
+			t.Fatalf("%s: decoding explain %s -o json (exit %d): %v", phase, h.name, code, err)
+		}
+		if e.Error != nil && (code == 0 || e.Error.ExitCode != code || e.Error.Reason == "") {
+			t.Errorf("%s: explain %s exited %d with error %+v: the exit code is the error's, documented in docs/exit-codes.md", phase, h.name, code, e.Error)
+		}
+		if e.Error == nil && code != 0 {
+			t.Errorf("%s: explain %s exited %d without an error in its output", phase, h.name, code)
+		}
+		// A metrics API whose server is down is a source that failed (docs/exit-codes.md: 1),
+		// custom or external alike, and explain says which APIService to check.
+		if before != nil && (code != 1 || e.Error == nil || !strings.Contains(e.Error.Message, "is registered but unavailable: check the APIService")) {
+			t.Errorf("%s: explain %s exited %d (%+v), want 1 naming the APIService registered but unavailable", phase, h.name, code, e.Error)
 		}
 		for tool, got := range map[string]*v1alpha1.Explanation{"explain": &e, "list": listed[h.name]} {
 			if got == nil {
-				t.Errorf("%s: not in list's output", h.name)
+				t.Errorf("%s: %s: not in list's output", phase, h.name)
 				continue
 			}
-			for _, d := range cmDifferences(hpa, got) {
-				t.Errorf("%s %s: %s", tool, h.name, d)
+			for _, d := range cmDifferences(hpa, before[h.name], got) {
+				t.Errorf("%s: %s %s: %s", phase, tool, h.name, d)
 			}
 		}
+		verdict := ""
 		if e.Verdict != nil {
-			t.Logf("%s: kube-controller-manager %d -> %d %s; explain: %s", h.name, hpa.Status.CurrentReplicas, hpa.Status.DesiredReplicas, cmConditions(hpa.Status.Conditions), e.Verdict.Sentence)
+			verdict = e.Verdict.Sentence
+		}
+		t.Logf("%s: %s: kube-controller-manager %d -> %d %s; explain exit %d: %s", phase, h.name, hpa.Status.CurrentReplicas, hpa.Status.DesiredReplicas, cmConditions(hpa.Status.Conditions), code, verdict)
+		if h.show {
+			// What a person sees (docs/metrics.md shows it).
+			text, err := k.Run(ctx, "hpa", "explain", h.name, "-n", ns)
+			t.Logf("%s: kubectl hpa explain %s -n %s (%v):\n%s", phase, h.name, ns, err, text)
 		}
 	}
+	return read
 }
 
 // cmDifferences are the ways a tool's decision differs from the one kube-controller-manager
-// wrote in hpa's status: the count, the conditions and the current metric values.
-func cmDifferences(hpa *autoscalingv2.HorizontalPodAutoscaler, e *v1alpha1.Explanation) []string {
+// wrote in hpa's status: the count, the conditions and the current metric values. before is
+// the HPA as read before (nil when there is none).
+func cmDifferences(hpa, before *autoscalingv2.HorizontalPodAutoscaler, e *v1alpha1.Explanation) []string {
 	if e.Decision == nil {
-		return []string{fmt.Sprintf("no decision (%+v)", e.Error)}
+		// No decision: kube-controller-manager could not make one either.
+		if active := cmCondition(hpa, autoscalingv2.ScalingActive); active == nil || active.Status != corev1.ConditionFalse || hpa.Status.DesiredReplicas != hpa.Status.CurrentReplicas {
+			return []string{fmt.Sprintf("no decision (%+v), where kube-controller-manager decided %d -> %d %s", e.Error, hpa.Status.CurrentReplicas, hpa.Status.DesiredReplicas, cmConditions(hpa.Status.Conditions))}
+		}
+		return nil
 	}
 	var out []string
 	if e.Decision.DesiredReplicas != hpa.Status.DesiredReplicas {
 		out = append(out, fmt.Sprintf("desired %d, kube-controller-manager %d", e.Decision.DesiredReplicas, hpa.Status.DesiredReplicas))
 	}
-	// The conditions this sync sets are kube-controller-manager's; the ones it leaves as they
-	// were may only be ScaledToZero, which upstream writes on a rescale only (the rescale that
-	// brought the HPA to its size).
+	// The conditions this sync sets are kube-controller-manager's; the ones it does not set,
+	// kube-controller-manager left as they were: as the previous read found them, or, at the
+	// first, ScaledToZero only, which upstream writes on a rescale (the one that brought the
+	// HPA to its size).
 	set := map[string]string{}
 	for _, c := range e.Decision.Conditions {
 		set[c.Type] = c.Status + "/" + c.Reason
 	}
 	for _, c := range hpa.Status.Conditions {
 		mine, ok := set[string(c.Type)]
+		kept := before == nil && c.Type == autoscalingv2.ScaledToZero
+		if before != nil {
+			prev := cmCondition(before, c.Type)
+			kept = prev != nil && prev.Status == c.Status && prev.Reason == c.Reason
+		}
 		switch {
-		case !ok && c.Type != autoscalingv2.ScaledToZero:
+		case !ok && !kept:
 			out = append(out, fmt.Sprintf("condition %s not set, kube-controller-manager %s/%s", c.Type, c.Status, c.Reason))
 		case ok && mine != string(c.Status)+"/"+c.Reason:
 			out = append(out, fmt.Sprintf("condition %s %s, kube-controller-manager %s/%s", c.Type, mine, c.Status, c.Reason))
@@ -270,13 +339,24 @@ func cmDifferences(hpa *autoscalingv2.HorizontalPodAutoscaler, e *v1alpha1.Expla
 		return append(out, fmt.Sprintf("%d metrics, kube-controller-manager's status %d", len(e.Metrics), len(hpa.Status.CurrentMetrics)))
 	}
 	for i, m := range e.Metrics {
-		if m.Status == nil || !apiequality.Semantic.DeepEqual(*m.Status, hpa.Status.CurrentMetrics[i]) {
+		// A metric that failed has no status; the controller writes an empty entry for it.
+		status := ptr.Deref(m.Status, autoscalingv2.MetricStatus{})
+		if !apiequality.Semantic.DeepEqual(status, hpa.Status.CurrentMetrics[i]) {
 			got, _ := json.Marshal(m.Status)
 			want, _ := json.Marshal(hpa.Status.CurrentMetrics[i])
 			out = append(out, fmt.Sprintf("metric %d (%s) current %s, kube-controller-manager %s", i, m.Short, got, want))
 		}
 	}
 	return out
+}
+
+func cmCondition(hpa *autoscalingv2.HorizontalPodAutoscaler, typ autoscalingv2.HorizontalPodAutoscalerConditionType) *autoscalingv2.HorizontalPodAutoscalerCondition {
+	for i := range hpa.Status.Conditions {
+		if hpa.Status.Conditions[i].Type == typ {
+			return &hpa.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 func cmConditions(cs []autoscalingv2.HorizontalPodAutoscalerCondition) string {

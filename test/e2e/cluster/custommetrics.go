@@ -251,6 +251,28 @@ func (cm *CustomMetrics) post(ctx context.Context, f feed) error {
 	return nil
 }
 
+// Stop stops posting values and the adapter, and returns once the aggregator reports every
+// one of its APIServices not Available: from then on a custom or external metrics read fails
+// as it does in a cluster whose adapter is down.
+func (cm *CustomMetrics) Stop(ctx context.Context) error {
+	cm.cancel()
+	c := cm.c
+	if err := c.stopComponent(&cm.proc, "custom-metrics-adapter", stopGrace); err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(c.restCfg)
+	if err != nil {
+		return fmt.Errorf("custom metrics adapter: dynamic client: %w", err)
+	}
+	for _, s := range customMetricsAPIServices {
+		name := s.version + "." + s.group
+		if err := c.waitFor(ctx, "APIService "+name+" not Available", time.Minute, c.availabilityOf(dyn, name, false)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // customMetricsProc is the adapter's process, nil when it was not started. c.mu is held.
 func (c *Cluster) customMetricsProc() *process {
 	if c.customMetrics == nil {

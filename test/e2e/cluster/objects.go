@@ -343,15 +343,20 @@ func (c *Cluster) StartMetricsServer(ctx context.Context) error {
 // after failures); touching an annotation makes it check at once, so a caller waits for the
 // check, not for the aggregator's timer.
 func (c *Cluster) availability(dyn dynamic.Interface, want bool) func(context.Context) error {
+	return c.availabilityOf(dyn, metricsAPIService, want)
+}
+
+// availabilityOf is availability of the APIService name.
+func (c *Cluster) availabilityOf(dyn dynamic.Interface, name string, want bool) func(context.Context) error {
 	var poked time.Time
 	return func(ctx context.Context) error {
-		err := c.metricsAPIAvailable(ctx, dyn, want)
+		err := c.apiServiceAvailable(ctx, dyn, name, want)
 		if err == nil || time.Since(poked) < time.Second {
 			return err
 		}
 		poked = time.Now()
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{"e2e.kubectl-hpa.io/recheck":%q}}}`, poked.Format(time.RFC3339Nano))
-		if _, perr := dyn.Resource(apiServiceGVR).Patch(ctx, metricsAPIService, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); perr != nil {
+		if _, perr := dyn.Resource(apiServiceGVR).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); perr != nil {
 			return errors.Join(err, fmt.Errorf("asking the aggregator to re-check: %w", perr))
 		}
 		return err
