@@ -184,7 +184,7 @@ fi
 # One component at a time: built side by side they took longer on 2 cores (at 0bf90fa, a fresh
 # machine's make test had the control plane's first binary linked only after 43 minutes: the
 # control plane, the longest, shared the cores with the three others and the steps, and every
-# process's CPU time rose under the heavier contention; docs/timings.md).
+# process's CPU time rose under the heavier contention; docs/log.md).
 setkey=
 for c in "${components[@]}"; do
   k=$(key_of "$c")
