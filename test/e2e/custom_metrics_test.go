@@ -371,31 +371,10 @@ func cmConditions(cs []autoscalingv2.HorizontalPodAutoscalerCondition) string {
 // with kube-controller-manager's HPA controller syncing every 10s.
 func cmStartCluster(t *testing.T) *cluster.Cluster {
 	t.Helper()
-	var binWait time.Duration
-	if v := os.Getenv(testbinWaitEnv); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		binWait = d
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Config{
-		BinDir: os.Getenv(testbinEnv), BinWait: binWait,
+	return startOwnCluster(t, "custom metrics", cluster.Config{
 		EtcdPort: 24790, APIPort: 17443, KubeletPort: 21250, MetricsServerPort: 28443,
 		HeapsterPort: 28082, HeapsterStandInPort: 28083, PrometheusPort: 29090, CustomMetricsPort: 28444,
 		WithoutHeapster: true, UpstreamHPA: true,
 		ControllerManagerArgs: []string{"--horizontal-pod-autoscaler-sync-period=" + memSyncPeriod.String()},
-		Progress:              func(f string, a ...any) { t.Logf("custom metrics cluster: "+f, a...) },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stopping the custom metrics test's cluster: %v", err)
-		}
-	})
-	return c
 }

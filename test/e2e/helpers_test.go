@@ -148,3 +148,30 @@ func contains(t *testing.T, out string, wants ...string) {
 		}
 	}
 }
+
+// startOwnCluster starts a cluster of a test's own, besides the shared one (cfg gives it ports
+// of its own), from the same test binaries, and stops it when the test ends.
+func startOwnCluster(t *testing.T, name string, cfg cluster.Config) *cluster.Cluster {
+	t.Helper()
+	cfg.BinDir = os.Getenv(testbinEnv)
+	if v := os.Getenv(testbinWaitEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.BinWait = d
+	}
+	cfg.Progress = func(f string, a ...any) { t.Logf(name+" cluster: "+f, a...) }
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stopping the %s test's cluster: %v", name, err)
+		}
+	})
+	return c
+}

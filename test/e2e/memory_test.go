@@ -299,31 +299,11 @@ func (e *memEnv) logf(format string, args ...any) {
 // Heapster), with kube-controller-manager's HPA controller and leader election on.
 func memStartCluster(t *testing.T) (*cluster.Cluster, time.Duration) {
 	t.Helper()
-	var binWait time.Duration
-	if v := os.Getenv(testbinWaitEnv); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		binWait = d
-	}
 	t0 := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Config{
-		BinDir: os.Getenv(testbinEnv), BinWait: binWait,
+	c := startOwnCluster(t, "memory", cluster.Config{
 		EtcdPort: 23790, APIPort: 16443, KubeletPort: 20250, MetricsServerPort: 18443,
 		HeapsterPort: 18082, HeapsterStandInPort: 18083, PrometheusPort: 19090,
 		WithoutHeapster: true, UpstreamHPA: true, ControllerManagerArgs: memKCMArgs(),
-		Progress: func(f string, a ...any) { t.Logf("memory cluster: start "+f, a...) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stopping the memory test's cluster: %v", err)
-		}
 	})
 	return c, time.Since(t0)
 }
