@@ -36,6 +36,20 @@ func IsSourceFailure(err error) bool {
 	return errors.As(err, &sf)
 }
 
+// MetricNotFound marks an adapter's answer that it has no value for what was asked: a metric
+// it does not know (404) or a selector none of its series match (an empty list). The source
+// works; the HPA's metric or the adapter's rules are what to change (see IsMetricNotFound).
+type MetricNotFound struct{ Err error }
+
+func (e MetricNotFound) Error() string { return e.Err.Error() }
+func (e MetricNotFound) Unwrap() error { return e.Err }
+
+// IsMetricNotFound reports whether err, or an error it wraps, is a MetricNotFound.
+func IsMetricNotFound(err error) bool {
+	var nf MetricNotFound
+	return errors.As(err, &nf)
+}
+
 // isTimeout reports a request that ran out of time: the caller's deadline, our read
 // timeout (net/http reports a context's cause), the client's timeout, or the API
 // server's own timeout answer.

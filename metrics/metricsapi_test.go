@@ -325,9 +325,14 @@ func TestCustomMetricsErrors(t *testing.T) {
 		wantErr []string
 		// wantSourceFailure: the source failed (not what was asked), so explain exits 1.
 		wantSourceFailure bool
+		// wantNotFound: the adapter has no such metric (IsMetricNotFound).
+		wantNotFound bool
 	}{
 		{name: "an unserved API says what to install", wantErr: []string{"custom.metrics.k8s.io (v1beta2 or v1beta1) is not served", "custom metrics adapter"}},
-		{name: "no items", served: []string{"custom.metrics.k8s.io/v1beta1"}, wantErr: []string{"no metrics returned from custom metrics API (custom.metrics.k8s.io/v1beta1)"}, wantSourceFailure: true},
+		// The adapter answered: it has nothing for that metric and selector.
+		{name: "no items is a metric not found, not a failed source", served: []string{"custom.metrics.k8s.io/v1beta1"}, wantErr: []string{"no metrics returned from custom metrics API (custom.metrics.k8s.io/v1beta1)"}, wantNotFound: true},
+		{name: "404 is a metric not found", served: []string{"custom.metrics.k8s.io/v1beta1"}, err: apierrors.NewNotFound(schema.GroupResource{Group: "custom.metrics.k8s.io", Resource: "pods"}, "qps"),
+			wantErr: []string{"not found"}, wantNotFound: true},
 		{name: "negative values are refused", served: []string{"custom.metrics.k8s.io/v1beta1"}, items: []cmv1beta2.MetricValue{metricValue("Pod", "a", "-1", ts, nil)},
 			wantErr: []string{"metric qps: pod a: negative value -1"}, wantSourceFailure: true},
 		{name: "negative windows are refused", served: []string{"custom.metrics.k8s.io/v1beta1"}, items: []cmv1beta2.MetricValue{metricValue("Pod", "a", "1", ts, new(int64(-1)))},
@@ -361,6 +366,50 @@ func TestCustomMetricsErrors(t *testing.T) {
 			}
 			if got := IsSourceFailure(err); got != tc.wantSourceFailure {
 				t.Errorf("IsSourceFailure(%q) = %v, want %v", err, got, tc.wantSourceFailure)
+			}
+			if got := IsMetricNotFound(err); got != tc.wantNotFound {
+				t.Errorf("IsMetricNotFound(%q) = %v, want %v", err, got, tc.wantNotFound)
+			}
+		})
+	}
+}
+
+// kubectl's discovery cache lives for hours: a read on the version it names, which the adapter
+// no longer serves, is made again on the version discovery names once refreshed. A 404 of a
+// metric the adapter does not know is not read twice.
+func TestCustomVersionDroppedByTheAdapterIsReadAgainOnTheOneServed(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		dropped   bool
+		wantCalls int
+		wantErr   bool
+	}{
+		{name: "v1beta2 dropped: read again on v1beta1", dropped: true, wantCalls: 2},
+		{name: "metric unknown on a version still served: read once", wantCalls: 1, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newAPIFixture("custom.metrics.k8s.io/v1beta1", "custom.metrics.k8s.io/v1beta2")
+			calls := 0
+			f.custom.AddReactor("get", "*", func(core.Action) (bool, runtime.Object, error) {
+				calls++
+				if calls == 1 {
+					if tc.dropped {
+						f.discovery.Resources = []*metav1.APIResourceList{{GroupVersion: "custom.metrics.k8s.io/v1beta1"}}
+					}
+					return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: "custom.metrics.k8s.io", Resource: "pods"}, "qps")
+				}
+				return true, &cmv1beta2.MetricValueList{Items: []cmv1beta2.MetricValue{metricValue("Pod", "a", "1", apiNow, nil)}}, nil
+			})
+			c := f.client(t)
+			_, _, err := c.PodsMetric(context.Background(), "ns", "qps", labels.Everything(), nil)
+			if (err != nil) != tc.wantErr {
+				t.Errorf("error %v, want one: %v", err, tc.wantErr)
+			}
+			if calls != tc.wantCalls {
+				t.Errorf("%d reads, want %d", calls, tc.wantCalls)
+			}
+			if tc.dropped && !strings.Contains(c.Source(), "custom.metrics.k8s.io/v1beta1") {
+				t.Errorf("source %q, want the version read again", c.Source())
 			}
 		})
 	}
@@ -433,9 +482,12 @@ func TestExternalMetricsErrors(t *testing.T) {
 		wantErr string
 		// wantSourceFailure: the source failed (not what was asked), so explain exits 1.
 		wantSourceFailure bool
+		// wantNotFound: the adapter has no such metric (IsMetricNotFound).
+		wantNotFound bool
 	}{
 		{name: "an unserved API says what to install", wantErr: "external.metrics.k8s.io (v1beta1) is not served by this cluster; install an external metrics adapter"},
-		{name: "no items", served: []string{"external.metrics.k8s.io/v1beta1"}, wantErr: "no metrics returned from external metrics API", wantSourceFailure: true},
+		// The adapter answered: no series of the metric matches the selector.
+		{name: "no items is a metric not found, not a failed source", served: []string{"external.metrics.k8s.io/v1beta1"}, wantErr: "no metrics returned from external metrics API", wantNotFound: true},
 		{name: "negative values", served: []string{"external.metrics.k8s.io/v1beta1"}, items: []emv1beta1.ExternalMetricValue{{Timestamp: metav1.NewTime(apiNow), Value: resource.MustParse("-3")}},
 			wantErr: "negative value -3", wantSourceFailure: true},
 		{name: "stale values", served: []string{"external.metrics.k8s.io/v1beta1"}, items: []emv1beta1.ExternalMetricValue{{Timestamp: metav1.NewTime(apiNow.Add(-time.Hour)), Value: resource.MustParse("3")}},
@@ -456,6 +508,9 @@ func TestExternalMetricsErrors(t *testing.T) {
 			checkErr(t, err, tc.wantErr)
 			if got := IsSourceFailure(err); got != tc.wantSourceFailure {
 				t.Errorf("IsSourceFailure(%v) = %v, want %v", err, got, tc.wantSourceFailure)
+			}
+			if got := IsMetricNotFound(err); got != tc.wantNotFound {
+				t.Errorf("IsMetricNotFound(%v) = %v, want %v", err, got, tc.wantNotFound)
 			}
 		})
 	}

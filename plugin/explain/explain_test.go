@@ -428,6 +428,17 @@ func TestExplainFailsWithDistinctCodesAndOneLine(t *testing.T) {
 			f.M.Err = metrics.SourceFailure{Err: errors.New("heapster via service proxy kube-system/http:heapster: answered 500 to GET /apis/metrics/v1alpha1/namespaces/shop/pods")}
 			return f
 		}, []string{"web", "-n", "shop"}, cmdutil.ExitFailure, `metric cpu of Deployment/web cannot be read, so nothing would be scaled: failed to get cpu resource metric value: failed to get cpu utilization: unable to get metrics for resource cpu: heapster via service proxy kube-system/http:heapster: answered 500`},
+		{"a metric the adapter has no series of says where to look", func() *fixture {
+			f := newFixture()
+			q := resource.MustParse("10")
+			f.HPA.Spec.Metrics = []autoscalingv2.MetricSpec{{Type: autoscalingv2.ExternalMetricSourceType, External: &autoscalingv2.ExternalMetricSource{
+				Metric: autoscalingv2.MetricIdentifier{Name: "queue", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"q": "nothing"}}},
+				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: &q},
+			}}}
+			f.Served = append(f.Served, "external.metrics.k8s.io/v1beta1")
+			f.M.Err = metrics.MetricNotFound{Err: errors.New(`no metrics returned from external metrics API (external.metrics.k8s.io/v1beta1) for metric queue matching "q=nothing" in shop`)}
+			return f
+		}, []string{"web", "-n", "shop"}, cmdutil.ExitCannotCompute, `(ScalingActive=False, FailedGetExternalMetric): the HPA was unable to compute the replica count: unable to get external metric shop/queue/&LabelSelector{MatchLabels:map[string]string{q: nothing,},MatchExpressions:[]LabelSelectorRequirement{},}: no metrics returned from external metrics API (external.metrics.k8s.io/v1beta1) for metric queue matching "q=nothing" in shop; the adapter has no value for metric queue: compare its name and selector with what the adapter serves (kubectl get --raw /apis/external.metrics.k8s.io/v1beta1)`},
 		{"bad metrics source flag", newFixture, []string{"web", "-n", "shop", "--metrics-source", "carrier-pigeon"}, cmdutil.ExitUsage, `unknown --metrics-source "carrier-pigeon"`},
 		{"bad what-if value", newFixture, []string{"web", "-n", "shop", "--set-target", "cpu=lots"}, cmdutil.ExitUsage, `is neither a percentage nor a quantity`},
 		{"what-if names an unknown metric", newFixture, []string{"web", "-n", "shop", "--assume", "memory=1Gi"}, cmdutil.ExitUsage, `metric "memory" is not in spec.metrics of this HPA (it has: 0=cpu)`},

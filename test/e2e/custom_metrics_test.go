@@ -37,6 +37,9 @@ type cmHPA struct {
 	show bool
 	// scaleDownWindow, when set, is its behavior's scale-down stabilization window.
 	scaleDownWindow *int32
+	// fails: one of its metrics cannot be read while the adapter is up (ScalingActive=False
+	// when that blocks the decision).
+	fails bool
 }
 
 func cmTarget(kind autoscalingv2.MetricTargetType, v string) autoscalingv2.MetricTarget {
@@ -107,15 +110,37 @@ func cmHPAs() []cmHPA {
 		{name: "external-average", metrics: []autoscalingv2.MetricSpec{cmExternal("my-external-metric", map[string]string{"foo": "bar"}, autoscalingv2.AverageValueMetricType, "10")}, settles: 5, show: true},
 		{name: "external-value", metrics: []autoscalingv2.MetricSpec{cmExternal("other-external-metric", nil, autoscalingv2.ValueMetricType, "44")}, settles: 2},
 		// cpu beside a Pods metric: cpu asks for 3 (150m against 50% of 100m), rps for 4.
-		{name: "cpu-and-pods", metrics: []autoscalingv2.MetricSpec{
-			{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU,
-				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50)}}},
-			cmPods("rps", "100"),
-		}, feed: func(ctx context.Context, t *testing.T, c *cluster.Cluster, cm *cluster.CustomMetrics, ns string) {
-			t.Helper()
-			c.Load().Set(cluster.Workload{Namespace: ns, Selector: map[string]string{"app": "cpu-and-pods"}}, cluster.Load{CPUMilli: 150, MemoryBytes: 64 << 20})
-			feedPods("cpu-and-pods", 400_000)(ctx, t, c, cm, ns)
-		}, settles: 4, show: true},
+		{name: "cpu-and-pods", metrics: []autoscalingv2.MetricSpec{cmCPU50(), cmPods("rps", "100")},
+			feed: func(ctx context.Context, t *testing.T, c *cluster.Cluster, cm *cluster.CustomMetrics, ns string) {
+				t.Helper()
+				cmCPU("cpu-and-pods", 150)(ctx, t, c, cm, ns)
+				feedPods("cpu-and-pods", 400_000)(ctx, t, c, cm, ns)
+			}, settles: 4, show: true},
+
+		// Failures, while the adapter is up. A metric the adapter does not know: asked for by
+		// name (an Object metric) the adapter answers NotFound, "the server could not find the
+		// metric"; asked for by selector (a Pods metric) an empty list.
+		{name: "unknown-object", fails: true, settles: 2, show: true, metrics: []autoscalingv2.MetricSpec{cmObject(autoscalingv2.CrossVersionObjectReference{APIVersion: "v1", Kind: "Service", Name: "queue"}, "no-such-metric", autoscalingv2.ValueMetricType, "100")}},
+		{name: "unknown-pods", fails: true, settles: 2, metrics: []autoscalingv2.MetricSpec{cmPods("no-such-metric", "100")}},
+		// An External metric whose selector matches none of its series.
+		{name: "selector-nothing", fails: true, settles: 2, show: true, metrics: []autoscalingv2.MetricSpec{cmExternal("my-external-metric", map[string]string{"foo": "nothing"}, autoscalingv2.AverageValueMetricType, "10")}},
+		// One metric of two failing: cpu asking for more scales up without the other (3: 150m
+		// against 50% of 100m); cpu asking for fewer (1: 40m) is blocked, as upstream blocks a
+		// scale-down while any metric is unknown.
+		{name: "up-one-failing", fails: true, settles: 3, show: true, metrics: []autoscalingv2.MetricSpec{cmCPU50(), cmPods("no-such-metric", "100")}, feed: cmCPU("up-one-failing", 150)},
+		{name: "down-one-failing", fails: true, settles: 2, metrics: []autoscalingv2.MetricSpec{cmCPU50(), cmPods("no-such-metric", "100")}, feed: cmCPU("down-one-failing", 40)},
+	}
+}
+
+func cmCPU50() autoscalingv2.MetricSpec {
+	return autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU,
+		Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To[int32](50)}}}
+}
+
+// cmCPU sets the cpu the Deployment name's pods use, totalMilli split across them.
+func cmCPU(name string, totalMilli int64) func(context.Context, *testing.T, *cluster.Cluster, *cluster.CustomMetrics, string) {
+	return func(_ context.Context, _ *testing.T, c *cluster.Cluster, _ *cluster.CustomMetrics, ns string) {
+		c.Load().Set(cluster.Workload{Namespace: ns, Selector: map[string]string{"app": name}}, cluster.Load{CPUMilli: totalMilli, MemoryBytes: 64 << 20})
 	}
 }
 
@@ -186,7 +211,10 @@ func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *
 				return err
 			}
 			st := hpa.Status
-			if st.DesiredReplicas != h.settles || st.CurrentReplicas != h.settles || d.Status.ReadyReplicas != h.settles {
+			// An HPA whose metrics fail keeps the desired count of its last decision: none
+			// (0) when it never made one.
+			undecided := h.fails && cmCondition(hpa, autoscalingv2.ScalingActive) != nil && cmCondition(hpa, autoscalingv2.ScalingActive).Status == corev1.ConditionFalse
+			if (st.DesiredReplicas != h.settles && !undecided) || st.CurrentReplicas != h.settles || d.Status.ReadyReplicas != h.settles {
 				delete(settledAt, h.name)
 				off = append(off, fmt.Sprintf("%s: status %d -> %d, %d ready (want %d)", h.name, st.CurrentReplicas, st.DesiredReplicas, d.Status.ReadyReplicas, h.settles))
 				continue
@@ -206,7 +234,15 @@ func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *
 	t.Logf("every HPA settled %.0fs after the adapter was up", time.Since(t0).Seconds())
 
 	k := c.Kubectl(c.PluginKubeconfig(), os.Getenv(pluginDirEnv))
-	up := cmCompare(ctx, t, "adapter up", k, c, ns, hpas, nil)
+	up := cmCompare(ctx, t, cmUp, k, c, ns, hpas, nil)
+
+	// Only custom.metrics.k8s.io/v1beta1 served, as by an older adapter: kube-controller-manager
+	// rediscovers the versions every sync period and reads v1beta1; so do explain and list.
+	if err := cm.Unregister(ctx, "custom.metrics.k8s.io", "v1beta2"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2*memSyncPeriod + 5*time.Second)
+	old := cmCompare(ctx, t, cmV1beta1, k, c, ns, hpas, up)
 
 	// The adapter down: its APIServices unavailable, every custom and external read fails.
 	// kube-controller-manager syncs every HPA twice more; explain and list then say what it
@@ -218,7 +254,24 @@ func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *
 	down := time.Now()
 	time.Sleep(2*memSyncPeriod + 5*time.Second)
 	t.Logf("the adapter stopped %.0fs ago: every HPA synced twice since", time.Since(down).Seconds())
-	cmCompare(ctx, t, "adapter down", k, c, ns, hpas, up)
+	cmCompare(ctx, t, cmDown, k, c, ns, hpas, old)
+}
+
+// The phases of the custom metrics test.
+const (
+	cmUp      = "adapter up"
+	cmV1beta1 = "v1beta1 only"
+	cmDown    = "adapter down"
+)
+
+// cmUsesCustom says whether h reads custom.metrics.k8s.io (a Pods or an Object metric).
+func cmUsesCustom(h cmHPA) bool {
+	for _, m := range h.metrics {
+		if m.Type == autoscalingv2.PodsMetricSourceType || m.Type == autoscalingv2.ObjectMetricSourceType {
+			return true
+		}
+	}
+	return false
 }
 
 // cmCompare holds list's and explain's decision of every HPA to kube-controller-manager's last
@@ -268,8 +321,19 @@ func cmCompare(ctx context.Context, t *testing.T, phase string, k cluster.Kubect
 		}
 		// A metrics API whose server is down is a source that failed (docs/exit-codes.md: 1),
 		// custom or external alike, and explain says which APIService to check.
-		if before != nil && (code != 1 || e.Error == nil || !strings.Contains(e.Error.Message, "is registered but unavailable: check the APIService")) {
+		if phase == cmDown && e.Error != nil && (code != 1 || !strings.Contains(e.Error.Message, "is registered but unavailable: check the APIService")) {
 			t.Errorf("%s: explain %s exited %d (%+v), want 1 naming the APIService registered but unavailable", phase, h.name, code, e.Error)
+		}
+		// A metric the adapter has no value for (unknown, or a selector matching none of its
+		// series): the HPA cannot compute (docs/exit-codes.md: 10), and explain says where to look.
+		if phase != cmDown && h.fails && e.Error != nil && (code != 10 || !strings.Contains(e.Error.Message, "the adapter has no value for metric no-such-metric") && !strings.Contains(e.Error.Message, "the adapter has no value for metric my-external-metric")) {
+			t.Errorf("%s: explain %s exited %d (%+v), want 10 naming the metric the adapter has no value for", phase, h.name, code, e.Error)
+		}
+		if active := cmCondition(hpa, autoscalingv2.ScalingActive); (active != nil && active.Status == corev1.ConditionFalse) != (e.Error != nil) {
+			t.Errorf("%s: explain %s exited %d (%+v) where kube-controller-manager's ScalingActive is %+v: an error is where the controller could not decide, and only there", phase, h.name, code, e.Error, active)
+		}
+		if phase == cmV1beta1 && cmUsesCustom(h) && e.Error == nil && !strings.Contains(e.MetricsSource, "custom.metrics.k8s.io/v1beta1") {
+			t.Errorf("%s: explain %s read its metrics from %q, want custom.metrics.k8s.io/v1beta1, the only version served", phase, h.name, e.MetricsSource)
 		}
 		for tool, got := range map[string]*v1alpha1.Explanation{"explain": &e, "list": listed[h.name]} {
 			if got == nil {
@@ -298,16 +362,23 @@ func cmCompare(ctx context.Context, t *testing.T, phase string, k cluster.Kubect
 // wrote in hpa's status: the count, the conditions and the current metric values. before is
 // the HPA as read before (nil when there is none).
 func cmDifferences(hpa, before *autoscalingv2.HorizontalPodAutoscaler, e *v1alpha1.Explanation) []string {
+	// ScalingActive=False: kube-controller-manager could not compute a count, scaled nothing
+	// and left the desired count of its last decision in the status (0 when it never made one).
+	active := cmCondition(hpa, autoscalingv2.ScalingActive)
+	undecided := active != nil && active.Status == corev1.ConditionFalse
 	if e.Decision == nil {
-		// No decision: kube-controller-manager could not make one either.
-		if active := cmCondition(hpa, autoscalingv2.ScalingActive); active == nil || active.Status != corev1.ConditionFalse || hpa.Status.DesiredReplicas != hpa.Status.CurrentReplicas {
+		if !undecided {
 			return []string{fmt.Sprintf("no decision (%+v), where kube-controller-manager decided %d -> %d %s", e.Error, hpa.Status.CurrentReplicas, hpa.Status.DesiredReplicas, cmConditions(hpa.Status.Conditions))}
 		}
 		return nil
 	}
 	var out []string
-	if e.Decision.DesiredReplicas != hpa.Status.DesiredReplicas {
-		out = append(out, fmt.Sprintf("desired %d, kube-controller-manager %d", e.Decision.DesiredReplicas, hpa.Status.DesiredReplicas))
+	want := hpa.Status.DesiredReplicas
+	if undecided {
+		want = hpa.Status.CurrentReplicas
+	}
+	if e.Decision.DesiredReplicas != want {
+		out = append(out, fmt.Sprintf("desired %d, kube-controller-manager %d %s", e.Decision.DesiredReplicas, want, cmConditions(hpa.Status.Conditions)))
 	}
 	// The conditions this sync sets are kube-controller-manager's; the ones it does not set,
 	// kube-controller-manager left as they were: as the previous read found them, or, at the

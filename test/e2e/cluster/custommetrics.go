@@ -37,6 +37,8 @@ type CustomMetrics struct {
 
 	mu    sync.Mutex
 	feeds map[string]feed // by the object and metric it posts
+	// unregistered are the APIServices Unregister deleted, by name.
+	unregistered map[string]bool
 }
 
 // feed posts values of one metric every second.
@@ -137,7 +139,7 @@ func (c *Cluster) startCustomMetrics(ctx context.Context, bin string) (*CustomMe
 	if err != nil {
 		return nil, err
 	}
-	cm := &CustomMetrics{c: c, proc: p, client: &http.Client{Timeout: 5 * time.Second}, feeds: map[string]feed{}}
+	cm := &CustomMetrics{c: c, proc: p, client: &http.Client{Timeout: 5 * time.Second}, feeds: map[string]feed{}, unregistered: map[string]bool{}}
 	err = p.waitReady(ctx, 60*time.Second, func(ctx context.Context) error {
 		var errs []error
 		for _, s := range customMetricsAPIServices {
@@ -266,11 +268,40 @@ func (cm *CustomMetrics) Stop(ctx context.Context) error {
 	}
 	for _, s := range customMetricsAPIServices {
 		name := s.version + "." + s.group
+		cm.mu.Lock()
+		gone := cm.unregistered[name]
+		cm.mu.Unlock()
+		if gone {
+			continue
+		}
 		if err := c.waitFor(ctx, "APIService "+name+" not Available", time.Minute, c.availabilityOf(dyn, name, false)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Unregister deletes the adapter's APIService of one group and version, as a cluster whose
+// adapter serves only the others would be, and returns once discovery no longer lists it.
+func (cm *CustomMetrics) Unregister(ctx context.Context, group, version string) error {
+	c := cm.c
+	name := version + "." + group
+	dyn, err := dynamic.NewForConfig(c.restCfg)
+	if err != nil {
+		return fmt.Errorf("custom metrics adapter: dynamic client: %w", err)
+	}
+	if err := dyn.Resource(apiServiceGVR).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("custom metrics adapter: unregistering %s: %w", name, err)
+	}
+	cm.mu.Lock()
+	cm.unregistered[name] = true
+	cm.mu.Unlock()
+	return c.waitFor(ctx, "discovery without "+group+"/"+version, time.Minute, func(context.Context) error {
+		if _, err := c.client.Discovery().ServerResourcesForGroupVersion(group + "/" + version); err == nil {
+			return fmt.Errorf("%s/%s is still served", group, version)
+		}
+		return nil
+	})
 }
 
 // customMetricsProc is the adapter's process, nil when it was not started. c.mu is held.
