@@ -182,7 +182,8 @@ func (r *versionResolver) unlisted(ctx context.Context) (string, error) {
 		case apierrors.IsNotFound(err):
 			continue
 		default:
-			return "", fmt.Errorf("%s is registered but unavailable: %w; check the APIService (kubectl get apiservices) and the server behind it", gv, err)
+			// Worded as apiError words a 503 of a read, which is the same state.
+			return "", fmt.Errorf("%w; %s is registered but unavailable: check the APIService (kubectl get apiservices) and the server behind it", err, gv)
 		}
 	}
 	return "", fmt.Errorf("%s (%s) is %w", r.group, joinVersions(r.prefs), errNotServed)

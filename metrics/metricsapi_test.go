@@ -550,7 +550,7 @@ func TestAnUnavailableResourceMetricsAPIIsNotCalledUninstalled(t *testing.T) {
 		wantErr []string
 	}{
 		{name: "an APIService left out of discovery that answers 503 is unavailable, not uninstalled", probe: unavailable,
-			wantErr: []string{"unable to fetch metrics from resource metrics API: metrics.k8s.io/v1 is registered but unavailable: the server is currently unable to handle the request", "kubectl get apiservices"}},
+			wantErr: []string{"unable to fetch metrics from resource metrics API: the server is currently unable to handle the request (get pods.metrics.k8s.io); metrics.k8s.io/v1 is registered but unavailable: check the APIService", "kubectl get apiservices"}},
 		{name: "a group version that answers 404 is not installed", probe: apierrors.NewNotFound(schema.GroupResource{}, ""),
 			wantErr: []string{"metrics.k8s.io (v1 or v1beta1) is not served by this cluster; install metrics-server"}},
 		{name: "a listed version that answers 503 quotes the server as upstream does", listed: []string{"metrics.k8s.io/v1beta1"},

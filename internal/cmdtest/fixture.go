@@ -35,6 +35,9 @@ var Now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 // vpaGVR is the VerticalPodAutoscaler resource the fake dynamic client lists.
 var vpaGVR = schema.GroupVersionResource{Group: "autoscaling.k8s.io", Version: "v1", Resource: "verticalpodautoscalers"}
 
+// scaledObjectGVR is KEDA's ScaledObject resource the fake dynamic client lists.
+var scaledObjectGVR = schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
+
 // Fixture is a cluster of fakes, valid by default: HPA shop/web on Deployment web, four
 // ready pods and their cpu metrics.
 type Fixture struct {
@@ -48,7 +51,9 @@ type Fixture struct {
 	// Served are the group/versions discovery reports (besides core and apps).
 	Served []string
 	VPAs   []*unstructured.Unstructured
-	M      *fakemetrics.Client
+	// ScaledObjects are KEDA's (served when Served lists keda.sh/v1alpha1).
+	ScaledObjects []*unstructured.Unstructured
+	M             *fakemetrics.Client
 	// KubeReactor, when set, runs before the tracker (RBAC failures and such).
 	KubeReactor clienttesting.ReactionFunc
 	// MetricsErr, when set, is why no metrics source could be chosen.
@@ -155,7 +160,10 @@ func (f *Fixture) Build() (*cmdutil.Clients, *Fakes) {
 	for _, v := range f.VPAs {
 		dynObjs = append(dynObjs, v)
 	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{vpaGVR: "VerticalPodAutoscalerList"}, dynObjs...)
+	for _, o := range f.ScaledObjects {
+		dynObjs = append(dynObjs, o)
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{vpaGVR: "VerticalPodAutoscalerList", scaledObjectGVR: "ScaledObjectList"}, dynObjs...)
 	c := &cmdutil.Clients{
 		Kube:      kube,
 		Scales:    &live.ScaleClient{Scales: sc, Mapper: mapper},

@@ -289,6 +289,33 @@ func scenarios() map[string]struct {
 			f.M.External = map[string][]int64{"s0-rabbitmq-queue": {75000}}
 			return f
 		}, args: []string{"keda-hpa-web"}},
+		// KEDA's ScaledObject is read: its prometheus trigger failed 5 times, more than the
+		// fallback's threshold of 3, so the value the HPA reads is KEDA's fallback, not measured.
+		"keda-scaledobject-fallback": {fx: func() *fixture {
+			f := newFixture()
+			f.HPA.Name = "keda-hpa-web"
+			f.HPA.Labels = map[string]string{"scaledobject.keda.sh/name": "web"}
+			f.HPA.OwnerReferences = []metav1.OwnerReference{{APIVersion: "keda.sh/v1alpha1", Kind: "ScaledObject", Name: "web", UID: "so", Controller: ptr.To(true)}}
+			q := resource.MustParse("10")
+			f.HPA.Spec.Metrics = append([]autoscalingv2.MetricSpec{{Type: autoscalingv2.ExternalMetricSourceType, External: &autoscalingv2.ExternalMetricSource{
+				Metric: autoscalingv2.MetricIdentifier{Name: "s1-prometheus", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"scaledobject.keda.sh/name": "web"}}},
+				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: &q},
+			}}}, f.HPA.Spec.Metrics...)
+			f.Served = append(f.Served, "external.metrics.k8s.io/v1beta1", "keda.sh/v1alpha1")
+			// KEDA answers target x fallback.replicas: 10 x 6.
+			f.M.External = map[string][]int64{"s1-prometheus": {60000}}
+			so := &unstructured.Unstructured{}
+			if err := so.UnmarshalJSON([]byte(`{"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": {"name": "web", "namespace": "shop"},
+				"spec": {"scaleTargetRef": {"name": "web"}, "minReplicaCount": 2, "maxReplicaCount": 10, "fallback": {"failureThreshold": 3, "replicas": 6},
+					"triggers": [{"type": "cpu", "metricType": "Utilization", "metadata": {"value": "50"}}, {"type": "prometheus", "metadata": {"threshold": "10", "activationThreshold": "2"}}]},
+				"status": {"hpaName": "keda-hpa-web", "externalMetricNames": ["s1-prometheus"], "health": {"s1-prometheus": {"numberOfFailures": 5, "status": "Failing"}},
+					"conditions": [{"type": "Ready", "status": "True", "reason": "ScaledObjectReady"}, {"type": "Active", "status": "True", "reason": "ScalerActive"},
+						{"type": "Fallback", "status": "True", "reason": "FallbackExists"}, {"type": "Paused", "status": "False"}]}}`)); err != nil {
+				panic(err)
+			}
+			f.ScaledObjects = []*unstructured.Unstructured{so}
+			return f
+		}, args: []string{"keda-hpa-web"}},
 		"missing-requests": {fx: func() *fixture {
 			f := newFixture()
 			f.SetPods(2, "500m", "400m")

@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/keda"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
@@ -40,7 +41,10 @@ func (o *Options) explain(ctx context.Context) (*v1alpha1.Explanation, error) {
 	klog.FromContext(ctx).V(2).Info("Decided", "phase", d.Phase, "current", d.CurrentReplicas, "desired", d.DesiredReplicas)
 	e := output.Build(o.facts(ev, g))
 	linted := rules.Check(g.objs, cmdutil.LintOptions(o.Config, g.served))
-	e.Findings = output.MergeFindings(output.DecisionFindings(ev.Input, d, e), output.LintFindings(linted, o.Namespace, o.Name))
+	if so := keda.Owner(ev.Read, g.objs.ScaledObjects); so != nil {
+		e.KEDA = keda.Explain(ev.Read, so, d.CurrentReplicas)
+	}
+	e.Findings = output.MergeFindings(append(output.DecisionFindings(ev.Input, d, e), keda.Findings(e.KEDA)...), output.LintFindings(linted, o.Namespace, o.Name))
 	if err := o.decisionExitError(ev.Read, ev.Input, d, g.served); err != nil {
 		if ev.Input.ScaleErr != nil {
 			// The target's error as list words it, with what to do.

@@ -111,6 +111,9 @@ func (r *textRenderer) render(e *v1alpha1.Explanation) {
 			r.line(1, "%s: %s", w.Reason, w.Message)
 		}
 	}
+	if k := e.KEDA; k != nil {
+		r.renderKEDA(k)
+	}
 	if len(e.Findings) > 0 {
 		r.line(0, "Findings (this decision's problems and kubectl hpa lint's rules, worst first):")
 		for _, f := range e.Findings {
@@ -545,4 +548,31 @@ func limitText(n int32) string {
 		return "n/a"
 	}
 	return fmt.Sprint(n)
+}
+
+// renderKEDA says what KEDA adds around the HPA: its ScaledObject's conditions, the trigger
+// behind each metric (and which one is KEDA's fallback), and what KEDA decides itself.
+func (r *textRenderer) renderKEDA(k *v1alpha1.KEDA) {
+	r.kv(0, "KEDA", "ScaledObject %s owns this HPA", k.ScaledObject)
+	if len(k.Conditions) > 0 {
+		var cs []string
+		for _, c := range k.Conditions {
+			s := c.Type + "=" + c.Status
+			if c.Reason != "" {
+				s += " (" + c.Reason + ")"
+			}
+			cs = append(cs, s)
+		}
+		r.kv(1, "Conditions", "%s", strings.Join(cs, ", "))
+	}
+	for _, m := range k.Metrics {
+		fb := ""
+		if m.Fallback != nil {
+			fb = ": KEDA's fallback, not measured"
+		}
+		r.line(1, "metric %s <- %s%s", m.Metric, m.Trigger, fb)
+	}
+	for _, n := range k.Notes {
+		r.line(1, "%s", n)
+	}
 }

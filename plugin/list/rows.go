@@ -24,6 +24,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/metrics"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/keda"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/lint/rules"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
@@ -219,7 +220,10 @@ func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, leas
 			continue
 		}
 		r := o.rowOf(ev)
-		r.Explanation.Findings = output.MergeFindings(r.Explanation.Findings, linted[h.Name])
+		if so := keda.Owner(ev.Read, objs.ScaledObjects); so != nil {
+			r.Explanation.KEDA = keda.Explain(ev.Read, so, ev.Decision.CurrentReplicas)
+		}
+		r.Explanation.Findings = output.MergeFindings(append(r.Explanation.Findings, keda.Findings(r.Explanation.KEDA)...), linted[h.Name])
 		out = append(out, r)
 	}
 	return out

@@ -244,6 +244,9 @@ func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *
 	time.Sleep(2*memSyncPeriod + 5*time.Second)
 	old := cmCompare(ctx, t, cmV1beta1, k, c, ns, hpas, up)
 
+	// KEDA-owned HPAs beside their ScaledObjects (keda_test.go).
+	kedaPhase(ctx, t, k, c)
+
 	// The adapter down: its APIServices unavailable, every custom and external read fails.
 	// kube-controller-manager syncs every HPA twice more; explain and list then say what it
 	// did: no scale, and the failing metric in the conditions (the cpu-and-pods HPA keeps its

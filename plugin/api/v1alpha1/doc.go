@@ -41,6 +41,9 @@
 //	                   sync and the end of a stabilization hold fall, or why it failed
 //	whatIf[]           inputs changed by --set-target/--assume (the cluster was not touched)
 //	warnings[]         reason + message for conditions that make the decision surprising
+//	keda               when a KEDA ScaledObject owns the HPA: its conditions, which trigger
+//	                   feeds each metric and which metric is KEDA's fallback (made up, not
+//	                   measured), the counts KEDA scales to itself, a pause in force
 //	findings[]         the HPA's problems, worst first (list's PROBLEMS): those the decision
 //	                   shows (Blind, AmbiguousSelector, CappedAtMax, ...) and kubectl hpa lint's
 //	                   rules' (HPA001, ...): id, severity, message, and for a rule's the field

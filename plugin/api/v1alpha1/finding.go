@@ -37,6 +37,11 @@ const (
 	// FindingDisagrees: the decision now differs from status.desiredReplicas, which the
 	// cluster's controller last wrote.
 	FindingDisagrees = "DisagreesWithCluster"
+	// FindingKEDAFallback: KEDA answers one of the HPA's metrics with its fallback value,
+	// so the HPA decides on a made-up value, not a measurement.
+	FindingKEDAFallback = "KEDAFallback"
+	// FindingKEDAPaused: an annotation of the ScaledObject pauses KEDA's scaling.
+	FindingKEDAPaused = "KEDAPaused"
 )
 
 // Severity is how bad a finding is.

@@ -57,6 +57,8 @@ type Explanation struct {
 	History       *History    `json:"history,omitempty"`
 	WhatIf        []WhatIf    `json:"whatIf,omitempty"`
 	Warnings      []Warning   `json:"warnings,omitempty"`
+	// KEDA is what KEDA adds around the HPA when one of its ScaledObjects owns it.
+	KEDA *KEDA `json:"keda,omitempty"`
 	// Findings are the HPA's problems, worst first: those its decision shows and those of
 	// kubectl hpa lint's rules (list's PROBLEMS).
 	Findings []Finding `json:"findings,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/keda"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 )
 
@@ -162,6 +164,20 @@ var rules = []Rule{
 		Why:   "the controller cannot read the metric: alone it leaves the HPA unable to scale (ScalingActive=False), beside others it blocks every scale-down",
 		Fix:   "install what serves its API (metrics-server for metrics.k8s.io, a custom or external metrics adapter), or remove the metric",
 		check: checkServed,
+	},
+	{
+		ID: "HPA018", Severity: SeverityWarning, Title: "a KEDA fallback that can never apply",
+		Peers: "no peer rule (KEDA's admission webhook refuses it, when installed)",
+		Why:   "KEDA falls back only on the External metrics it serves itself: with only cpu and memory triggers (metrics-server's), a failing metric gets no fallback value and the HPA stops scaling",
+		Fix:   "remove spec.fallback, or add a trigger KEDA serves (prometheus, a queue, ...) whose failures it can fall back on",
+		check: checkKEDAFallback,
+	},
+	{
+		ID: "HPA019", Severity: SeverityWarning, Title: "a KEDA scale to zero that wakes on any value",
+		Peers: "no peer rule",
+		Why:   "with minReplicaCount 0 KEDA scales 0 to 1 itself when a trigger is active, that is its value above its activation threshold, which is 0 unless set: any trace of load (a stray request, a queue of one) wakes the workload, and it sleeps again only after cooldownPeriod",
+		Fix:   "set the trigger's activation threshold (activationThreshold, or its scaler's activation* key) to the load worth waking for",
+		check: checkKEDAActivation,
 	},
 }
 
@@ -400,7 +416,7 @@ func controls(policy map[string]any, res corev1.ResourceName) bool {
 
 func checkKEDA(c *checker) {
 	for _, o := range c.ix.objs.ScaledObjects {
-		if kedaOwns(c.hpa, o) {
+		if keda.Owns(c.hpa, o) {
 			continue
 		}
 		group, kind, name, ok := targetRefOf(o, "Deployment", "apps/v1", "spec", "scaleTargetRef")
@@ -412,22 +428,48 @@ func checkKEDA(c *checker) {
 	}
 }
 
-// kedaOwns says whether hpa is the one KEDA made for the ScaledObject o (owned by it, or by
-// KEDA's naming, keda-hpa-NAME, or the name o's advanced settings give it).
-func kedaOwns(hpa *autoscalingv2.HorizontalPodAutoscaler, o *unstructured.Unstructured) bool {
-	if hpa.Namespace != o.GetNamespace() {
-		return false
+// scaledObject is the KEDA ScaledObject that owns the HPA, nil when none does.
+func (c *checker) scaledObject() *unstructured.Unstructured {
+	return keda.Owner(c.hpa, c.ix.objs.ScaledObjects)
+}
+
+func checkKEDAFallback(c *checker) {
+	so := c.scaledObject()
+	if so == nil {
+		return
 	}
-	for _, r := range hpa.OwnerReferences {
-		if r.Kind == o.GetKind() && r.Name == o.GetName() {
-			return true
+	if _, found, _ := unstructured.NestedMap(so.Object, "spec", "fallback"); !found {
+		return
+	}
+	if _, found, _ := unstructured.NestedMap(so.Object, "spec", "advanced", "scalingModifiers"); found {
+		return
+	}
+	triggers := keda.Triggers(so)
+	if len(triggers) == 0 || slices.ContainsFunc(triggers, func(t keda.Trigger) bool { return !t.IsResource() }) {
+		return
+	}
+	ref := ObjectRef{Kind: so.GetKind(), Namespace: so.GetNamespace(), Name: so.GetName()}
+	c.addOn(ref, "spec.fallback", fmt.Sprintf("ScaledObject %s has a fallback but only cpu and memory triggers, which KEDA does not serve and never falls back on", so.GetName()))
+}
+
+func checkKEDAActivation(c *checker) {
+	so := c.scaledObject()
+	if so == nil {
+		return
+	}
+	if v, ok, _ := unstructured.NestedInt64(so.Object, "spec", "minReplicaCount"); ok && v > 0 {
+		return
+	}
+	if _, ok, _ := unstructured.NestedInt64(so.Object, "spec", "idleReplicaCount"); ok {
+		return
+	}
+	ref := ObjectRef{Kind: so.GetKind(), Namespace: so.GetNamespace(), Name: so.GetName()}
+	for i, t := range keda.Triggers(so) {
+		if t.IsResource() || t.HasActivation() {
+			continue
 		}
+		c.addOn(ref, fmt.Sprintf("spec.triggers[%d].metadata", i), fmt.Sprintf("ScaledObject %s scales to zero (minReplicaCount 0), and its %s trigger sets no activation threshold: any value above 0 wakes the workload", so.GetName(), t))
 	}
-	name, _, _ := unstructured.NestedString(o.Object, "spec", "advanced", "horizontalPodAutoscalerConfig", "name")
-	if name == "" {
-		name = "keda-hpa-" + o.GetName()
-	}
-	return hpa.Name == name
 }
 
 func checkPDB(c *checker) {
