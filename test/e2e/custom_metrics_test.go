@@ -154,7 +154,7 @@ func cmCPU(name string, totalMilli int64) func(context.Context, *testing.T, *clu
 func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *testing.T) {
 	t.Parallel()
 	c := cmStartCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	t0 := time.Now()
 	cm, err := c.CustomMetrics(ctx)
@@ -235,6 +235,9 @@ func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *
 
 	k := c.Kubectl(c.PluginKubeconfig(), os.Getenv(pluginDirEnv))
 	up := cmCompare(ctx, t, cmUp, k, c, ns, hpas, nil)
+
+	// kubectl hpa run in kube-controller-manager's place, and back (custom_metrics_run_test.go).
+	up = cmRunPhase(ctx, t, k, c, cm, ns, hpas, up)
 
 	// Only custom.metrics.k8s.io/v1beta1 served, as by an older adapter: kube-controller-manager
 	// rediscovers the versions every sync period and reads v1beta1; so do explain and list.
