@@ -148,7 +148,14 @@ func ReplayPeriod(ctx context.Context, r *prometheus.Reader, in replicas.Input, 
 	h := replicas.History{Recommendations: []replicas.Recommendation{}}
 	maxAge := 2 * rp.Step
 	var cur int32
-	for t := firstSyncAtOrAfter(start, rp.Phase, syncPeriod); !t.After(in.Now); t = t.Add(syncPeriod) {
+	// No controller decided before the HPA existed: it syncs a new HPA at once, with the pods
+	// there then and an empty history, then every period on.
+	t := firstSyncAtOrAfter(start, rp.Phase, syncPeriod)
+	created := in.HPA.CreationTimestamp.Time
+	if created.After(start) {
+		t = created
+	}
+	for ; !t.After(in.Now); t = rp.nextSync(t, created, syncPeriod) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -157,6 +164,9 @@ func ReplayPeriod(ctx context.Context, r *prometheus.Reader, in replicas.Input, 
 		at.Pods = rp.podsAt(in.Pods, series, t, maxAge)
 		if len(at.Pods) == 0 {
 			at.Pods = podsAt(in.Pods, t)
+			if t.Equal(created) {
+				at.Pods = createdBefore(at.Pods, created)
+			}
 		}
 		if cur == 0 {
 			cur = int32(len(at.Pods))
@@ -189,6 +199,31 @@ func ReplayPeriod(ctx context.Context, r *prometheus.Reader, in replicas.Input, 
 		rp.Syncs = append(rp.Syncs, s)
 	}
 	return rp, nil
+}
+
+// createdBefore are the pods created before the HPA's creation second, or all of them when
+// none was: creation times are whole seconds, and the pods of the HPA's own second are more
+// often its first sync's rescale than pods it found.
+func createdBefore(pods []*corev1.Pod, created time.Time) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if p.CreationTimestamp.Before(&metav1.Time{Time: created}) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return pods
+	}
+	return out
+}
+
+// nextSync is the replay's sync after the one at t: on the grid of its phase, the first one at
+// least half a period after the HPA's creation when t is that.
+func (rp *PeriodReplay) nextSync(t, created time.Time, syncPeriod time.Duration) time.Time {
+	if t.Equal(created) {
+		return firstSyncAtOrAfter(t.Add(syncPeriod/2), rp.Phase, syncPeriod)
+	}
+	return t.Add(syncPeriod)
 }
 
 // alignGrid sets where the metrics are read: at the controller's syncs when its status puts

@@ -154,3 +154,59 @@ func TestReplayPeriodReadsTheMetricsAtTheSyncsOrElseAtTheScrapes(t *testing.T) {
 		})
 	}
 }
+
+// No controller decided before the HPA existed: the replay begins at its creation, with the
+// pods there then, as the controller's first sync did. Two pods at 250m of 100m (a 50%
+// target) ask for 10; the first sync after the creation 90s ago goes 2 -> 4, the scale-up
+// limit, inside the period; a replay begun a window before the period rescaled there, before
+// the HPA existed, and listed no rescale from 2.
+func TestReplayPeriodBeginsAtTheHPAsCreation(t *testing.T) {
+	prom := &stepProm{pods: []string{"web-0", "web-1"}, step: t0.Add(-3 * time.Hour), scrape: 5 * time.Second}
+	srv := httptest.NewServer(prom)
+	defer srv.Close()
+	r, err := prometheus.New(prometheus.Config{URL: srv.URL, RateWindow: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := t0.Add(-90 * time.Second)
+	hpa := testbuild.HPA(ns, "web", testbuild.Target("apps/v1", "Deployment", "web"), testbuild.Min(2), testbuild.Max(10),
+		testbuild.Metrics(testbuild.CPUUtilization(50)), func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.CreationTimestamp = metav1.Time{Time: created}
+			h.Status = autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 10, DesiredReplicas: 10}
+		})
+	var pods []*corev1.Pod
+	for _, name := range prom.pods {
+		p := testbuild.Pod(ns, name, testbuild.Labels("app", "web"), testbuild.Containers(corev1.Container{Name: "app",
+			Resources: corev1.ResourceRequirements{Requests: testbuild.Requests("cpu", "100m")}}),
+			testbuild.StartedAt(t0.Add(-2*time.Hour)), testbuild.ReadySince(corev1.ConditionTrue, t0.Add(-2*time.Hour)))
+		p.CreationTimestamp = metav1.Time{Time: t0.Add(-2 * time.Hour)}
+		pods = append(pods, p)
+	}
+	in := replicas.Input{HPA: hpa, Scale: &replicas.Scale{SpecReplicas: 10, StatusReplicas: 10, Selector: "app=web"}, Pods: pods,
+		Now: t0, Config: replicas.DefaultConfig()}
+	rp, err := history.ReplayPeriod(context.Background(), r, in, t0.Add(-2*time.Minute), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rp.Syncs) == 0 || rp.Syncs[0].Now.Before(created) {
+		first := "none"
+		if len(rp.Syncs) > 0 {
+			first = rp.Syncs[0].Now.Sub(t0).String()
+		}
+		t.Fatalf("the first sync listed at %s, want none before the HPA's creation at %s", first, created.Sub(t0))
+	}
+	var first *history.PeriodSync
+	for i := range rp.Syncs {
+		if rp.Syncs[i].Decision.Rescale {
+			first = &rp.Syncs[i]
+			break
+		}
+	}
+	if first == nil || first.Decision.CurrentReplicas != 2 || first.Decision.DesiredReplicas != 4 || first.Now.After(created.Add(5*time.Second)) {
+		got := "none"
+		if first != nil {
+			got = fmt.Sprintf("%d -> %d at %s", first.Decision.CurrentReplicas, first.Decision.DesiredReplicas, first.Now.Sub(t0))
+		}
+		t.Errorf("first rescale %s, want 2 -> 4 at the first sync after the creation (%s)", got, created.Sub(t0))
+	}
+}

@@ -162,6 +162,12 @@ func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *
 		t.Fatal(err)
 	}
 	t.Logf("custom metrics adapter Available in %.1fs", time.Since(t0).Seconds())
+	// Prometheus scrapes what the adapter serves from the start (timeline reads it at the end).
+	prom, err := c.Prometheus(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Now()
 	const ns = "custom"
 	cs := c.Client()
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -177,10 +183,28 @@ func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *
 			t.Fatal(err)
 		}
 	}
+	// The workloads are running and their metrics in Prometheus before the HPAs exist, as in
+	// a cluster where HPAs are added to running workloads: what the timeline replays from the
+	// HPAs' creation on is then in Prometheus (it scrapes every 5s).
 	for _, h := range hpas {
 		if h.feed != nil {
 			h.feed(ctx, t, c, cm, ns)
 		}
+	}
+	eventually(t, time.Minute, "every workload's pods ready", func(ctx context.Context) error {
+		for _, h := range hpas {
+			d, err := cs.AppsV1().Deployments(ns).Get(ctx, h.name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if d.Status.ReadyReplicas != 2 {
+				return fmt.Errorf("%s: %d ready", h.name, d.Status.ReadyReplicas)
+			}
+		}
+		return nil
+	})
+	time.Sleep(2 * cluster.DefaultPrometheusScrapeInterval)
+	for _, h := range hpas {
 		hpa := &autoscalingv2.HorizontalPodAutoscaler{
 			ObjectMeta: metav1.ObjectMeta{Name: h.name},
 			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
@@ -238,6 +262,9 @@ func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *
 
 	// kubectl hpa run in kube-controller-manager's place, and back (custom_metrics_run_test.go).
 	up = cmRunPhase(ctx, t, k, c, cm, ns, hpas, up)
+
+	// timeline --prometheus-url over all of it (custom_metrics_timeline_test.go).
+	cmTimelinePhase(ctx, t, k, c, prom, ns, from)
 
 	// Only custom.metrics.k8s.io/v1beta1 served, as by an older adapter: kube-controller-manager
 	// rediscovers the versions every sync period and reads v1beta1; so do explain and list.
@@ -450,7 +477,7 @@ func cmStartCluster(t *testing.T) *cluster.Cluster {
 	t.Helper()
 	return startOwnCluster(t, "custom metrics", cluster.Config{
 		EtcdPort: 24790, APIPort: 17443, KubeletPort: 21250, MetricsServerPort: 28443,
-		HeapsterPort: 28082, HeapsterStandInPort: 28083, PrometheusPort: 29090, CustomMetricsPort: 28444,
+		HeapsterPort: 28082, HeapsterStandInPort: 28083, PrometheusPort: 29090, CustomMetricsPort: 28444, CustomMetricsExporterPort: 28445,
 		WithoutHeapster: true, UpstreamHPA: true,
 		ControllerManagerArgs: []string{"--horizontal-pod-autoscaler-sync-period=" + memSyncPeriod.String()},
 	})

@@ -60,6 +60,8 @@ type Config struct {
 	// metrics-server 8443, Heapster 8082 (its own default), Heapster stand-in 8083, Prometheus
 	// 9090 (its own default), the custom metrics adapter 8444.
 	EtcdPort, APIPort, KubeletPort, MetricsServerPort, HeapsterPort, HeapsterStandInPort, PrometheusPort, CustomMetricsPort int
+	// CustomMetricsExporterPort serves the custom metrics adapter's values to Prometheus.
+	CustomMetricsExporterPort int
 	// Nodes is how many Node objects the node stand-in plays (default 1; more only
 	// WithoutHeapster), each on its own kubelet port from KubeletPort; pods are bound to them
 	// in turn.
@@ -111,6 +113,7 @@ func (c *Config) defaults() error {
 	setDefault(&c.HeapsterStandInPort, 8083)
 	setDefault(&c.PrometheusPort, 9090)
 	setDefault(&c.CustomMetricsPort, 8444)
+	setDefault(&c.CustomMetricsExporterPort, 8445)
 	setDefault(&c.Nodes, 1)
 	setDefault(&c.ControllerManagerBurst, 400)
 	if c.ControllerManagerQPS == 0 {

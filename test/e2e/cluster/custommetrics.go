@@ -5,9 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +41,10 @@ type CustomMetrics struct {
 
 	mu    sync.Mutex
 	feeds map[string]feed // by the object and metric it posts
+	// posted are the values each feed posted last, by the feed's key: what the exporter shows.
+	posted map[string][]posting
+	// exporter serves every value the adapter serves as Prometheus metrics.
+	exporter *http.Server
 	// unregistered are the APIServices Unregister deleted, by name.
 	unregistered map[string]bool
 }
@@ -139,7 +147,11 @@ func (c *Cluster) startCustomMetrics(ctx context.Context, bin string) (*CustomMe
 	if err != nil {
 		return nil, err
 	}
-	cm := &CustomMetrics{c: c, proc: p, client: &http.Client{Timeout: 5 * time.Second}, feeds: map[string]feed{}, unregistered: map[string]bool{}}
+	cm := &CustomMetrics{c: c, proc: p, client: &http.Client{Timeout: 5 * time.Second}, feeds: map[string]feed{}, posted: map[string][]posting{}, unregistered: map[string]bool{}}
+	if err := cm.startExporter(c.hostPort(c.cfg.CustomMetricsExporterPort)); err != nil {
+		c.stopProcess(p)
+		return nil, err
+	}
 	err = p.waitReady(ctx, 60*time.Second, func(ctx context.Context) error {
 		var errs []error
 		for _, s := range customMetricsAPIServices {
@@ -197,7 +209,7 @@ func (cm *CustomMetrics) Object(ctx context.Context, namespace, resource, name, 
 
 // add registers a feed and posts its values once, so that they are there when it returns.
 func (cm *CustomMetrics) add(ctx context.Context, key string, f feed) error {
-	if err := cm.post(ctx, f); err != nil {
+	if err := cm.post(ctx, key, f); err != nil {
 		return err
 	}
 	cm.mu.Lock()
@@ -216,24 +228,22 @@ func (cm *CustomMetrics) loop(ctx context.Context) {
 		case <-t.C:
 		}
 		cm.mu.Lock()
-		feeds := make([]feed, 0, len(cm.feeds))
-		for _, f := range cm.feeds {
-			feeds = append(feeds, f)
-		}
+		feeds := maps.Clone(cm.feeds)
 		cm.mu.Unlock()
-		for _, f := range feeds {
-			if err := cm.post(ctx, f); err != nil && ctx.Err() == nil {
+		for key, f := range feeds {
+			if err := cm.post(ctx, key, f); err != nil && ctx.Err() == nil {
 				cm.c.cfg.Progress("custom metrics feed: %v", err)
 			}
 		}
 	}
 }
 
-func (cm *CustomMetrics) post(ctx context.Context, f feed) error {
+func (cm *CustomMetrics) post(ctx context.Context, key string, f feed) error {
 	ps, err := f(ctx)
 	if err != nil {
 		return err
 	}
+
 	for _, p := range ps {
 		body := strconv.Quote(strconv.FormatInt(p.milli, 10) + "m")
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, customMetricsWrite+"/write-metrics/"+p.path, bytes.NewBufferString(body))
@@ -250,6 +260,9 @@ func (cm *CustomMetrics) post(ctx context.Context, f feed) error {
 			return fmt.Errorf("posting %s: %s", p.path, resp.Status)
 		}
 	}
+	cm.mu.Lock()
+	cm.posted[key] = ps
+	cm.mu.Unlock()
 	return nil
 }
 
@@ -258,6 +271,7 @@ func (cm *CustomMetrics) post(ctx context.Context, f feed) error {
 // as it does in a cluster whose adapter is down.
 func (cm *CustomMetrics) Stop(ctx context.Context) error {
 	cm.cancel()
+	_ = cm.exporter.Close()
 	c := cm.c
 	if err := c.stopComponent(&cm.proc, "custom-metrics-adapter", stopGrace); err != nil {
 		return err
@@ -302,6 +316,64 @@ func (cm *CustomMetrics) Unregister(ctx context.Context, group, version string) 
 		}
 		return nil
 	})
+}
+
+// customMetricsExternal are the adapter's own External metrics (fixed in its source,
+// test-adapter/provider/provider.go), which the exporter shows as well.
+var customMetricsExternal = []struct {
+	metric, labels string
+	value          int64
+}{
+	{"my-external-metric", `foo="bar"`, 42},
+	{"my-external-metric", `foo="baz"`, 43},
+	{"other-external-metric", "", 44},
+}
+
+// startExporter serves at addr, as Prometheus metrics, every value the adapter serves: the
+// application's own /metrics, which a Prometheus scrapes and a prometheus-adapter would
+// serve from. e2e_custom_metric{namespace, resource, name, metric} (and pod, for a pod) is a
+// Pods or Object metric as last posted, e2e_external_metric{metric, ...} an External one.
+func (cm *CustomMetrics) startExporter(addr string) error {
+	if err := checkPortFree("custom metrics exporter", addr); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("custom metrics exporter: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		cm.mu.Lock()
+		var lines []string
+		for _, ps := range cm.posted {
+			for _, p := range ps {
+				// namespaces/NS/RESOURCE/NAME/METRIC
+				f := strings.Split(p.path, "/")
+				if len(f) != 5 {
+					continue
+				}
+				labels := fmt.Sprintf(`namespace=%q,resource=%q,name=%q,metric=%q`, f[1], f[2], f[3], f[4])
+				if f[2] == "pods" {
+					labels += fmt.Sprintf(`,pod=%q`, f[3])
+				}
+				lines = append(lines, fmt.Sprintf("e2e_custom_metric{%s} %g", labels, float64(p.milli)/1000))
+			}
+		}
+		cm.mu.Unlock()
+		for _, e := range customMetricsExternal {
+			labels := fmt.Sprintf("metric=%q", e.metric)
+			if e.labels != "" {
+				labels += "," + e.labels
+			}
+			lines = append(lines, fmt.Sprintf("e2e_external_metric{%s} %d", labels, e.value))
+		}
+		slices.Sort(lines)
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# TYPE e2e_custom_metric gauge\n# TYPE e2e_external_metric gauge\n%s\n", strings.Join(lines, "\n"))
+	})
+	cm.exporter = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = cm.exporter.Serve(ln) }()
+	return nil
 }
 
 // customMetricsProc is the adapter's process, nil when it was not started. c.mu is held.

@@ -41,6 +41,9 @@ const (
 	prometheusUser = "e2e:prometheus"
 	// PrometheusJob is the scrape job of the nodes' /metrics/cadvisor, the job label of its series.
 	PrometheusJob = "kubernetes-cadvisor"
+	// CustomMetricsJob is the scrape job of the custom metrics adapter's values, when the
+	// adapter runs before Prometheus starts.
+	CustomMetricsJob = "custom-metrics"
 )
 
 // Prometheus returns the cluster's Prometheus server, starting it on the first call; it returns
@@ -131,6 +134,17 @@ func (c *Cluster) prometheusConfig(kp *keyPair) string {
 			"    labels:",
 			"      instance: "+name,
 			"      kubernetes_io_hostname: "+name,
+		)
+	}
+	c.mu.Lock()
+	cm := c.customMetrics
+	c.mu.Unlock()
+	if cm != nil {
+		// The custom metrics adapter's values, as the application's own /metrics.
+		lines = append(lines,
+			"- job_name: "+CustomMetricsJob,
+			"  static_configs:",
+			"  - targets: ['"+c.hostPort(c.cfg.CustomMetricsExporterPort)+"']",
 		)
 	}
 	return strings.Join(append(lines, ""), "\n")
