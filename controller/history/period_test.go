@@ -30,6 +30,20 @@ type stepProm struct {
 	scrape, phase time.Duration
 }
 
+// podsOf are its pods, each requesting 100m of cpu, created, started and Ready two hours
+// before t0.
+func (p *stepProm) podsOf() []*corev1.Pod {
+	var pods []*corev1.Pod
+	for _, name := range p.pods {
+		pod := testbuild.Pod(ns, name, testbuild.Labels("app", "web"), testbuild.Containers(corev1.Container{Name: "app",
+			Resources: corev1.ResourceRequirements{Requests: testbuild.Requests("cpu", "100m")}}),
+			testbuild.StartedAt(t0.Add(-2*time.Hour)), testbuild.ReadySince(corev1.ConditionTrue, t0.Add(-2*time.Hour)))
+		pod.CreationTimestamp = metav1.Time{Time: t0.Add(-2 * time.Hour)}
+		pods = append(pods, pod)
+	}
+	return pods
+}
+
 // scrapeAtOrBefore is the last scrape at or before t.
 func (p *stepProm) scrapeAtOrBefore(t time.Time) time.Time {
 	return t.Add(-p.phase).Truncate(p.scrape).Add(p.phase)
@@ -125,14 +139,7 @@ func TestReplayPeriodReadsTheMetricsAtTheSyncsOrElseAtTheScrapes(t *testing.T) {
 					h.Status = autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 2, DesiredReplicas: 2}
 					h.ManagedFields = tc.managedFields
 				})
-			var pods []*corev1.Pod
-			for _, name := range prom.pods {
-				p := testbuild.Pod(ns, name, testbuild.Labels("app", "web"), testbuild.Containers(corev1.Container{Name: "app",
-					Resources: corev1.ResourceRequirements{Requests: testbuild.Requests("cpu", "100m")}}),
-					testbuild.StartedAt(t0.Add(-2*time.Hour)), testbuild.ReadySince(corev1.ConditionTrue, t0.Add(-2*time.Hour)))
-				p.CreationTimestamp = metav1.Time{Time: t0.Add(-2 * time.Hour)}
-				pods = append(pods, p)
-			}
+			pods := prom.podsOf()
 			in := replicas.Input{HPA: hpa, Scale: &replicas.Scale{SpecReplicas: 2, StatusReplicas: 2, Selector: "app=web"}, Pods: pods,
 				Now: t0, Config: replicas.DefaultConfig()}
 			rp, err := history.ReplayPeriod(context.Background(), r, in, t0.Add(-2*time.Minute), 5*time.Second)
@@ -174,14 +181,7 @@ func TestReplayPeriodBeginsAtTheHPAsCreation(t *testing.T) {
 			h.CreationTimestamp = metav1.Time{Time: created}
 			h.Status = autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 10, DesiredReplicas: 10}
 		})
-	var pods []*corev1.Pod
-	for _, name := range prom.pods {
-		p := testbuild.Pod(ns, name, testbuild.Labels("app", "web"), testbuild.Containers(corev1.Container{Name: "app",
-			Resources: corev1.ResourceRequirements{Requests: testbuild.Requests("cpu", "100m")}}),
-			testbuild.StartedAt(t0.Add(-2*time.Hour)), testbuild.ReadySince(corev1.ConditionTrue, t0.Add(-2*time.Hour)))
-		p.CreationTimestamp = metav1.Time{Time: t0.Add(-2 * time.Hour)}
-		pods = append(pods, p)
-	}
+	pods := prom.podsOf()
 	in := replicas.Input{HPA: hpa, Scale: &replicas.Scale{SpecReplicas: 10, StatusReplicas: 10, Selector: "app=web"}, Pods: pods,
 		Now: t0, Config: replicas.DefaultConfig()}
 	rp, err := history.ReplayPeriod(context.Background(), r, in, t0.Add(-2*time.Minute), 5*time.Second)

@@ -37,14 +37,31 @@ type cmRunDecision struct {
 func startCMRun(t *testing.T, k cluster.Kubectl, ns string) *cmRun {
 	t.Helper()
 	r := &cmRun{decisions: map[string][]cmRunDecision{}}
+	args := append([]string{"hpa", "run", "-n", ns, "-o", "json", "--sync-period=" + memSyncPeriod.String(),
+		// kube-controller-manager wrote these HPAs' status a moment ago: it has stopped.
+		"--force-ownership", "--persist-history=false"}, histLease...)
+	r.stop = startRunLines(t, k, ns, args, func(at time.Time, line []byte) {
+		e := &v1alpha1.Explanation{}
+		if err := json.Unmarshal(line, e); err != nil || e.Metadata.Name == "" {
+			return
+		}
+		r.mu.Lock()
+		r.decisions[e.Metadata.Name] = append(r.decisions[e.Metadata.Name], cmRunDecision{at: at, e: e})
+		r.mu.Unlock()
+	})
+	return r
+}
+
+// startRunLines starts kubectl with args (a kubectl hpa run over namespace ns) and hands each
+// line it prints to line, with when it came. The returned stop is Ctrl-C, waits for it to
+// exit, and logs its stderr's end when the test failed; it runs at the test's cleanup too.
+func startRunLines(t *testing.T, k cluster.Kubectl, ns string, args []string, line func(at time.Time, b []byte)) (stop func()) {
+	t.Helper()
 	errOut, err := os.CreateTemp(t.TempDir(), "run-*.err")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	args := append([]string{"hpa", "run", "-n", ns, "-o", "json", "--sync-period=" + memSyncPeriod.String(),
-		// kube-controller-manager wrote these HPAs' status a moment ago: it has stopped.
-		"--force-ownership", "--persist-history=false"}, histLease...)
 	cmd := k.Command(ctx, args...)
 	cmd.Stderr = errOut
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
@@ -63,31 +80,26 @@ func startCMRun(t *testing.T, k cluster.Kubectl, ns string) *cmRun {
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 		for sc.Scan() {
-			e := &v1alpha1.Explanation{}
-			if err := json.Unmarshal(sc.Bytes(), e); err != nil || e.Metadata.Name == "" {
-				continue
-			}
-			r.mu.Lock()
-			r.decisions[e.Metadata.Name] = append(r.decisions[e.Metadata.Name], cmRunDecision{at: time.Now(), e: e})
-			r.mu.Unlock()
+			line(time.Now(), sc.Bytes())
 		}
 	}()
 	var once sync.Once
-	r.stop = func() {
+	stop = func() {
 		once.Do(func() {
 			cancel()
 			<-read
 			if err := cmd.Wait(); err != nil && ctx.Err() == nil {
 				t.Errorf("kubectl hpa run -n %s: %v", ns, err)
 			}
+			errOut.Close()
 			if t.Failed() {
 				b, _ := os.ReadFile(errOut.Name())
 				t.Logf("kubectl hpa run -n %s stderr (last 4 KiB):\n%s", ns, b[max(0, len(b)-4096):])
 			}
 		})
 	}
-	t.Cleanup(r.stop)
-	return r
+	t.Cleanup(stop)
+	return stop
 }
 
 // since are name's decisions after t.

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -1085,61 +1084,20 @@ func (e *memEnv) startRuns(k cluster.Kubectl) (stop func()) {
 
 func (e *memEnv) startRun(k cluster.Kubectl, ns string, args []string) (stop func()) {
 	e.t.Helper()
-	errOut, err := os.CreateTemp(e.t.TempDir(), "run-*.err")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := k.Command(ctx, args...)
-	cmd.Stderr = errOut
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 30 * time.Second
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		cancel()
-		e.t.Fatal(err)
-	}
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-		for sc.Scan() {
-			at := time.Now()
-			var it memItem
-			if err := json.Unmarshal(sc.Bytes(), &it); err != nil || it.Decision == nil {
-				continue
-			}
-			st := memStatus{at: at, current: it.Decision.CurrentReplicas, desired: it.Decision.DesiredReplicas}
-			if it.Verdict != nil {
-				st.reasons = it.Verdict.Constraint
-			}
-			key := it.Metadata.Namespace + "/" + it.Metadata.Name
-			e.mu.Lock()
-			e.runDecisions[key] = append(e.runDecisions[key], memRunDecision{at: at, st: st})
-			e.mu.Unlock()
+	return startRunLines(e.t, k, ns, args, func(at time.Time, line []byte) {
+		var it memItem
+		if err := json.Unmarshal(line, &it); err != nil || it.Decision == nil {
+			return
 		}
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			<-read
-			if err := cmd.Wait(); err != nil && ctx.Err() == nil {
-				e.t.Errorf("kubectl hpa run -n %s: %v", ns, err)
-			}
-			errOut.Close()
-			if e.t.Failed() {
-				b, _ := os.ReadFile(errOut.Name())
-				e.t.Logf("kubectl hpa run -n %s stderr (last 4 KiB):\n%s", ns, b[max(0, len(b)-4096):])
-			}
-		})
-	}
-	e.t.Cleanup(stop)
-	return stop
+		st := memStatus{at: at, current: it.Decision.CurrentReplicas, desired: it.Decision.DesiredReplicas}
+		if it.Verdict != nil {
+			st.reasons = it.Verdict.Constraint
+		}
+		key := it.Metadata.Namespace + "/" + it.Metadata.Name
+		e.mu.Lock()
+		e.runDecisions[key] = append(e.runDecisions[key], memRunDecision{at: at, st: st})
+		e.mu.Unlock()
+	})
 }
 
 // runSyncedSince says which HPA no run has decided since t, "" when every one has.
