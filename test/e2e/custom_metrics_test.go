@@ -184,8 +184,9 @@ func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *
 		}
 	}
 	// The workloads are running and their metrics in Prometheus before the HPAs exist, as in
-	// a cluster where HPAs are added to running workloads: what the timeline replays from the
-	// HPAs' creation on is then in Prometheus (it scrapes every 5s).
+	// a cluster where HPAs are added to running workloads: the timeline reads the metrics of
+	// the HPAs' first syncs at its grid's point before, up to a sync period earlier, and cpu
+	// over a 10s window, so Prometheus scrapes (every 5s) for two periods and a scrape first.
 	for _, h := range hpas {
 		if h.feed != nil {
 			h.feed(ctx, t, c, cm, ns)
@@ -203,7 +204,7 @@ func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *
 		}
 		return nil
 	})
-	time.Sleep(2 * cluster.DefaultPrometheusScrapeInterval)
+	time.Sleep(2*memSyncPeriod + cluster.DefaultPrometheusScrapeInterval)
 	for _, h := range hpas {
 		hpa := &autoscalingv2.HorizontalPodAutoscaler{
 			ObjectMeta: metav1.ObjectMeta{Name: h.name},

@@ -31,7 +31,8 @@ var cmTimelineQueries = map[string]string{
 // manager's first scale-ups, run's step, kube-controller-manager again) lists every rescale
 // the controllers made, each near the event the deciding controller emitted for it, and ends
 // at the count kube-controller-manager's status says: a Pods, an Object and an External
-// metric, each read from the series Prometheus scraped of what the adapter served.
+// metric, and cpu beside a Pods metric, each read from the series Prometheus scraped of what
+// the adapter served.
 func cmTimelinePhase(ctx context.Context, t *testing.T, k cluster.Kubectl, c *cluster.Cluster, prom *cluster.Prometheus, ns string, from time.Time) {
 	t.Helper()
 	// The replay's sync nearest the controller's may be half a period off (its phase is the
@@ -40,10 +41,7 @@ func cmTimelinePhase(ctx context.Context, t *testing.T, k cluster.Kubectl, c *cl
 	const tol = memSyncPeriod + memSyncPeriod/2 + cluster.DefaultPrometheusScrapeInterval
 	// From a few seconds before the HPAs were created (their creation times are whole seconds).
 	since := time.Since(from).Truncate(time.Second) + 5*time.Second
-	// Not cpu-and-pods: at its creation sync the replay found neither metric in Prometheus,
-	// where kube-controller-manager scaled 2 -> 4, and its own count (no kube-state-metrics
-	// here) then stayed behind the pods serving the load (docs/log.md, 2026-12-07).
-	for _, name := range []string{"pods-average", "object-average", "external-average"} {
+	for _, name := range []string{"pods-average", "object-average", "external-average", "cpu-and-pods"} {
 		args := []string{"hpa", "timeline", name, "-n", ns, "--prometheus-url", prom.URL(), "--prometheus-insecure-http",
 			"--sync-period", memSyncPeriod.String(), "--prometheus-rate-window", "10s", "--since", since.String()}
 		for metric, q := range cmTimelineQueries {
