@@ -30,9 +30,10 @@ var cmTimelineQueries = map[string]string{
 // cmTimelinePhase: timeline --prometheus-url over the HPAs' whole past (kube-controller-
 // manager's first scale-ups, run's step, kube-controller-manager again) lists every rescale
 // the controllers made, each near the event the deciding controller emitted for it, and ends
-// at the count kube-controller-manager's status says: a Pods, an Object and an External
-// metric, and cpu beside a Pods metric, each read from the series Prometheus scraped of what
-// the adapter served.
+// at the count kube-controller-manager's status says; tune --from-prometheus, playing the HPA
+// as it is on the same load, peaks where the controllers did. A Pods, an Object and an
+// External metric, and cpu beside a Pods metric, each read from the series Prometheus scraped
+// of what the adapter served.
 func cmTimelinePhase(ctx context.Context, t *testing.T, k cluster.Kubectl, c *cluster.Cluster, prom *cluster.Prometheus, ns string, from time.Time) {
 	t.Helper()
 	// The replay's sync nearest the controller's may be half a period off (its phase is the
@@ -109,6 +110,34 @@ func cmTimelinePhase(ctx context.Context, t *testing.T, k cluster.Kubectl, c *cl
 		}
 		if n := len(tl.Syncs); n == 0 || tl.Syncs[n-1].Desired != hpa.Status.DesiredReplicas {
 			t.Errorf("timeline %s: the last sync %+v, kube-controller-manager's status %d", name, tl.Syncs[max(n-1, 0):], hpa.Status.DesiredReplicas)
+		}
+		// tune --from-prometheus plays the HPA as it is on the same load: its peak is the
+		// controllers' (the largest size they set).
+		peak := int32(0)
+		for _, r := range want {
+			var n int32
+			if _, err := fmt.Sscan(r.to, &n); err == nil {
+				peak = max(peak, n)
+			}
+		}
+		tuneArgs := []string{"hpa", "tune", name, "-n", ns, "--from-prometheus", "--prometheus-url", prom.URL(), "--prometheus-insecure-http",
+			"--prometheus-rate-window", "10s", "--since", since.String(), "--candidates", "20", "-o", "json"}
+		for _, a := range args {
+			if strings.Contains(a, "=e2e_") {
+				tuneArgs = append(tuneArgs, "--prometheus-query", a)
+			}
+		}
+		if out, err := k.Run(ctx, tuneArgs...); err != nil {
+			t.Errorf("tune %s --from-prometheus: %v", name, err)
+		} else {
+			var tu v1alpha1.Tuning
+			if err := json.Unmarshal([]byte(out), &tu); err != nil {
+				t.Fatalf("decoding tune %s -o json: %v", name, err)
+			}
+			t.Logf("tune %s --from-prometheus: the HPA as it is peaks at %d, the controllers at %d; recommended %v", name, tu.Current.Scores.PeakReplicas, peak, tu.Recommended.Changes)
+			if tu.Current.Scores.PeakReplicas != peak {
+				t.Errorf("tune %s --from-prometheus: the HPA as it is peaks at %d on the load, the controllers at %d", name, tu.Current.Scores.PeakReplicas, peak)
+			}
 		}
 		if name == "pods-average" {
 			text, err := k.Run(ctx, args...)
