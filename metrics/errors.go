@@ -38,16 +38,22 @@ func IsSourceFailure(err error) bool {
 
 // MetricNotFound marks an adapter's answer that it has no value for what was asked: a metric
 // it does not know (404) or a selector none of its series match (an empty list). The source
-// works; the HPA's metric or the adapter's rules are what to change (see IsMetricNotFound).
-type MetricNotFound struct{ Err error }
+// works; the HPA's metric or the adapter's rules are what to change (see AsMetricNotFound).
+type MetricNotFound struct {
+	// GroupVersion is the API read ("external.metrics.k8s.io/v1beta1"), which lists the
+	// metrics the adapter serves.
+	GroupVersion string
+	Err          error
+}
 
 func (e MetricNotFound) Error() string { return e.Err.Error() }
 func (e MetricNotFound) Unwrap() error { return e.Err }
 
-// IsMetricNotFound reports whether err, or an error it wraps, is a MetricNotFound.
-func IsMetricNotFound(err error) bool {
+// AsMetricNotFound is the MetricNotFound err is or wraps, if any.
+func AsMetricNotFound(err error) (MetricNotFound, bool) {
 	var nf MetricNotFound
-	return errors.As(err, &nf)
+	ok := errors.As(err, &nf)
+	return nf, ok
 }
 
 // isTimeout reports a request that ran out of time: the caller's deadline, our read

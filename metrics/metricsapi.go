@@ -323,16 +323,9 @@ func (a *apiClient) listPodsMetric(ctx context.Context, namespace, metricName st
 	if err != nil {
 		return &PodsMetrics{err: versionError(what, err, "install a custom metrics adapter (for example prometheus-adapter) to use Pods metrics")}
 	}
-	read := func() (*cmv1beta2.MetricValueList, error) {
-		return callCtx(ctx, func() (*cmv1beta2.MetricValueList, error) {
-			return a.custom.NamespacedMetrics(namespace).GetForObjects(schema.GroupKind{Kind: "Pod"}, selector, metricName, metricSelector)
-		})
-	}
-	list, err := read()
-	if moved, ok := a.moved(ctx, a.customVersions, v, err); ok {
-		v = moved
-		list, err = read()
-	}
+	list, v, err := readOnVersion(ctx, a.customVersions, v, func() (*cmv1beta2.MetricValueList, error) {
+		return a.custom.NamespacedMetrics(namespace).GetForObjects(schema.GroupKind{Kind: "Pod"}, selector, metricName, metricSelector)
+	})
 	p := &PodsMetrics{namespace: namespace, metricName: metricName, gv: customMetricsGroup + "/" + v, selector: selector, clock: a.clock, maxAge: a.maxAge}
 	if err != nil {
 		p.err = a.apiError(ctx, what, p.gv, "get pods."+customMetricsGroup+" (metric "+metricName+")", namespace, a.customVersions, err)
@@ -349,7 +342,7 @@ func (p *PodsMetrics) PodsMetric() (*sampleset.Set, time.Time, error) {
 		return nil, time.Time{}, p.err
 	}
 	if len(p.items) == 0 {
-		return nil, time.Time{}, MetricNotFound{fmt.Errorf("no metrics returned from custom metrics API (%s) for metric %s of pods in %s matching %q", p.gv, p.metricName, p.namespace, p.selector.String())}
+		return nil, time.Time{}, MetricNotFound{GroupVersion: p.gv, Err: fmt.Errorf("no metrics returned from custom metrics API (%s) for metric %s of pods in %s matching %q", p.gv, p.metricName, p.namespace, p.selector.String())}
 	}
 	now := p.clock.Now()
 	out := sampleset.New(len(p.items))
@@ -381,21 +374,14 @@ func (a *apiClient) ObjectMetric(ctx context.Context, namespace, metricName stri
 	if err != nil {
 		return 0, time.Time{}, versionError(what, err, "install a custom metrics adapter (for example prometheus-adapter) to use Object metrics")
 	}
-	read := func() (*cmv1beta2.MetricValue, error) {
-		return callCtx(ctx, func() (*cmv1beta2.MetricValue, error) {
-			if gk.Kind == "Namespace" && gk.Group == "" {
-				// As upstream: the namespace metric is the HPA's own namespace, whatever name the
-				// reference gives, so an HPA cannot read another namespace's metric.
-				return a.custom.RootScopedMetrics().GetForObject(gk, namespace, metricName, metricSelector)
-			}
-			return a.custom.NamespacedMetrics(namespace).GetForObject(gk, object.Name, metricName, metricSelector)
-		})
-	}
-	value, err := read()
-	if moved, ok := a.moved(ctx, a.customVersions, v, err); ok {
-		v = moved
-		value, err = read()
-	}
+	value, v, err := readOnVersion(ctx, a.customVersions, v, func() (*cmv1beta2.MetricValue, error) {
+		if gk.Kind == "Namespace" && gk.Group == "" {
+			// As upstream: the namespace metric is the HPA's own namespace, whatever name the
+			// reference gives, so an HPA cannot read another namespace's metric.
+			return a.custom.RootScopedMetrics().GetForObject(gk, namespace, metricName, metricSelector)
+		}
+		return a.custom.NamespacedMetrics(namespace).GetForObject(gk, object.Name, metricName, metricSelector)
+	})
 	apiGV := customMetricsGroup + "/" + v
 	if err != nil {
 		return 0, time.Time{}, a.apiError(ctx, what, apiGV, fmt.Sprintf("get %s %s (metric %s)", object.Kind, object.Name, metricName), namespace, a.customVersions, err)
@@ -414,22 +400,15 @@ func (a *apiClient) ExternalMetric(ctx context.Context, namespace, metricName st
 	if err != nil {
 		return nil, time.Time{}, versionError(what, err, "install an external metrics adapter (for example KEDA) to use External metrics")
 	}
-	read := func() (*emv1beta1.ExternalMetricValueList, error) {
-		return callCtx(ctx, func() (*emv1beta1.ExternalMetricValueList, error) {
-			return a.external.NamespacedMetrics(namespace).List(metricName, selector)
-		})
-	}
-	list, err := read()
-	if moved, ok := a.moved(ctx, a.externalVersions, v, err); ok {
-		v = moved
-		list, err = read()
-	}
+	list, v, err := readOnVersion(ctx, a.externalVersions, v, func() (*emv1beta1.ExternalMetricValueList, error) {
+		return a.external.NamespacedMetrics(namespace).List(metricName, selector)
+	})
 	gv := externalMetricsGroup + "/" + v
 	if err != nil {
 		return nil, time.Time{}, a.apiError(ctx, what, gv, "list "+metricName+"."+externalMetricsGroup, namespace, a.externalVersions, err)
 	}
 	if len(list.Items) == 0 {
-		return nil, time.Time{}, MetricNotFound{fmt.Errorf("no metrics returned from external metrics API (%s) for metric %s matching %q in %s", gv, metricName, selector.String(), namespace)}
+		return nil, time.Time{}, MetricNotFound{GroupVersion: gv, Err: fmt.Errorf("no metrics returned from external metrics API (%s) for metric %s matching %q in %s", gv, metricName, selector.String(), namespace)}
 	}
 	now := a.clock.Now()
 	out := make([]int64, 0, len(list.Items))
@@ -479,22 +458,27 @@ func versionError(what string, err error, hint string) error {
 	}
 }
 
-// moved says whether a read that failed with err on version v of r's group is to be made
-// again, and on which version: after a 404, discovery asked again names another version. v
-// came from a discovery cache older than the adapter's last change (kubectl's lives for
-// hours); a metric the adapter does not know keeps its version and is not read again.
-func (a *apiClient) moved(ctx context.Context, r *versionResolver, v string, err error) (string, bool) {
+// readOnVersion reads (under callCtx) on version v of r's group, the one the client asks r
+// for, and returns the version it read on. After a 404 it forgets v, and when discovery, asked
+// again, names another version, reads once more on that one: v came from a discovery cache
+// older than the adapter's last change (kubectl's lives for hours). A metric the adapter does
+// not know keeps its version and is not read again.
+func readOnVersion[T any](ctx context.Context, r *versionResolver, v string, read func() (T, error)) (T, string, error) {
+	out, err := callCtx(ctx, read)
 	if !apierrors.IsNotFound(err) {
-		return v, false
+		return out, v, err
 	}
 	r.forget(ctx)
-	now, verr := r.version(ctx)
-	return now, verr == nil && now != v
+	if now, verr := r.version(ctx); verr == nil && now != v {
+		out, err = callCtx(ctx, read)
+		return out, now, err
+	}
+	return out, v, err
 }
 
 // apiError explains a failed metrics API request and, for resource metrics, forgets the
 // resolved version when the API seems gone, so the next call asks discovery again (custom and
-// external reads forget it in moved).
+// external reads forget it in readOnVersion).
 func (a *apiClient) apiError(ctx context.Context, what, gv, verb, namespace string, r *versionResolver, err error) error {
 	group, _, _ := strings.Cut(gv, "/")
 	switch {
@@ -508,8 +492,8 @@ func (a *apiClient) apiError(ctx context.Context, what, gv, verb, namespace stri
 			r.forget(ctx)
 			return err
 		}
-		// An adapter's 404; moved forgot the version already.
-		return MetricNotFound{err}
+		// An adapter's 404; readOnVersion forgot the version already.
+		return MetricNotFound{GroupVersion: gv, Err: err}
 	case apierrors.IsServiceUnavailable(err):
 		// The aggregator answers 503 for a registered APIService it cannot reach: the
 		// version stays known, so the next read says the same rather than "not served".

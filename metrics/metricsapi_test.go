@@ -325,7 +325,7 @@ func TestCustomMetricsErrors(t *testing.T) {
 		wantErr []string
 		// wantSourceFailure: the source failed (not what was asked), so explain exits 1.
 		wantSourceFailure bool
-		// wantNotFound: the adapter has no such metric (IsMetricNotFound).
+		// wantNotFound: the adapter has no such metric (AsMetricNotFound).
 		wantNotFound bool
 	}{
 		{name: "an unserved API says what to install", wantErr: []string{"custom.metrics.k8s.io (v1beta2 or v1beta1) is not served", "custom metrics adapter"}},
@@ -367,8 +367,8 @@ func TestCustomMetricsErrors(t *testing.T) {
 			if got := IsSourceFailure(err); got != tc.wantSourceFailure {
 				t.Errorf("IsSourceFailure(%q) = %v, want %v", err, got, tc.wantSourceFailure)
 			}
-			if got := IsMetricNotFound(err); got != tc.wantNotFound {
-				t.Errorf("IsMetricNotFound(%q) = %v, want %v", err, got, tc.wantNotFound)
+			if _, got := AsMetricNotFound(err); got != tc.wantNotFound {
+				t.Errorf("AsMetricNotFound(%q) = %v, want %v", err, got, tc.wantNotFound)
 			}
 		})
 	}
@@ -482,7 +482,7 @@ func TestExternalMetricsErrors(t *testing.T) {
 		wantErr string
 		// wantSourceFailure: the source failed (not what was asked), so explain exits 1.
 		wantSourceFailure bool
-		// wantNotFound: the adapter has no such metric (IsMetricNotFound).
+		// wantNotFound: the adapter has no such metric (AsMetricNotFound).
 		wantNotFound bool
 	}{
 		{name: "an unserved API says what to install", wantErr: "external.metrics.k8s.io (v1beta1) is not served by this cluster; install an external metrics adapter"},
@@ -509,8 +509,8 @@ func TestExternalMetricsErrors(t *testing.T) {
 			if got := IsSourceFailure(err); got != tc.wantSourceFailure {
 				t.Errorf("IsSourceFailure(%v) = %v, want %v", err, got, tc.wantSourceFailure)
 			}
-			if got := IsMetricNotFound(err); got != tc.wantNotFound {
-				t.Errorf("IsMetricNotFound(%v) = %v, want %v", err, got, tc.wantNotFound)
+			if _, got := AsMetricNotFound(err); got != tc.wantNotFound {
+				t.Errorf("AsMetricNotFound(%v) = %v, want %v", err, got, tc.wantNotFound)
 			}
 		})
 	}

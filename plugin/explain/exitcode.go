@@ -2,7 +2,6 @@ package explain
 
 import (
 	"fmt"
-	"strings"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -60,7 +59,7 @@ func (o *Options) decisionExitError(hpa *autoscalingv2.HorizontalPodAutoscaler, 
 		if reason == "" && d.Err != nil {
 			reason, msg = "FailedComputeMetricsReplicas", d.Err.Error()
 		}
-		msg += o.notFoundHint(hpa, d)
+		msg += notFoundHint(hpa, d)
 		return &cmdutil.ExitError{Code: cmdutil.ExitCannotCompute, Err: fmt.Errorf("horizontalpodautoscaler %s/%s cannot compute a replica count, so nothing would be scaled (ScalingActive=False, %s): %s",
 			hpa.Namespace, hpa.Name, reason, msg)}
 	}
@@ -69,22 +68,11 @@ func (o *Options) decisionExitError(hpa *autoscalingv2.HorizontalPodAutoscaler, 
 
 // notFoundHint says where to look when the adapter answered that it has no value for a metric
 // (the name or selector match none of its series): what it serves, at the version read.
-func (o *Options) notFoundHint(hpa *autoscalingv2.HorizontalPodAutoscaler, d replicas.Decision) string {
+func notFoundHint(hpa *autoscalingv2.HorizontalPodAutoscaler, d replicas.Decision) string {
 	for i, m := range d.Metrics {
-		if i >= len(hpa.Spec.Metrics) || !metrics.IsMetricNotFound(m.Err) {
-			continue
+		if nf, ok := metrics.AsMetricNotFound(m.Err); ok && i < len(hpa.Spec.Metrics) {
+			return fmt.Sprintf("; the adapter has no value for metric %s: compare its name and selector with what the adapter serves (kubectl get --raw /apis/%s)", output.ShortName(hpa.Spec.Metrics[i]), nf.GroupVersion)
 		}
-		spec := hpa.Spec.Metrics[i]
-		api := requiredAPI(spec.Type, false)
-		gv := api + "/v1beta1"
-		if o.clients.Metrics != nil {
-			for s := range strings.SplitSeq(o.clients.Metrics.Source(), ", ") {
-				if strings.HasPrefix(s, api+"/") {
-					gv = s
-				}
-			}
-		}
-		return fmt.Sprintf("; the adapter has no value for metric %s: compare its name and selector with what the adapter serves (kubectl get --raw /apis/%s)", output.ShortName(spec), gv)
 	}
 	return ""
 }

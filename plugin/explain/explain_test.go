@@ -463,7 +463,7 @@ func TestExplainFailsWithDistinctCodesAndOneLine(t *testing.T) {
 				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: &q},
 			}}}
 			f.Served = append(f.Served, "external.metrics.k8s.io/v1beta1")
-			f.M.Err = metrics.MetricNotFound{Err: errors.New(`no metrics returned from external metrics API (external.metrics.k8s.io/v1beta1) for metric queue matching "q=nothing" in shop`)}
+			f.M.Err = metrics.MetricNotFound{GroupVersion: "external.metrics.k8s.io/v1beta1", Err: errors.New(`no metrics returned from external metrics API (external.metrics.k8s.io/v1beta1) for metric queue matching "q=nothing" in shop`)}
 			return f
 		}, []string{"web", "-n", "shop"}, cmdutil.ExitCannotCompute, `(ScalingActive=False, FailedGetExternalMetric): the HPA was unable to compute the replica count: unable to get external metric shop/queue/&LabelSelector{MatchLabels:map[string]string{q: nothing,},MatchExpressions:[]LabelSelectorRequirement{},}: no metrics returned from external metrics API (external.metrics.k8s.io/v1beta1) for metric queue matching "q=nothing" in shop; the adapter has no value for metric queue: compare its name and selector with what the adapter serves (kubectl get --raw /apis/external.metrics.k8s.io/v1beta1)`},
 		{"bad metrics source flag", newFixture, []string{"web", "-n", "shop", "--metrics-source", "carrier-pigeon"}, cmdutil.ExitUsage, `unknown --metrics-source "carrier-pigeon"`},
