@@ -41,9 +41,7 @@ func (o *Options) explain(ctx context.Context) (*v1alpha1.Explanation, error) {
 	klog.FromContext(ctx).V(2).Info("Decided", "phase", d.Phase, "current", d.CurrentReplicas, "desired", d.DesiredReplicas)
 	e := output.Build(o.facts(ev, g))
 	linted := rules.Check(g.objs, cmdutil.LintOptions(o.Config, g.served))
-	if so := keda.Owner(ev.Read, g.objs.ScaledObjects); so != nil {
-		e.KEDA = keda.Explain(ev.Read, so, d.CurrentReplicas)
-	}
+	e.KEDA = keda.Of(ev.Read, g.objs.ScaledObjects, d.CurrentReplicas)
 	e.Findings = output.MergeFindings(append(output.DecisionFindings(ev.Input, d, e), keda.Findings(e.KEDA)...), output.LintFindings(linted, o.Namespace, o.Name))
 	if err := o.decisionExitError(ev.Read, ev.Input, d, g.served); err != nil {
 		if ev.Input.ScaleErr != nil {

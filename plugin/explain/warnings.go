@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/controller/replicas"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/keda"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/output"
 )
 
@@ -71,7 +72,7 @@ func managerWarnings(hpa *autoscalingv2.HorizontalPodAutoscaler, pods []*corev1.
 	if len(out) > 0 {
 		return out
 	}
-	if name := hpa.Labels["scaledobject.keda.sh/name"]; name != "" {
+	if name := hpa.Labels[keda.Label]; name != "" {
 		out = append(out, warning(WarnKEDA, "this HPA carries KEDA's label for ScaledObject %q: KEDA rewrites it, so change the ScaledObject instead", name))
 	}
 	for _, p := range pods {

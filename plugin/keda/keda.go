@@ -52,11 +52,11 @@ func Owns(hpa *autoscalingv2.HorizontalPodAutoscaler, so *unstructured.Unstructu
 			return true
 		}
 	}
-	return hpa.Name == HPAName(so)
+	return hpa.Name == hpaName(so)
 }
 
-// HPAName is the name KEDA gives the ScaledObject's HPA.
-func HPAName(so *unstructured.Unstructured) string {
+// hpaName is the name KEDA gives the ScaledObject's HPA.
+func hpaName(so *unstructured.Unstructured) string {
 	if name, _, _ := unstructured.NestedString(so.Object, "status", "hpaName"); name != "" {
 		return name
 	}
@@ -114,9 +114,9 @@ func (t Trigger) String() string {
 	return t.Type
 }
 
-// Fallback is spec.fallback; ok is false when there is none KEDA would apply (KEDA's
+// fallbackOf is spec.fallback; ok is false when there is none KEDA would apply (KEDA's
 // HasValidFallback: both counts at least 0).
-func Fallback(so *unstructured.Unstructured) (threshold, replicas int64, behavior string, ok bool) {
+func fallbackOf(so *unstructured.Unstructured) (threshold, replicas int64, behavior string, ok bool) {
 	fb, found, _ := unstructured.NestedMap(so.Object, "spec", "fallback")
 	if !found {
 		return 0, 0, "", false
@@ -133,9 +133,18 @@ func Fallback(so *unstructured.Unstructured) (threshold, replicas int64, behavio
 // triggerIndex is the index in s<index>-<scaler>, KEDA's External metric name.
 var triggerIndex = regexp.MustCompile(`^s(\d+)-`)
 
-// Explain is what KEDA adds around hpa, which so owns; current is the target's replica
-// count (fallback behaviors other than static use it).
-func Explain(hpa *autoscalingv2.HorizontalPodAutoscaler, so *unstructured.Unstructured, current int32) *v1alpha1.KEDA {
+// Of is what KEDA adds around hpa when one of sos owns it, nil when none does; current is the
+// target's replica count (fallback behaviors other than static use it).
+func Of(hpa *autoscalingv2.HorizontalPodAutoscaler, sos []*unstructured.Unstructured, current int32) *v1alpha1.KEDA {
+	so := Owner(hpa, sos)
+	if so == nil {
+		return nil
+	}
+	return explain(hpa, so, current)
+}
+
+// explain is what KEDA adds around hpa, which so owns.
+func explain(hpa *autoscalingv2.HorizontalPodAutoscaler, so *unstructured.Unstructured, current int32) *v1alpha1.KEDA {
 	k := &v1alpha1.KEDA{ScaledObject: so.GetName(), CooldownSeconds: defaultCooldown}
 	conds, _, _ := unstructured.NestedSlice(so.Object, "status", "conditions")
 	for _, c := range conds {
@@ -171,7 +180,7 @@ func Explain(hpa *autoscalingv2.HorizontalPodAutoscaler, so *unstructured.Unstru
 // answers with its fallback value.
 func metrics(hpa *autoscalingv2.HorizontalPodAutoscaler, so *unstructured.Unstructured, current int32) ([]v1alpha1.KEDAMetric, []string) {
 	triggers := Triggers(so)
-	threshold, fbReplicas, behavior, hasFallback := Fallback(so)
+	threshold, fbReplicas, behavior, hasFallback := fallbackOf(so)
 	var out []v1alpha1.KEDAMetric
 	var notes []string
 	for _, spec := range hpa.Spec.Metrics {

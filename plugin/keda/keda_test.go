@@ -97,7 +97,7 @@ func TestEachMetricNamesItsTriggerAndAFallbackInForceSaysWhatKEDAAnswers(t *test
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			hpa := kedaHPA(external("s1-prometheus"), cpu())
-			k := Explain(hpa, scaledObject(t, so(tc.behavior, tc.failures)), tc.current)
+			k := Of(hpa, []*unstructured.Unstructured{scaledObject(t, so(tc.behavior, tc.failures))}, tc.current)
 			if len(k.Metrics) != 2 || k.Metrics[0].Trigger != "triggers[1] prometheus/rps" || k.Metrics[1].Trigger != "triggers[0] cpu" {
 				t.Fatalf("metrics %+v, want s1-prometheus from triggers[1] and cpu from triggers[0]", k.Metrics)
 			}
@@ -163,7 +163,7 @@ func TestPauseAndScaleToZeroSayWhatKEDADecidesItself(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := scaledObject(t, "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: web, namespace: shop}\nspec:\n  "+tc.spec+"\n  triggers: [{type: prometheus, metadata: {threshold: '10'}}]\n")
 			o.SetAnnotations(tc.annotations)
-			k := Explain(kedaHPA(external("s0-prometheus")), o, tc.current)
+			k := Of(kedaHPA(external("s0-prometheus")), []*unstructured.Unstructured{o}, tc.current)
 			got := ""
 			if k.Pause != nil {
 				got = k.Pause.Annotation

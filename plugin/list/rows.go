@@ -220,9 +220,7 @@ func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, leas
 			continue
 		}
 		r := o.rowOf(ev)
-		if so := keda.Owner(ev.Read, objs.ScaledObjects); so != nil {
-			r.Explanation.KEDA = keda.Explain(ev.Read, so, ev.Decision.CurrentReplicas)
-		}
+		r.Explanation.KEDA = keda.Of(ev.Read, objs.ScaledObjects, ev.Decision.CurrentReplicas)
 		r.Explanation.Findings = output.MergeFindings(append(r.Explanation.Findings, keda.Findings(r.Explanation.KEDA)...), linted[h.Name])
 		out = append(out, r)
 	}
