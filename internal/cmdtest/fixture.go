@@ -32,12 +32,6 @@ import (
 // Now is the fixture's present.
 var Now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-// vpaGVR is the VerticalPodAutoscaler resource the fake dynamic client lists.
-var vpaGVR = schema.GroupVersionResource{Group: "autoscaling.k8s.io", Version: "v1", Resource: "verticalpodautoscalers"}
-
-// scaledObjectGVR is KEDA's ScaledObject resource the fake dynamic client lists.
-var scaledObjectGVR = schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
-
 // Fixture is a cluster of fakes, valid by default: HPA shop/web on Deployment web, four
 // ready pods and their cpu metrics.
 type Fixture struct {
@@ -163,7 +157,7 @@ func (f *Fixture) Build() (*cmdutil.Clients, *Fakes) {
 	for _, o := range f.ScaledObjects {
 		dynObjs = append(dynObjs, o)
 	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{vpaGVR: "VerticalPodAutoscalerList", scaledObjectGVR: "ScaledObjectList"}, dynObjs...)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmdutil.VPAResource: "VerticalPodAutoscalerList", cmdutil.ScaledObjectResource: "ScaledObjectList"}, dynObjs...)
 	c := &cmdutil.Clients{
 		Kube:      kube,
 		Scales:    &live.ScaleClient{Scales: sc, Mapper: mapper},

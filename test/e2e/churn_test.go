@@ -692,7 +692,7 @@ func churnWaitAllDecided(t *testing.T, nss []string, want int) {
 				return err
 			}
 			for _, h := range list.Items {
-				if c := histCondition(&h, autoscalingv2.ScalingActive); c != nil && c.Status == corev1.ConditionTrue {
+				if c := hpaCondition(&h, autoscalingv2.ScalingActive); c != nil && c.Status == corev1.ConditionTrue {
 					done++
 				}
 			}

@@ -148,9 +148,12 @@ func cmCPU(name string, totalMilli int64) func(context.Context, *testing.T, *clu
 // own whose custom and external metrics API is a real aggregated API server
 // (custom-metrics-apiserver's test adapter), kube-controller-manager's HPA controller scales
 // six HPAs (a Pods metric, an Object metric against a Value and one against an AverageValue,
-// two External metrics, cpu beside a Pods metric) to the sizes their metrics ask for. explain
-// and list then decide each as kube-controller-manager's status says it decided: the same
-// count, the same conditions (type, status, reason) and the same current metric values.
+// two External metrics, cpu beside a Pods metric) to the sizes their metrics ask for, and
+// five whose metrics fail. explain and list then decide each as kube-controller-manager's
+// status says it decided: the same count, the same conditions (type, status, reason) and the
+// same current metric values. Then, each against kube-controller-manager: kubectl hpa run in
+// its place and back; timeline and tune from Prometheus; the adapter serving v1beta1 only;
+// KEDA-owned HPAs; the adapter down.
 func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *testing.T) {
 	t.Parallel()
 	c := cmStartCluster(t)
@@ -162,7 +165,7 @@ func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *
 		t.Fatal(err)
 	}
 	t.Logf("custom metrics adapter Available in %.1fs", time.Since(t0).Seconds())
-	// Prometheus scrapes what the adapter serves from the start (timeline reads it at the end).
+	// Prometheus scrapes what the adapter serves from the start (the timeline phase reads it).
 	prom, err := c.Prometheus(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +241,7 @@ func TestCustomAndExternalMetricsExplainAndListDecideAsKubeControllerManager(t *
 			st := hpa.Status
 			// An HPA whose metrics fail keeps the desired count of its last decision: none
 			// (0) when it never made one.
-			undecided := h.fails && cmCondition(hpa, autoscalingv2.ScalingActive) != nil && cmCondition(hpa, autoscalingv2.ScalingActive).Status == corev1.ConditionFalse
+			undecided := h.fails && cmUndecided(hpa)
 			if (st.DesiredReplicas != h.settles && !undecided) || st.CurrentReplicas != h.settles || d.Status.ReadyReplicas != h.settles {
 				delete(settledAt, h.name)
 				off = append(off, fmt.Sprintf("%s: status %d -> %d, %d ready (want %d)", h.name, st.CurrentReplicas, st.DesiredReplicas, d.Status.ReadyReplicas, h.settles))
@@ -363,8 +366,8 @@ func cmCompare(ctx context.Context, t *testing.T, phase string, k cluster.Kubect
 		if phase != cmDown && h.fails && e.Error != nil && (code != 10 || !strings.Contains(e.Error.Message, "the adapter has no value for metric no-such-metric") && !strings.Contains(e.Error.Message, "the adapter has no value for metric my-external-metric")) {
 			t.Errorf("%s: explain %s exited %d (%+v), want 10 naming the metric the adapter has no value for", phase, h.name, code, e.Error)
 		}
-		if active := cmCondition(hpa, autoscalingv2.ScalingActive); (active != nil && active.Status == corev1.ConditionFalse) != (e.Error != nil) {
-			t.Errorf("%s: explain %s exited %d (%+v) where kube-controller-manager's ScalingActive is %+v: an error is where the controller could not decide, and only there", phase, h.name, code, e.Error, active)
+		if cmUndecided(hpa) != (e.Error != nil) {
+			t.Errorf("%s: explain %s exited %d (%+v) where kube-controller-manager's ScalingActive is %+v: an error is where the controller could not decide, and only there", phase, h.name, code, e.Error, hpaCondition(hpa, autoscalingv2.ScalingActive))
 		}
 		if phase == cmV1beta1 && cmUsesCustom(h) && e.Error == nil && !strings.Contains(e.MetricsSource, "custom.metrics.k8s.io/v1beta1") {
 			t.Errorf("%s: explain %s read its metrics from %q, want custom.metrics.k8s.io/v1beta1, the only version served", phase, h.name, e.MetricsSource)
@@ -398,8 +401,7 @@ func cmCompare(ctx context.Context, t *testing.T, phase string, k cluster.Kubect
 func cmDifferences(hpa, before *autoscalingv2.HorizontalPodAutoscaler, e *v1alpha1.Explanation) []string {
 	// ScalingActive=False: kube-controller-manager could not compute a count, scaled nothing
 	// and left the desired count of its last decision in the status (0 when it never made one).
-	active := cmCondition(hpa, autoscalingv2.ScalingActive)
-	undecided := active != nil && active.Status == corev1.ConditionFalse
+	undecided := cmUndecided(hpa)
 	if e.Decision == nil {
 		if !undecided {
 			return []string{fmt.Sprintf("no decision (%+v), where kube-controller-manager decided %d -> %d %s", e.Error, hpa.Status.CurrentReplicas, hpa.Status.DesiredReplicas, cmConditions(hpa.Status.Conditions))}
@@ -426,7 +428,7 @@ func cmDifferences(hpa, before *autoscalingv2.HorizontalPodAutoscaler, e *v1alph
 		mine, ok := set[string(c.Type)]
 		kept := before == nil && c.Type == autoscalingv2.ScaledToZero
 		if before != nil {
-			prev := cmCondition(before, c.Type)
+			prev := hpaCondition(before, c.Type)
 			kept = prev != nil && prev.Status == c.Status && prev.Reason == c.Reason
 		}
 		switch {
@@ -455,13 +457,11 @@ func cmDifferences(hpa, before *autoscalingv2.HorizontalPodAutoscaler, e *v1alph
 	return out
 }
 
-func cmCondition(hpa *autoscalingv2.HorizontalPodAutoscaler, typ autoscalingv2.HorizontalPodAutoscalerConditionType) *autoscalingv2.HorizontalPodAutoscalerCondition {
-	for i := range hpa.Status.Conditions {
-		if hpa.Status.Conditions[i].Type == typ {
-			return &hpa.Status.Conditions[i]
-		}
-	}
-	return nil
+// cmUndecided says whether kube-controller-manager's last sync of hpa could not compute a
+// count (ScalingActive=False).
+func cmUndecided(hpa *autoscalingv2.HorizontalPodAutoscaler) bool {
+	active := hpaCondition(hpa, autoscalingv2.ScalingActive)
+	return active != nil && active.Status == corev1.ConditionFalse
 }
 
 func cmConditions(cs []autoscalingv2.HorizontalPodAutoscalerCondition) string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,4 +175,14 @@ func startOwnCluster(t *testing.T, name string, cfg cluster.Config) *cluster.Clu
 		}
 	})
 	return c
+}
+
+// hpaCondition is hpa's status condition of type typ, nil when it has none.
+func hpaCondition(hpa *autoscalingv2.HorizontalPodAutoscaler, typ autoscalingv2.HorizontalPodAutoscalerConditionType) *autoscalingv2.HorizontalPodAutoscalerCondition {
+	for i := range hpa.Status.Conditions {
+		if hpa.Status.Conditions[i].Type == typ {
+			return &hpa.Status.Conditions[i]
+		}
+	}
+	return nil
 }

@@ -94,15 +94,6 @@ func histGetHPA(t *testing.T, ns string) *autoscalingv2.HorizontalPodAutoscaler 
 	return hpa
 }
 
-func histCondition(hpa *autoscalingv2.HorizontalPodAutoscaler, typ autoscalingv2.HorizontalPodAutoscalerConditionType) *autoscalingv2.HorizontalPodAutoscalerCondition {
-	for i := range hpa.Status.Conditions {
-		if hpa.Status.Conditions[i].Type == typ {
-			return &hpa.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // TestHistoryScaleDownWindowSurvivesALeaseFailover: 4 replicas, the load drops under a 120 s
 // scale-down window, the Lease holder is killed 80 s after its last recommendation of the old
 // size and the standby takes over.
@@ -140,7 +131,7 @@ func TestHistoryScaleDownWindowSurvivesALeaseFailover(t *testing.T) {
 		}
 		eventually(t, 60*time.Second, "the holder reconciles web at 4", func(context.Context) error {
 			hpa := histGetHPA(t, ns)
-			if c := histCondition(hpa, autoscalingv2.ScalingActive); c == nil || c.Status != corev1.ConditionTrue || hpa.Status.DesiredReplicas != 4 {
+			if c := hpaCondition(hpa, autoscalingv2.ScalingActive); c == nil || c.Status != corev1.ConditionTrue || hpa.Status.DesiredReplicas != 4 {
 				return fmt.Errorf("status %+v", hpa.Status)
 			}
 			return nil
@@ -168,7 +159,7 @@ func TestHistoryScaleDownWindowSurvivesALeaseFailover(t *testing.T) {
 		var t0, lastHigh time.Time
 		eventually(t, 90*time.Second, "the holder holds the scale-down to 1 (ScaleDownStabilized)", func(context.Context) error {
 			hpa := histGetHPA(t, ns)
-			c := histCondition(hpa, autoscalingv2.AbleToScale)
+			c := hpaCondition(hpa, autoscalingv2.AbleToScale)
 			if c == nil || c.Reason != "ScaleDownStabilized" {
 				return fmt.Errorf("AbleToScale %+v", c)
 			}
@@ -249,8 +240,8 @@ func TestHistoryScaleDownWindowSurvivesALeaseFailover(t *testing.T) {
 			if e.History == nil || e.History.Source != "recorded" || e.Decision == nil || e.Decision.DesiredReplicas != 4 {
 				t.Errorf("explain during the window: history %+v, decision %+v; want the recorded history and a hold at 4", e.History, e.Decision)
 			}
-			if hpa := histGetHPA(t, ns); hpa.Status.DesiredReplicas != 4 || histCondition(hpa, autoscalingv2.AbleToScale).Reason != "ScaleDownStabilized" {
-				t.Errorf("the new holder's decision: desired %d, %+v; explain said hold at 4", hpa.Status.DesiredReplicas, histCondition(hpa, autoscalingv2.AbleToScale))
+			if hpa := histGetHPA(t, ns); hpa.Status.DesiredReplicas != 4 || hpaCondition(hpa, autoscalingv2.AbleToScale).Reason != "ScaleDownStabilized" {
+				t.Errorf("the new holder's decision: desired %d, %+v; explain said hold at 4", hpa.Status.DesiredReplicas, hpaCondition(hpa, autoscalingv2.AbleToScale))
 			}
 		}
 
@@ -301,7 +292,7 @@ func TestHistoryRateLimitSurvivesARestart(t *testing.T) {
 		first, second := "e2e:hist-rate-1-"+ns, "e2e:hist-rate-2-"+ns
 		run := lifeStart(t, pluginAs(t, first), args...)
 		eventually(t, 60*time.Second, "run reconciles web at 2", func(context.Context) error {
-			if c := histCondition(histGetHPA(t, ns), autoscalingv2.ScalingActive); c == nil || c.Status != corev1.ConditionTrue {
+			if c := hpaCondition(histGetHPA(t, ns), autoscalingv2.ScalingActive); c == nil || c.Status != corev1.ConditionTrue {
 				return fmt.Errorf("ScalingActive %+v", c)
 			}
 			return nil

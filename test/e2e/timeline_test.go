@@ -630,7 +630,7 @@ func TestTimelineOfRunIsTheSameFromItsPersistedHistoryAndItsRecording(t *testing
 	r := startRun(t, k, "-n", ns, "--sync-period="+sync.String(), "-o", "json", "--record", recorded)
 	limited := func(reason string) func(context.Context) error {
 		return func(context.Context) error {
-			if c := histCondition(histGetHPA(t, ns), autoscalingv2.ScalingLimited); c == nil || c.Reason != reason {
+			if c := hpaCondition(histGetHPA(t, ns), autoscalingv2.ScalingLimited); c == nil || c.Reason != reason {
 				return fmt.Errorf("ScalingLimited %+v", c)
 			}
 			return nil

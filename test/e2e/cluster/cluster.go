@@ -30,6 +30,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -309,6 +310,9 @@ func (c *Cluster) KubeconfigFor(user string) (string, error) {
 
 // Client is an administrator clientset.
 func (c *Cluster) Client() kubernetes.Interface { return c.client }
+
+// Dynamic is a dynamic client of the cluster, as its admin.
+func (c *Cluster) Dynamic() (dynamic.Interface, error) { return dynamic.NewForConfig(c.restCfg) }
 
 // RESTConfig is the administrator client configuration (a copy).
 func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restCfg) }

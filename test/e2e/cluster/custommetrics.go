@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/dynamic"
 )
 
 // CustomMetrics is a real custom and external metrics API: custom-metrics-apiserver's own test
@@ -83,19 +82,11 @@ func (c *Cluster) CustomMetrics(ctx context.Context) (*CustomMetrics, error) {
 	if c.customMetrics != nil {
 		return c.customMetrics, nil
 	}
-	t0 := time.Now()
 	bin := filepath.Join(c.cfg.BinDir, "custom-metrics-adapter")
-	if waited, err := awaitBinary(ctx, bin, c.cfg.BinWait); err != nil {
-		return nil, fmt.Errorf("custom metrics adapter: %w", err)
-	} else if waited > 0 {
-		c.cfg.Progress("%-28s %6.2fs", "custom metrics (its build)", waited.Seconds())
-		t0 = time.Now()
-	}
-	cm, err := c.startCustomMetrics(ctx, bin)
+	cm, err := startWhenBuilt(ctx, c, "custom metrics adapter", bin, func() (*CustomMetrics, error) { return c.startCustomMetrics(ctx, bin) })
 	if err != nil {
 		return nil, err
 	}
-	c.cfg.Progress("%-28s %6.2fs", "custom metrics adapter", time.Since(t0).Seconds())
 	c.mu.Lock() // Pids and Stop read it under c.mu
 	c.customMetrics = cm
 	c.mu.Unlock()
@@ -118,7 +109,7 @@ func (c *Cluster) startCustomMetrics(ctx context.Context, bin string) (*CustomMe
 	if err := c.createService(ctx, svc, nil); err != nil {
 		return nil, fmt.Errorf("custom metrics adapter: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(c.restCfg)
+	dyn, err := c.Dynamic()
 	if err != nil {
 		return nil, fmt.Errorf("custom metrics adapter: dynamic client: %w", err)
 	}
@@ -276,7 +267,7 @@ func (cm *CustomMetrics) Stop(ctx context.Context) error {
 	if err := c.stopComponent(&cm.proc, "custom-metrics-adapter", stopGrace); err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(c.restCfg)
+	dyn, err := c.Dynamic()
 	if err != nil {
 		return fmt.Errorf("custom metrics adapter: dynamic client: %w", err)
 	}
@@ -300,7 +291,7 @@ func (cm *CustomMetrics) Stop(ctx context.Context) error {
 func (cm *CustomMetrics) Unregister(ctx context.Context, group, version string) error {
 	c := cm.c
 	name := version + "." + group
-	dyn, err := dynamic.NewForConfig(c.restCfg)
+	dyn, err := c.Dynamic()
 	if err != nil {
 		return fmt.Errorf("custom metrics adapter: dynamic client: %w", err)
 	}
@@ -384,9 +375,10 @@ func (c *Cluster) customMetricsProc() *process {
 	return c.customMetrics.proc
 }
 
-// stopCustomMetricsFeeds stops posting values. c.mu is held.
+// stopCustomMetricsFeeds stops posting values and serving them to Prometheus. c.mu is held.
 func (c *Cluster) stopCustomMetricsFeeds() {
 	if c.customMetrics != nil {
 		c.customMetrics.cancel()
+		_ = c.customMetrics.exporter.Close()
 	}
 }

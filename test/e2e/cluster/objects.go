@@ -192,7 +192,7 @@ func (c *Cluster) startMetricsServer(ctx context.Context) error {
 	if err := c.createService(ctx, svc, nil); err != nil {
 		return fmt.Errorf("metrics-server: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(c.restCfg)
+	dyn, err := c.Dynamic()
 	if err != nil {
 		return fmt.Errorf("metrics-server: dynamic client: %w", err)
 	}
@@ -278,7 +278,7 @@ func (c *Cluster) StopMetricsServer(ctx context.Context) error {
 	if err := c.stopComponent(&c.metrics, "metrics-server", stopGrace); err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(c.restCfg)
+	dyn, err := c.Dynamic()
 	if err != nil {
 		return fmt.Errorf("metrics-server: dynamic client: %w", err)
 	}
@@ -308,7 +308,7 @@ func (c *Cluster) StartMetricsServer(ctx context.Context) error {
 	if err := c.checkStopped(&c.metrics, "metrics-server"); err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(c.restCfg)
+	dyn, err := c.Dynamic()
 	if err != nil {
 		return fmt.Errorf("metrics-server: dynamic client: %w", err)
 	}

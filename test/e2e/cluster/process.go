@@ -67,6 +67,25 @@ func awaitBinary(ctx context.Context, bin string, wait time.Duration) (time.Dura
 	}
 }
 
+// startWhenBuilt starts a component built alongside the tests (see awaitBinary) once its
+// binary bin is there, saying how long the wait for its build and its start took.
+func startWhenBuilt[T any](ctx context.Context, c *Cluster, name, bin string, start func() (T, error)) (T, error) {
+	var zero T
+	t0 := time.Now()
+	if waited, err := awaitBinary(ctx, bin, c.cfg.BinWait); err != nil {
+		return zero, fmt.Errorf("%s: %w", name, err)
+	} else if waited > 0 {
+		c.cfg.Progress("%-28s %6.2fs", name+" (its build)", waited.Seconds())
+		t0 = time.Now()
+	}
+	v, err := start()
+	if err != nil {
+		return zero, err
+	}
+	c.cfg.Progress("%-28s %6.2fs", name, time.Since(t0).Seconds())
+	return v, nil
+}
+
 // startProcess launches bin with args, output appended to logDir/name.log. The child gets
 // SIGKILL if the harness dies, so a crashed test does not leak control-plane processes. It
 // runs in a process group of its own, so a terminal's Ctrl-C reaches only the harness (or the

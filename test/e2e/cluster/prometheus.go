@@ -55,18 +55,10 @@ func (c *Cluster) Prometheus(ctx context.Context) (*Prometheus, error) {
 	if c.prometheus != nil {
 		return c.prometheus, nil
 	}
-	t0 := time.Now()
-	if waited, err := awaitBinary(ctx, filepath.Join(c.cfg.BinDir, "prometheus"), c.cfg.BinWait); err != nil {
-		return nil, fmt.Errorf("prometheus: %w", err)
-	} else if waited > 0 {
-		c.cfg.Progress("%-28s %6.2fs", "prometheus (its build)", waited.Seconds())
-		t0 = time.Now()
-	}
-	p, err := c.startPrometheus(ctx)
+	p, err := startWhenBuilt(ctx, c, "prometheus", filepath.Join(c.cfg.BinDir, "prometheus"), func() (*Prometheus, error) { return c.startPrometheus(ctx) })
 	if err != nil {
 		return nil, err
 	}
-	c.cfg.Progress("%-28s %6.2fs", "prometheus", time.Since(t0).Seconds())
 	c.mu.Lock() // Pids and Stop read it under c.mu
 	c.prometheus = p
 	c.mu.Unlock()
