@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -138,17 +139,26 @@ func explainPredictsUpstreamHoldFromPrometheus(t *testing.T, ns string, prom *cl
 		t.Errorf("kube-controller-manager wrote the scale at %s, outside the predicted [%s, %s) give or take one sync (%s)",
 			write.Received.Format(time.StampMilli), rp.HoldEnds.From.Format(time.TimeOnly), rp.HoldEnds.To.Format(time.TimeOnly), sync)
 	}
-	events, err := shared.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=SuccessfulRescale"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The controller records its event after the scale write, through its event broadcaster:
+	// it may not be there yet when the write is.
 	var first string
-	var firstAt time.Time
-	for _, ev := range events.Items {
-		if at := ev.LastTimestamp.Time; !at.Before(dropped.Truncate(time.Second)) && (first == "" || at.Before(firstAt)) {
-			first, firstAt = ev.Message, at
+	eventually(t, 30*time.Second, "kube-controller-manager's rescale event after the drop", func(ctx context.Context) error {
+		events, err := shared.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=SuccessfulRescale"})
+		if err != nil {
+			return err
 		}
-	}
+		var firstAt time.Time
+		first = ""
+		for _, ev := range events.Items {
+			if at := ev.LastTimestamp.Time; !at.Before(dropped.Truncate(time.Second)) && (first == "" || at.Before(firstAt)) {
+				first, firstAt = ev.Message, at
+			}
+		}
+		if first == "" {
+			return errors.New("no SuccessfulRescale event since the drop yet")
+		}
+		return nil
+	})
 	if want := fmt.Sprintf("New size: %d;", *rp.HoldEndsAt); !strings.HasPrefix(first, want) {
 		t.Errorf("kube-controller-manager's first rescale after the drop: %q, want %q", first, want)
 	}
