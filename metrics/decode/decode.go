@@ -280,7 +280,7 @@ func HeapsterPodsSamples(podNames []string, list ModelResultList, now time.Time,
 		return nil, time.Time{}, fmt.Errorf("requested metrics for %d pods, got metrics for %d", len(podNames), len(list.Items))
 	}
 	out := sampleset.New(len(podNames))
-	var oldest time.Time
+	var oldest int64
 	found := false
 	for i, item := range list.Items {
 		v, ts, ok, err := collapseSamples(item.Metrics, time.Minute)
@@ -293,12 +293,18 @@ func HeapsterPodsSamples(podNames []string, list ModelResultList, now time.Time,
 		if err := CheckFresh(ts, now, maxAge, "the newest sample of pod "+podNames[i]); err != nil {
 			return nil, time.Time{}, err
 		}
-		if !out.Add(podNames[i], sampleset.Sample{MilliValue: v, Timestamp: sampleset.Timestamp(ts), Window: time.Minute}) {
+		// The time returned is the oldest as the samples hold it: a time past 2262 is clamped
+		// there, and the returned one must not be newer than every sample.
+		stamp := sampleset.Timestamp(ts)
+		if !out.Add(podNames[i], sampleset.Sample{MilliValue: v, Timestamp: stamp, Window: time.Minute}) {
 			return nil, time.Time{}, fmt.Errorf("pod %s is listed twice", podNames[i])
 		}
-		if !found || ts.Before(oldest) {
-			oldest, found = ts, true
+		if !found || stamp < oldest {
+			oldest, found = stamp, true
 		}
 	}
-	return out, oldest, nil
+	if !found {
+		return out, time.Time{}, nil
+	}
+	return out, sampleset.Time(oldest), nil
 }
