@@ -29,6 +29,7 @@ var commands = map[string][]string{
 	"lint":       {"lint"},
 	"list":       {"list"},
 	"timeline":   {"timeline"},
+	"top":        {"top"},
 }
 
 // optionsLine ends the help of every command: the global flags are listed once, by

@@ -26,6 +26,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/run"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/simulate"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/timeline"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/top"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/tune"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/version"
 )
@@ -65,7 +66,7 @@ and can run the control loop in the foreground.`,
 	configFlags.AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(version.NewCmdVersion(streams))
 	cmd.AddCommand(explain.NewCmdExplain(configFlags, streams), completion.NewCmdCompletion(streams))
-	cmd.AddCommand(list.NewCmdList(configFlags, streams))
+	cmd.AddCommand(list.NewCmdList(configFlags, streams), top.NewCmdTop(configFlags, streams))
 	cmd.AddCommand(run.NewCmdRun(configFlags, streams))
 	cmd.AddCommand(simulate.NewCmdSimulate(configFlags, streams))
 	cmd.AddCommand(timeline.NewCmdTimeline(configFlags, streams))

@@ -70,3 +70,9 @@ func IsTerminal(out io.Writer) bool {
 	f, ok := out.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// IsTerminalReader says whether in is a terminal (an *os.File on a TTY).
+func IsTerminalReader(in io.Reader) bool {
+	f, ok := in.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

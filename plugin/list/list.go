@@ -147,7 +147,7 @@ func newCmd(o *Options) *cobra.Command {
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "List the HPAs of every namespace")
 	fs.StringVarP(&o.Selector, "selector", "l", o.Selector, "Label selector of the HPAs to list (=, ==, !=, in, notin, exists), e.g. -l team=shop")
 	fs.BoolVar(&o.ProblemsOnly, "problems", o.ProblemsOnly, "Only the HPAs with a problem")
-	fs.StringVar(&o.SortBy, "sort-by", o.SortBy, "Sort the rows by a column: "+strings.Join(sortColumns(), ", ")+" (default: namespace, then name)")
+	fs.StringVar(&o.SortBy, "sort-by", o.SortBy, "Sort the rows by a column: "+strings.Join(SortColumns(), ", ")+" (default: namespace, then name)")
 	fs.BoolVarP(&o.Watch, "watch", "w", o.Watch, "List again every --sync-period until interrupted, marking with * what changed")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "The cluster's sync period (kube-controller-manager --horizontal-pod-autoscaler-sync-period): with --watch, how often to list again, since a decision changes at most once a period")
 	cmdutil.AddControllerConfigFlags(fs, &o.Config, "The cluster's")
@@ -205,8 +205,8 @@ func (o *Options) Validate() error {
 	if o.AllNamespaces && len(o.Names) > 0 {
 		return cmdutil.UsageErrorf("HPA names are per namespace: name them with -n NAMESPACE, not -A")
 	}
-	if o.SortBy != "" && !slices.Contains(sortColumns(), normalColumn(o.SortBy)) {
-		return cmdutil.UsageErrorf("--sort-by %q is not a column: use one of %s", o.SortBy, strings.Join(sortColumns(), ", "))
+	if o.SortBy != "" && !slices.Contains(SortColumns(), NormalColumn(o.SortBy)) {
+		return cmdutil.UsageErrorf("--sort-by %q is not a column: use one of %s", o.SortBy, strings.Join(SortColumns(), ", "))
 	}
 	if o.Config.Tolerance < 0 {
 		return cmdutil.UsageErrorf("--tolerance must not be negative, got %v", o.Config.Tolerance)
@@ -223,15 +223,11 @@ func (o *Options) Validate() error {
 // Run lists the HPAs, decides for each from its namespace's batched reads, and prints the
 // rows; with --watch again every sync period until ctx is done.
 func (o *Options) Run(ctx context.Context) error {
-	if o.clients == nil {
-		c, err := o.newClients(ctx, o)
-		if err != nil {
-			return err
-		}
-		o.clients = c
+	if err := o.Connect(ctx); err != nil {
+		return err
 	}
 	if !o.Watch {
-		rows, err := o.rows(ctx)
+		rows, err := o.Rows(ctx)
 		if err != nil {
 			return err
 		}
@@ -246,7 +242,7 @@ func (o *Options) Run(ctx context.Context) error {
 	frames := &cmdutil.Frames{Out: o.Out, Redraw: o.printer == nil && o.isTerminal()}
 	var before map[string][]string
 	return cmdutil.Watch(ctx, o.Clock, o.SyncPeriod, o.ErrOut, func(ctx context.Context) error {
-		rows, err := o.rows(ctx)
+		rows, err := o.Rows(ctx)
 		if err != nil {
 			return err
 		}
@@ -274,6 +270,22 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	})
 }
+
+// Connect builds the clients Rows reads through, once.
+func (o *Options) Connect(ctx context.Context) error {
+	if o.clients != nil {
+		return nil
+	}
+	c, err := o.newClients(ctx, o)
+	if err != nil {
+		return err
+	}
+	o.clients = c
+	return nil
+}
+
+// Kube is the cluster's clientset, after Connect.
+func (o *Options) Kube() kubernetes.Interface { return o.clients.Kube }
 
 // nothingFound is kubectl get's line for an empty list.
 func (o *Options) nothingFound() string {

@@ -33,8 +33,8 @@ import (
 // sent together).
 const parallelNamespaces = 8
 
-// row is one HPA's line: its Explanation, with its findings (Explanation.Findings).
-type row struct {
+// Row is one HPA's line: its Explanation, with its findings (Explanation.Findings).
+type Row struct {
 	Explanation *v1alpha1.Explanation
 	// Binding is the core's constraint (replicas.ConstraintOf); empty when not evaluated.
 	Binding string
@@ -83,12 +83,12 @@ func timeOf(t *metav1.Time) time.Time {
 	return t.Time
 }
 
-// findings are the row's problems, worst first.
-func (r row) findings() []v1alpha1.Finding { return r.Explanation.Findings }
+// Findings are the row's problems, worst first.
+func (r Row) Findings() []v1alpha1.Finding { return r.Explanation.Findings }
 
-// rows lists the HPAs (the only read whose failure fails the command), then decides for each
+// Rows lists the HPAs (the only read whose failure fails the command), then decides for each
 // from its namespace's batched reads, in namespace and name order.
-func (o *Options) rows(ctx context.Context) ([]row, error) {
+func (o *Options) Rows(ctx context.Context) ([]Row, error) {
 	all, hpas, err := o.listHPAs(ctx)
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func (o *Options) rows(ctx context.Context) ([]row, error) {
 	}
 	var (
 		mu  sync.Mutex
-		out []row
+		out []Row
 		wg  sync.WaitGroup
 	)
 	sem := make(chan struct{}, parallelNamespaces)
@@ -133,13 +133,13 @@ func (o *Options) rows(ctx context.Context) ([]row, error) {
 		out = append(out, notFoundRow(o.Namespace, name))
 	}
 	if o.ProblemsOnly {
-		out = slices.DeleteFunc(out, func(r row) bool { return len(r.findings()) == 0 })
+		out = slices.DeleteFunc(out, func(r Row) bool { return len(r.Findings()) == 0 })
 	}
-	slices.SortFunc(out, func(a, b row) int {
+	slices.SortFunc(out, func(a, b Row) int {
 		return cmp.Or(cmp.Compare(a.Explanation.Metadata.Namespace, b.Explanation.Metadata.Namespace), cmp.Compare(a.Explanation.Metadata.Name, b.Explanation.Metadata.Name))
 	})
 	if o.SortBy != "" {
-		sortRows(out, normalColumn(o.SortBy))
+		SortRows(out, NormalColumn(o.SortBy))
 	}
 	return out, nil
 }
@@ -193,7 +193,7 @@ func (o *Options) missingNames(hpas []*autoscalingv2.HorizontalPodAutoscaler) []
 // evaluation path, as explain does (every HPA of the namespace read, all, those selected decided): the cluster's controller now, with the history
 // reconstructed from its status and rescale events (or the one run recorded). Each row's
 // findings are list's own and the lint rules' on its HPA.
-func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, leases *history.Leases, namespace string, all, hpas []*autoscalingv2.HorizontalPodAutoscaler) []row {
+func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, leases *history.Leases, namespace string, all, hpas []*autoscalingv2.HorizontalPodAutoscaler) []Row {
 	c := o.clients
 	var src *batch.Namespace
 	read := make(chan struct{})
@@ -211,7 +211,7 @@ func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, leas
 	}
 	linted := lintFindings(rules.Check(objs, cmdutil.LintOptions(o.Config, lr.Served)))
 	opts := evaluation.Options{Now: o.Clock.Now(), Config: o.Config, WithoutHistory: true, OmitPodTreatments: o.printer == nil, Overlaps: src}
-	out := make([]row, 0, len(hpas))
+	out := make([]Row, 0, len(hpas))
 	for _, h := range hpas {
 		ev, err := evaluation.Evaluate(ctx, src, namespace, h.Name, opts)
 		if err != nil {
@@ -228,7 +228,7 @@ func (o *Options) namespaceRows(ctx context.Context, lr cmdutil.LintReader, leas
 }
 
 // rowOf builds the Explanation as explain builds it (output.Build) and the row's findings.
-func (o *Options) rowOf(ev *evaluation.Evaluation) row {
+func (o *Options) rowOf(ev *evaluation.Evaluation) Row {
 	hpa, in, d := ev.Read, ev.Input, ev.Decision
 	var freshDesired *int32
 	if ev.Fresh != nil && ev.Fresh.DesiredReplicas != d.DesiredReplicas {
@@ -261,7 +261,7 @@ func (o *Options) rowOf(ev *evaluation.Evaluation) row {
 	}
 	// After the status writers: a disagreement's causes are read from them.
 	e.Findings = output.DecisionFindings(in, d, e)
-	r := row{Explanation: e, Binding: string(replicas.ConstraintOf(d))}
+	r := Row{Explanation: e, Binding: string(replicas.ConstraintOf(d))}
 	// A direction its behavior disables is held by that field, which no time releases.
 	r.heldUnknown = past.Err != nil && heldByTime(r.Binding) && output.DisabledBy(replicas.ConstraintOf(d), e.Behavior) == ""
 	if in.ScaleErr != nil {
@@ -274,13 +274,13 @@ func (o *Options) rowOf(ev *evaluation.Evaluation) row {
 }
 
 // notFoundRow is a named HPA the list did not find.
-func notFoundRow(namespace, name string) row {
+func notFoundRow(namespace, name string) Row {
 	err := &cmdutil.ExitError{Code: cmdutil.ExitHPANotFound, Err: apierrors.NewNotFound(autoscalingv2.Resource("horizontalpodautoscalers"), name)}
 	return errorRow(namespace, name, err)
 }
 
 // errorRow is an HPA that could not be evaluated at all.
-func errorRow(namespace, name string, err error) row {
+func errorRow(namespace, name string, err error) Row {
 	e := v1alpha1.NewExplanation(namespace, name)
 	code := cmdutil.ExitCode(err)
 	e.Error = &v1alpha1.Error{ExitCode: code, Reason: cmdutil.ExitReason(code), Message: err.Error()}
@@ -290,7 +290,7 @@ func errorRow(namespace, name string, err error) row {
 		msg = ee.Err.Error()
 	}
 	e.Findings = []v1alpha1.Finding{{ID: v1alpha1.FindingNotEvaluated, Severity: rules.SeverityError, Message: msg}}
-	return row{Explanation: e}
+	return Row{Explanation: e}
 }
 
 func quoted(names []string) string {

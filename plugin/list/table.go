@@ -23,7 +23,7 @@ const unknown = "<unknown>"
 // print writes the rows to out as a table, or the Explanations as a versioned List (-o
 // json|yaml). With before (--watch: each row's changeKeys in the frame before, by
 // namespace/name), a * follows every cell that changed, and the NAME of a row that is new.
-func (o *Options) print(out io.Writer, rows []row, before map[string][]string) error {
+func (o *Options) print(out io.Writer, rows []Row, before map[string][]string) error {
 	if o.printer != nil {
 		l := v1alpha1.NewList()
 		for _, r := range rows {
@@ -51,16 +51,16 @@ func (o *Options) print(out io.Writer, rows []row, before map[string][]string) e
 
 // marked are r's cells with a * after those whose changeKeys differ from before's (nil: the
 // first frame, or no watch), and after the NAME of a row before did not have.
-func marked(r row, cs []string, before map[string][]string) []string {
+func marked(r Row, cs []string, before map[string][]string) []string {
 	if before == nil {
 		return cs
 	}
-	was, ok := before[rowKey(r)]
+	was, ok := before[Key(r)]
 	if !ok {
 		cs[1] += "*"
 		return cs
 	}
-	for i, k := range changeKeys(r) {
+	for i, k := range ChangeKeys(r) {
 		if k != was[i] {
 			cs[i] += "*"
 		}
@@ -68,36 +68,47 @@ func marked(r row, cs []string, before map[string][]string) []string {
 	return cs
 }
 
-func rowKey(r row) string {
+func Key(r Row) string {
 	return r.Explanation.Metadata.Namespace + "/" + r.Explanation.Metadata.Name
 }
 
 // changeKeysByRow are the rows' changeKeys by namespace/name, for the next frame's marks.
-func changeKeysByRow(rows []row) map[string][]string {
+func changeKeysByRow(rows []Row) map[string][]string {
 	out := make(map[string][]string, len(rows))
 	for _, r := range rows {
-		out[rowKey(r)] = changeKeys(r)
+		out[Key(r)] = ChangeKeys(r)
 	}
 	return out
 }
 
 // shown keeps the columns this output shows of a full row of cells.
 func (o *Options) shown(all []string) []string {
+	return Shown(all, o.AllNamespaces, o.wide)
+}
+
+// Columns are the table's header: NAMESPACE only for every namespace, METRICS only wide.
+func Columns(allNamespaces, wide bool) []string {
+	return Shown(slices.Clone(columns), allNamespaces, wide)
+}
+
+// Shown keeps, of a full row of cells (Cells) or of anything per cell, those of
+// Columns(allNamespaces, wide).
+func Shown[T any](all []T, allNamespaces, wide bool) []T {
 	out := all
-	if !o.wide {
+	if !wide {
 		out = out[:len(out)-1]
 	}
-	if !o.AllNamespaces {
+	if !allNamespaces {
 		out = out[1:]
 	}
 	return out
 }
 
 // printProblems writes each finding's message under the table (-o wide).
-func (o *Options) printProblems(out io.Writer, rows []row) {
+func (o *Options) printProblems(out io.Writer, rows []Row) {
 	first := true
 	for _, r := range rows {
-		for _, f := range r.findings() {
+		for _, f := range r.Findings() {
 			if first {
 				fmt.Fprintln(out)
 				first = false
@@ -111,9 +122,15 @@ func (o *Options) printProblems(out io.Writer, rows []row) {
 // cells are every column of r, in the order of columns: HELD UNTIL and CONTROLLER's times
 // relative to the decision's time, every status writer with -o wide, the latest (and how many
 // others) without.
-func cells(r row, wide bool) []string {
+func cells(r Row, wide bool) []string {
+	return Cells(r, r.Explanation.Time.Time, wide)
+}
+
+// Cells are every column of r, in the order of Columns(true, true), HELD UNTIL and
+// CONTROLLER's times relative to now (top counts them down between decisions).
+func Cells(r Row, now time.Time, wide bool) []string {
 	e := r.Explanation
-	out := []string{e.Metadata.Namespace, e.Metadata.Name, unknown, unknown, unknown, unknown, unknown, orNone(r.Binding), heldCell(r), unknown, unknown, problems(r.findings()), unknown}
+	out := []string{e.Metadata.Namespace, e.Metadata.Name, unknown, unknown, unknown, unknown, unknown, orNone(r.Binding), heldCell(r, now), unknown, unknown, problems(r.Findings()), unknown}
 	if t := e.Target; t != nil {
 		out[2] = t.Kind + "/" + t.Name
 	}
@@ -135,7 +152,7 @@ func cells(r row, wide bool) []string {
 		out[9] = h.Source
 	}
 	if c := e.Cluster; c != nil {
-		out[10] = controllerCell(c.StatusWriters, e.Time.Time, wide)
+		out[10] = controllerCell(c.StatusWriters, now, wide)
 	}
 	var all []string
 	for _, m := range e.Metrics {
@@ -147,10 +164,10 @@ func cells(r row, wide bool) []string {
 	return out
 }
 
-// changeKeys are what cells says, with the times absolute and CONTROLLER as its writers'
+// ChangeKeys are what cells says, with the times absolute and CONTROLLER as its writers'
 // names: what -w compares between frames (a relative time changes at every frame, a writer
 // writes at every sync; neither is news).
-func changeKeys(r row) []string {
+func ChangeKeys(r Row) []string {
 	out := cells(r, true)
 	if v := r.Explanation.Verdict; v != nil && v.HeldUntil != nil {
 		out[8] = v.HeldUntil.UTC().Format(time.RFC3339)
@@ -166,8 +183,9 @@ func changeKeys(r row) []string {
 	return out
 }
 
-// heldCell is when the window or policy holding the decision lets go of it ("in 3m20s").
-func heldCell(r row) string {
+// heldCell is when the window or policy holding the decision lets go of it ("in 3m20s"
+// after now; "now" once it has).
+func heldCell(r Row, now time.Time) string {
 	e := r.Explanation
 	switch {
 	case r.heldUnknown || e.Decision == nil:
@@ -175,7 +193,10 @@ func heldCell(r row) string {
 	case e.Verdict == nil || e.Verdict.HeldUntil == nil:
 		return "<none>"
 	}
-	return "in " + duration.HumanDuration(e.Verdict.HeldUntil.Sub(e.Time.Time))
+	if !e.Verdict.HeldUntil.After(now) {
+		return "now"
+	}
+	return "in " + duration.HumanDuration(e.Verdict.HeldUntil.Sub(now))
 }
 
 // controllerCell is who last wrote the HPA's status and how long before now: the latest
@@ -240,22 +261,22 @@ func orNone(s string) string {
 	return s
 }
 
-// normalColumn is a --sort-by value as a column name (binding, would-be, WOULD_BE: "WOULD BE").
-func normalColumn(s string) string {
+// NormalColumn is a --sort-by value as a column name (binding, would-be, WOULD_BE: "WOULD BE").
+func NormalColumn(s string) string {
 	return strings.NewReplacer("-", " ", "_", " ").Replace(strings.ToUpper(strings.TrimSpace(s)))
 }
 
-// sortColumns are the columns --sort-by takes.
-func sortColumns() []string { return columns[:len(columns)-1] }
+// SortColumns are the columns --sort-by takes.
+func SortColumns() []string { return columns[:len(columns)-1] }
 
-// sortRows sorts by one column, stably (the rows come in namespace and name order): counts as
+// SortRows sorts by one column, stably (the rows come in namespace and name order): counts as
 // numbers, HELD UNTIL soonest first, PROBLEMS worst first, everything else as text.
-func sortRows(rows []row, column string) {
+func SortRows(rows []Row, column string) {
 	i := slices.Index(columns, column)
-	slices.SortStableFunc(rows, func(a, b row) int {
+	slices.SortStableFunc(rows, func(a, b Row) int {
 		switch column {
 		case "PROBLEMS":
-			return cmp.Or(cmp.Compare(worst(a.findings()), worst(b.findings())), cmp.Compare(len(b.findings()), len(a.findings())))
+			return cmp.Or(cmp.Compare(worst(a.Findings()), worst(b.Findings())), cmp.Compare(len(b.Findings()), len(a.Findings())))
 		case "CURRENT", "WOULD BE":
 			x, errX := leadingCount(cells(a, false)[i])
 			y, errY := leadingCount(cells(b, false)[i])
@@ -269,7 +290,7 @@ func sortRows(rows []row, column string) {
 }
 
 // heldTime is when the decision is held until, zero when not.
-func heldTime(r row) time.Time {
+func heldTime(r Row) time.Time {
 	if v := r.Explanation.Verdict; v != nil && v.HeldUntil != nil {
 		return v.HeldUntil.Time
 	}

@@ -1,0 +1,641 @@
+package top
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/explain"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/list"
+)
+
+// passMsg is one pass of the fleet from the feed: list's rows, when they were decided, and why
+// the pass failed (the rows before it then stay on screen).
+type passMsg struct {
+	rows []list.Row
+	at   time.Time
+	err  error
+}
+
+// tickMsg is a second passing: HELD UNTIL and the pass's age count down on screen.
+type tickMsg time.Time
+
+// screen is what the model shows.
+type screen int
+
+const (
+	fleetScreen screen = iota
+	hpaScreen
+	helpScreen
+)
+
+// sessionLength is how many passes of an HPA's replicas the session keeps for its sparkline.
+const sessionLength = 60
+
+// sizes are an HPA's replicas at one pass: what it runs and what its decision would set.
+type sizes struct{ current, desired int32 }
+
+// model is the screen's state. It changes only in Update, from messages, so tests drive it as
+// the program does.
+type model struct {
+	// scope says what is listed ("namespace shop", "every namespace").
+	scope         string
+	allNamespaces bool
+	period        time.Duration
+	// refresh asks the feed for a pass now; nil in tests.
+	refresh func()
+	// tick is the next second's tick; tests leave it nil, so that the screen's times are the
+	// passes' own.
+	tick func() tea.Cmd
+
+	width, height int
+	now           time.Time
+
+	rows    []list.Row
+	at      time.Time
+	err     error
+	passes  int
+	before  map[string][]string
+	changed map[string][]bool
+	session map[string][]sizes
+
+	sortBy       string
+	filter       string
+	filtering    bool
+	problemsOnly bool
+	namespace    string
+
+	// selected is the key (namespace/name) of the row under the cursor, so that it stays
+	// selected when a pass reorders the rows.
+	selected string
+	first    int
+	screen   screen
+	scroll   int
+}
+
+func newModel(scope string, allNamespaces bool, period time.Duration, sortBy string, problemsOnly bool, refresh func()) *model {
+	return &model{
+		scope: scope, allNamespaces: allNamespaces, period: period, refresh: refresh,
+		sortBy: sortBy, problemsOnly: problemsOnly,
+		width: 80, height: 24,
+		changed: map[string][]bool{}, session: map[string][]sizes{},
+		tick: everySecond,
+	}
+}
+
+func (m *model) Init() tea.Cmd { return m.next() }
+
+func everySecond() tea.Cmd {
+	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+func (m *model) next() tea.Cmd {
+	if m.tick == nil {
+		return nil
+	}
+	return m.tick()
+}
+
+func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+	case tickMsg:
+		m.now = time.Time(msg)
+		return m, m.next()
+	case passMsg:
+		m.pass(msg)
+	case tea.KeyPressMsg:
+		return m, m.key(msg)
+	}
+	return m, nil
+}
+
+// pass takes a new pass of the fleet: what changed since the one before is marked, as list -w
+// marks it, and each HPA's replicas join its session.
+func (m *model) pass(p passMsg) {
+	m.passes++
+	m.err = p.err
+	if p.err != nil {
+		return
+	}
+	m.at = p.at
+	if m.now.Before(p.at) {
+		m.now = p.at
+	}
+	keys := make(map[string][]string, len(p.rows))
+	m.changed = make(map[string][]bool, len(p.rows))
+	for _, r := range p.rows {
+		k := list.Key(r)
+		keys[k] = list.ChangeKeys(r)
+		marks := make([]bool, len(keys[k]))
+		if was, ok := m.before[k]; ok {
+			for i := range marks {
+				marks[i] = keys[k][i] != was[i]
+			}
+		} else if m.before != nil {
+			marks[1] = true // a new HPA: its NAME
+		}
+		m.changed[k] = marks
+		if d := r.Explanation.Decision; d != nil {
+			m.session[k] = append(m.session[k], sizes{d.CurrentReplicas, d.DesiredReplicas})
+			m.session[k] = m.session[k][max(0, len(m.session[k])-sessionLength):]
+		}
+	}
+	m.before = keys
+	m.rows = p.rows
+}
+
+// key answers one keystroke.
+func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
+	s := k.String()
+	if s == "ctrl+c" {
+		return tea.Quit
+	}
+	if m.filtering {
+		switch s {
+		case "enter":
+			m.filtering = false
+		case "esc":
+			m.filtering, m.filter = false, ""
+		case "backspace":
+			if r := []rune(m.filter); len(r) > 0 {
+				m.filter = string(r[:len(r)-1])
+			}
+		default:
+			if k.Text != "" {
+				m.filter += k.Text
+			}
+		}
+		m.first = 0
+		return nil
+	}
+	switch m.screen {
+	case helpScreen:
+		if s == "q" {
+			return tea.Quit
+		}
+		m.screen = fleetScreen
+		return nil
+	case hpaScreen:
+		return m.hpaKey(s)
+	}
+	return m.fleetKey(s)
+}
+
+func (m *model) fleetKey(s string) tea.Cmd {
+	rows := m.visible()
+	i := m.cursor(rows)
+	switch s {
+	case "q":
+		return tea.Quit
+	case "?":
+		m.screen = helpScreen
+	case "/":
+		m.filtering = true
+	case "esc":
+		m.filter = ""
+	case "up", "k":
+		m.moveTo(rows, i-1)
+	case "down", "j":
+		m.moveTo(rows, i+1)
+	case "pgup":
+		m.moveTo(rows, i-m.tableHeight())
+	case "pgdown", "space":
+		m.moveTo(rows, i+m.tableHeight())
+	case "home", "g":
+		m.moveTo(rows, 0)
+	case "end", "G":
+		m.moveTo(rows, len(rows)-1)
+	case "enter":
+		if i >= 0 {
+			m.selected = list.Key(rows[i])
+			m.screen, m.scroll = hpaScreen, 0
+		}
+	case "p":
+		m.problemsOnly = !m.problemsOnly
+	case "s":
+		m.sortBy = nextOf(append([]string{""}, m.sortColumns()...), m.sortBy)
+	case "n":
+		if m.allNamespaces {
+			m.namespace = nextOf(append([]string{""}, m.namespaces()...), m.namespace)
+		}
+	case "r":
+		if m.refresh != nil {
+			m.refresh()
+		}
+	}
+	return nil
+}
+
+func (m *model) hpaKey(s string) tea.Cmd {
+	switch s {
+	case "q":
+		return tea.Quit
+	case "esc", "backspace", "left", "h":
+		m.screen = fleetScreen
+	case "?":
+		m.screen = helpScreen
+	case "up", "k":
+		m.scroll = max(0, m.scroll-1)
+	case "down", "j":
+		m.scroll++
+	case "pgup":
+		m.scroll = max(0, m.scroll-(m.height-3))
+	case "pgdown", "space":
+		m.scroll += m.height - 3
+	case "home", "g":
+		m.scroll = 0
+	case "r":
+		if m.refresh != nil {
+			m.refresh()
+		}
+	}
+	return nil
+}
+
+// nextOf is the value after cur in all, wrapping around.
+func nextOf(all []string, cur string) string {
+	return all[(slices.Index(all, cur)+1)%len(all)]
+}
+
+// sortColumns are the columns s cycles through: those on screen.
+func (m *model) sortColumns() []string {
+	return slices.DeleteFunc(list.SortColumns(), func(c string) bool { return c == "NAMESPACE" && !m.allNamespaces })
+}
+
+// namespaces are those of the rows, in order.
+func (m *model) namespaces() []string {
+	var out []string
+	for _, r := range m.rows {
+		if ns := r.Explanation.Metadata.Namespace; !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// visible are the rows on screen, in their order: the namespace chosen, the problems only,
+// those whose cells hold the filter (case-insensitive), sorted.
+func (m *model) visible() []list.Row {
+	filter := strings.ToLower(m.filter)
+	var out []list.Row
+	for _, r := range m.rows {
+		e := r.Explanation
+		switch {
+		case m.namespace != "" && e.Metadata.Namespace != m.namespace:
+		case m.problemsOnly && len(r.Findings()) == 0:
+		case filter != "" && !strings.Contains(strings.ToLower(strings.Join(list.Cells(r, m.now, false), " ")), filter):
+		default:
+			out = append(out, r)
+		}
+	}
+	if m.sortBy != "" {
+		list.SortRows(out, m.sortBy)
+	}
+	return out
+}
+
+// cursor is the index of the selected row in rows: the first row when none is selected or the
+// selected one is gone, -1 for no rows.
+func (m *model) cursor(rows []list.Row) int {
+	if len(rows) == 0 {
+		return -1
+	}
+	return max(0, slices.IndexFunc(rows, func(r list.Row) bool { return list.Key(r) == m.selected }))
+}
+
+func (m *model) moveTo(rows []list.Row, i int) {
+	if len(rows) == 0 {
+		return
+	}
+	m.selected = list.Key(rows[min(max(i, 0), len(rows)-1)])
+}
+
+// tableHeight is how many rows fit under the header lines, the column names and above the
+// footer.
+func (m *model) tableHeight() int { return max(1, m.height-4) }
+
+// open is the row the HPA screen shows, nil when it is gone from the fleet.
+func (m *model) open() *list.Row {
+	i := slices.IndexFunc(m.rows, func(r list.Row) bool { return list.Key(r) == m.selected })
+	if i < 0 {
+		return nil
+	}
+	return &m.rows[i]
+}
+
+var (
+	titleStyle    = lipgloss.NewStyle().Bold(true)
+	selectedStyle = lipgloss.NewStyle().Reverse(true)
+	errorStyle    = lipgloss.NewStyle().Foreground(lipgloss.Red)
+	faintStyle    = lipgloss.NewStyle().Faint(true)
+)
+
+func (m *model) View() tea.View {
+	var content string
+	switch m.screen {
+	case helpScreen:
+		content = m.helpView()
+	case hpaScreen:
+		content = m.hpaView()
+	default:
+		content = m.fleetView()
+	}
+	v := tea.NewView(content)
+	v.AltScreen = true
+	v.WindowTitle = "kubectl hpa top: " + m.scope
+	return v
+}
+
+// fleetView is the header, the table of the visible rows around the cursor, and the footer.
+func (m *model) fleetView() string {
+	var lines []string
+	lines = append(lines, m.headerLines()...)
+	rows := m.visible()
+	header := list.Columns(m.allNamespaces, false)
+	cells := make([][]string, len(rows))
+	for i, r := range rows {
+		cells[i] = list.Shown(list.Cells(r, m.now, false), m.allNamespaces, false)
+		if marks := m.changed[list.Key(r)]; marks != nil {
+			for j, changed := range list.Shown(slices.Clone(marks), m.allNamespaces, false) {
+				if changed {
+					cells[i][j] += "*"
+				}
+			}
+		}
+	}
+	widths := make([]int, len(header))
+	for j, h := range header {
+		widths[j] = len(h)
+		for i := range cells {
+			widths[j] = max(widths[j], lipgloss.Width(cells[i][j]))
+		}
+	}
+	keep := fitColumns(header, widths, m.width-2)
+	header, widths = pick(header, keep), pick(widths, keep)
+	for i := range cells {
+		cells[i] = pick(cells[i], keep)
+	}
+	lines = append(lines, fit("  "+joinCells(header, widths), m.width))
+	cur := m.cursor(rows)
+	height := m.tableHeight()
+	// The window of rows shown follows the cursor.
+	switch {
+	case cur < m.first:
+		m.first = max(0, cur)
+	case cur >= m.first+height:
+		m.first = cur - height + 1
+	}
+	m.first = max(0, min(m.first, len(rows)-height))
+	for i := m.first; i < len(rows) && i < m.first+height; i++ {
+		line := fit("  "+joinCells(cells[i], widths), m.width)
+		if i == cur {
+			line = selectedStyle.Render(fit("> "+joinCells(cells[i], widths), m.width))
+		} else if f := rows[i].Findings(); len(f) > 0 && f[0].Severity == v1alpha1.SeverityError {
+			line = errorStyle.Render(line)
+		}
+		lines = append(lines, line)
+	}
+	if len(rows) == 0 {
+		lines = append(lines, "  "+m.nothingShown())
+	}
+	for len(lines) < m.height-1 {
+		lines = append(lines, "")
+	}
+	lines = append(lines, m.footer())
+	return strings.Join(lines[:min(len(lines), max(m.height, 1))], "\n")
+}
+
+// headerLines are the title with what is listed and the problems by kind, and who writes the
+// HPAs' status with when the figures were decided.
+func (m *model) headerLines() []string {
+	problems, withProblems := map[string]int{}, 0
+	writers := map[string]int{}
+	for _, r := range m.rows {
+		if fs := r.Findings(); len(fs) > 0 {
+			withProblems++
+			for _, f := range fs {
+				problems[f.ID]++
+			}
+		}
+		w := "nobody"
+		if c := r.Explanation.Cluster; c != nil && len(c.StatusWriters) > 0 {
+			w = c.StatusWriters[0].Manager
+		}
+		writers[w]++
+	}
+	title := fmt.Sprintf("kubectl hpa top · %s · %d HPAs · %d with problems", m.scope, len(m.rows), withProblems)
+	if len(problems) > 0 {
+		title += ": " + counts(problems)
+	}
+	var second string
+	switch {
+	case m.passes == 0:
+		second = "reading the fleet..."
+	case m.at.IsZero():
+		second = "no pass has succeeded yet"
+	default:
+		second = fmt.Sprintf("decided %s (%s ago, every %s) · status by %s", m.at.UTC().Format("15:04:05"), m.now.Sub(m.at).Round(time.Second), m.period, counts(writers))
+	}
+	lines := []string{titleStyle.Render(fit(title, m.width)), fit(second, m.width)}
+	if m.err != nil {
+		lines[1] = errorStyle.Render(fit("the last pass failed: "+m.err.Error(), m.width))
+	}
+	return lines
+}
+
+// counts are "a 3, b 1": the most first, then by name.
+func counts(by map[string]int) string {
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(by[b], by[a]), cmp.Compare(a, b)) })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, by[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (m *model) nothingShown() string {
+	switch {
+	case m.passes == 0:
+		return "reading the fleet..."
+	case len(m.rows) == 0:
+		return "No HPA found."
+	}
+	return "No HPA matches: esc clears the filter, p shows them all, n the next namespace."
+}
+
+// footer is the filter being typed, or what is shown and the keys.
+func (m *model) footer() string {
+	if m.filtering {
+		return fit("/"+m.filter+"█  (enter keeps it, esc clears it)", m.width)
+	}
+	var shown []string
+	if m.filter != "" {
+		shown = append(shown, "filter "+m.filter)
+	}
+	if m.namespace != "" {
+		shown = append(shown, "namespace "+m.namespace)
+	}
+	if m.problemsOnly {
+		shown = append(shown, "problems only")
+	}
+	sort := "namespace, name"
+	if m.sortBy != "" {
+		sort = strings.ToLower(m.sortBy)
+	}
+	shown = append(shown, "sorted by "+sort)
+	return faintStyle.Render(fit(strings.Join(shown, " · ")+" · ? keys · enter open · / filter · s sort · p problems · q quit", m.width))
+}
+
+// hpaView is the HPA under the cursor as explain shows it, under its replicas this session.
+func (m *model) hpaView() string {
+	r := m.open()
+	if r == nil {
+		return fit(m.selected+" is gone from the fleet: esc goes back.", m.width)
+	}
+	var body bytes.Buffer
+	if s := m.session[list.Key(*r)]; len(s) > 0 {
+		lo, hi := int32(0), int32(1)
+		if rg := r.Explanation.Replicas; rg != nil {
+			lo, hi = rg.Min, rg.Max
+		}
+		fmt.Fprintf(&body, "This session (%d passes, every %s; %d to %d replicas):\n", len(s), m.period, lo, hi)
+		fmt.Fprintf(&body, "  current  %s  now %d\n", sparkline(s, lo, hi, func(x sizes) int32 { return x.current }), s[len(s)-1].current)
+		fmt.Fprintf(&body, "  would be %s  now %d\n\n", sparkline(s, lo, hi, func(x sizes) int32 { return x.desired }), s[len(s)-1].desired)
+	}
+	if err := explain.RenderText(&body, r.Explanation); err != nil {
+		fmt.Fprintf(&body, "rendering: %v\n", err)
+	}
+	all := strings.Split(strings.TrimRight(body.String(), "\n"), "\n")
+	height := max(1, m.height-2)
+	m.scroll = max(0, min(m.scroll, len(all)-height))
+	lines := []string{titleStyle.Render(fit(fmt.Sprintf("kubectl hpa top · %s · decided %s", list.Key(*r), r.Explanation.Time.UTC().Format("15:04:05")), m.width))}
+	for _, l := range all[m.scroll:min(len(all), m.scroll+height)] {
+		lines = append(lines, fit(l, m.width))
+	}
+	for len(lines) < m.height-1 {
+		lines = append(lines, "")
+	}
+	lines = append(lines, faintStyle.Render(fit(fmt.Sprintf("lines %d-%d of %d · ↑/↓ scroll · esc back · ? keys · q quit", m.scroll+1, min(len(all), m.scroll+height), len(all)), m.width)))
+	return strings.Join(lines, "\n")
+}
+
+// sparkline draws one value of each pass between lo and hi.
+func sparkline(s []sizes, lo, hi int32, value func(sizes) int32) string {
+	const bars = "▁▂▃▄▅▆▇█"
+	levels := []rune(bars)
+	out := make([]rune, len(s))
+	for i, x := range s {
+		v := min(max(value(x), lo), hi)
+		l := 0
+		if hi > lo {
+			l = int(int64(v-lo) * int64(len(levels)-1) / int64(hi-lo))
+		}
+		out[i] = levels[l]
+	}
+	return string(out)
+}
+
+const helpText = `kubectl hpa top: keys
+
+  The fleet
+    ↑ ↓ j k       move            pgup pgdown    a page
+    g G           first, last     enter          open the HPA: explain's view
+    /             filter as you type (enter keeps it, esc clears it)
+    s             sort by the next column        p   problems only
+    n             next namespace (with -A)       r   decide again now
+    ?             these keys      q ctrl+c       quit
+
+  One HPA
+    ↑ ↓ pgup pgdown   scroll      esc            back to the fleet
+
+  A * marks a value that changed at the latest pass, as list -w marks it; every
+  figure is list's (explain's for one HPA), decided again every sync period and
+  as soon as an HPA's spec changes.
+
+  any key goes back`
+
+func (m *model) helpView() string {
+	lines := strings.Split(helpText, "\n")
+	for i := range lines {
+		lines[i] = fit(lines[i], m.width)
+	}
+	return strings.Join(lines[:min(len(lines), max(m.height, 1))], "\n")
+}
+
+// dropOrder is the order in which columns leave a table too wide for the terminal: what
+// explains a row least first, so that the decision, its problems and what binds it stay.
+var dropOrder = []string{"HISTORY", "TARGET", "CONTROLLER", "MIN/MAX", "METRIC", "HELD UNTIL", "NAMESPACE", "BINDING", "PROBLEMS"}
+
+// fitColumns says which columns to keep so that the table fits width cells, dropping them in
+// dropOrder as needed.
+func fitColumns(header []string, widths []int, width int) []bool {
+	keep := make([]bool, len(header))
+	total := -3
+	for j := range header {
+		keep[j] = true
+		total += widths[j] + 3
+	}
+	for _, c := range dropOrder {
+		if total <= width {
+			break
+		}
+		if j := slices.Index(header, c); j >= 0 {
+			keep[j] = false
+			total -= widths[j] + 3
+		}
+	}
+	return keep
+}
+
+func pick[T any](all []T, keep []bool) []T {
+	var out []T
+	for j, v := range all {
+		if keep[j] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// joinCells pads each cell to its column's width, three spaces apart as kubectl's tables.
+func joinCells(cells []string, widths []int) string {
+	var b strings.Builder
+	for j, c := range cells {
+		if j > 0 {
+			b.WriteString("   ")
+		}
+		b.WriteString(c)
+		if j < len(cells)-1 {
+			b.WriteString(strings.Repeat(" ", max(0, widths[j]-lipgloss.Width(c))))
+		}
+	}
+	return b.String()
+}
+
+// fit cuts s to width cells, and pads it so that a selected line is reversed to the edge.
+func fit(s string, width int) string {
+	if w := lipgloss.Width(s); w > width {
+		r := []rune(s)
+		for lipgloss.Width(string(r)) > width-1 && len(r) > 0 {
+			r = r[:len(r)-1]
+		}
+		return string(r) + "…"
+	} else if w < width {
+		return s + strings.Repeat(" ", width-w)
+	}
+	return s
+}

@@ -1,0 +1,206 @@
+package top
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/go-logr/logr/funcr"
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
+
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/list"
+)
+
+const long = `Show the HPAs of a namespace (or of all) live in one screen: list's table, decided again
+every --sync-period and as soon as an HPA's spec changes, sorted and filtered as you type, what
+changed at the latest pass marked with *. Enter opens one HPA as explain shows it, under its
+current and desired replicas over the session. Every figure is list's (explain's for one HPA):
+the decision the Kubernetes v1.37 HPA controller would make now. top only reads.
+
+It needs a terminal; kubectl hpa list -w lists again every sync period without one. Press ?
+for the keys, q or Ctrl-C to leave: the terminal is left as it was. What client-go logged while
+the screen was up is written to stderr once it is gone.
+
+Exit codes: 0 ok, 1 unexpected failure, 2 bad flags or no terminal, 4 the namespace does not
+exist, 7 listing HPAs forbidden by RBAC, 9 unauthorized.`
+
+const example = `  # The HPAs of the namespace shop, live
+  kubectl hpa top -n shop
+
+  # Every namespace, the problems only, sorted by the constraint that holds them
+  kubectl hpa top -A --problems --sort-by binding`
+
+// Options are the inputs of "kubectl hpa top".
+type Options struct {
+	// List decides the rows: its flags are top's, and it reads as list -w does.
+	List *list.Options
+	genericiooptions.IOStreams
+
+	// isTerminal says whether In and Out are a terminal.
+	isTerminal func() bool
+	// programOptions are the program's extra options; tests set the window size.
+	programOptions []tea.ProgramOption
+}
+
+// NewOptions returns options with kube-controller-manager's defaults.
+func NewOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Options {
+	return &Options{
+		List:      list.NewOptions(configFlags, streams),
+		IOStreams: streams,
+		isTerminal: func() bool {
+			return cmdutil.IsTerminal(streams.Out) && cmdutil.IsTerminalReader(streams.In)
+		},
+	}
+}
+
+// NewCmdTop builds "kubectl hpa top".
+func NewCmdTop(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	return newCmd(NewOptions(configFlags, streams))
+}
+
+func newCmd(o *Options) *cobra.Command {
+	l := o.List
+	cmd := &cobra.Command{
+		Use:                   "top [-n NAMESPACE | -A] [-l SELECTOR]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Show the fleet's HPAs live in one screen, and open one to see why",
+		Long:                  long,
+		Example:               example,
+		Args:                  cmdutil.NoArgs(": choose the namespace with -n or -A, and filter with / once it shows"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	fs.BoolVarP(&l.AllNamespaces, "all-namespaces", "A", l.AllNamespaces, "Show the HPAs of every namespace")
+	fs.StringVarP(&l.Selector, "selector", "l", l.Selector, "Label selector of the HPAs to show (=, ==, !=, in, notin, exists), e.g. -l team=shop")
+	fs.BoolVar(&l.ProblemsOnly, "problems", l.ProblemsOnly, "Start with the HPAs with a problem only (p switches)")
+	fs.StringVar(&l.SortBy, "sort-by", l.SortBy, "Start sorted by a column (s switches): "+strings.Join(list.SortColumns(), ", ")+" (default: namespace, then name)")
+	fs.DurationVar(&l.SyncPeriod, "sync-period", l.SyncPeriod, "The cluster's sync period (kube-controller-manager --horizontal-pod-autoscaler-sync-period): how often to decide again, since a decision changes at most once a period")
+	cmdutil.AddControllerConfigFlags(fs, &l.Config, "The cluster's")
+	cmdutil.AddMetricsFlags(fs, &l.Metrics)
+	cmdutil.WithUsageExitCodes(cmd)
+	return cmd
+}
+
+// Complete fills list's options: it lists again, as list -w does.
+func (o *Options) Complete(cmd *cobra.Command, args []string) error {
+	o.List.Watch = true
+	return o.List.Complete(cmd, args)
+}
+
+// Validate checks the flags, and that there is a terminal to draw on.
+func (o *Options) Validate() error {
+	if err := o.List.Validate(); err != nil {
+		return err
+	}
+	if !o.isTerminal() {
+		return cmdutil.UsageErrorf("top draws on a terminal, and stdin or stdout is not one: kubectl hpa list -w lists again every sync period without one")
+	}
+	return nil
+}
+
+// Run shows the fleet until the user quits or ctx is done.
+func (o *Options) Run(ctx context.Context) error {
+	if err := o.List.Connect(ctx); err != nil {
+		return err
+	}
+	// The first pass fails the command as list fails (the namespace missing, RBAC), before the
+	// screen is drawn; later failures show on the screen.
+	rows, err := o.List.Rows(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	logs := captureLogs()
+	defer logs.writeTo(o.ErrOut)
+
+	m := newModel(o.scope(), o.List.AllNamespaces, o.List.SyncPeriod, list.NormalColumn(o.List.SortBy), o.List.ProblemsOnly, nil)
+	m.pass(passMsg{rows: rows, at: o.List.Clock.Now()})
+	m.now = o.List.Clock.Now()
+	p := tea.NewProgram(m, append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out)}, o.programOptions...)...)
+	f := newFeed(o.List.Rows, o.List.Clock, o.List.SyncPeriod, p.Send)
+	m.refresh = f.poke
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		// The first pass is on screen: the feed's next comes a period later.
+		select {
+		case <-ctx.Done():
+			return
+		case <-o.List.Clock.After(o.List.SyncPeriod):
+		}
+		f.run(ctx)
+	})
+	wg.Go(func() { watchSpecs(ctx, o.List.Kube(), o.namespace(), f.poke) })
+	_, err = p.Run()
+	cancel()
+	wg.Wait()
+	switch {
+	case err == nil, errors.Is(err, tea.ErrInterrupted), errors.Is(err, tea.ErrProgramKilled):
+		// q, Ctrl-C, SIGINT or SIGTERM: the terminal is restored either way.
+		return nil
+	}
+	return fmt.Errorf("the terminal screen: %w", err)
+}
+
+// scope says what is shown, for the title.
+func (o *Options) scope() string {
+	s := "namespace " + o.List.Namespace
+	if o.List.AllNamespaces {
+		s = "every namespace"
+	}
+	if o.List.Selector != "" {
+		s += " · -l " + o.List.Selector
+	}
+	return s
+}
+
+// namespace is the namespace the informer watches: "" for every one.
+func (o *Options) namespace() string {
+	if o.List.AllNamespaces {
+		return ""
+	}
+	return o.List.Namespace
+}
+
+// logs holds what klog (client-go's informers and clients) logs while the screen is up, where
+// it would draw over the screen, to be written once the screen is gone.
+type logs struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func captureLogs() *logs {
+	l := &logs{}
+	klog.SetLogger(funcr.New(func(prefix, args string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.lines = append(l.lines, strings.TrimSpace(prefix+" "+args))
+	}, funcr.Options{}))
+	return l
+}
+
+// writeTo gives klog its own output back and writes what was held.
+func (l *logs) writeTo(w io.Writer) {
+	klog.ClearLogger()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		fmt.Fprintln(w, line)
+	}
+}

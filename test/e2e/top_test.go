@@ -1,0 +1,177 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
+)
+
+// tmuxPane is a real terminal: a tmux server of the test's own, one window running a command.
+type tmuxPane struct {
+	t      *testing.T
+	socket string
+}
+
+// startTmux runs command in a width x height terminal with env added to tmux's environment.
+// The pane stays after the command ends, so that the test reads what it left.
+func startTmux(t *testing.T, width, height int, env []string, command string) *tmuxPane {
+	t.Helper()
+	p := &tmuxPane{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock")}
+	args := []string{"new-session", "-d", "-s", "e2e", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height)}
+	for _, kv := range env {
+		args = append(args, "-e", kv)
+	}
+	p.tmux(append(args, command)...)
+	p.tmux("set-option", "-t", "e2e", "remain-on-exit", "on")
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", p.socket, "kill-server").Run() })
+	return p
+}
+
+func (p *tmuxPane) tmux(args ...string) string {
+	p.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", p.socket, "-f", "/dev/null"}, args...)...).CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// keys sends key names (Enter, Escape, /) as tmux names them.
+func (p *tmuxPane) keys(keys ...string) { p.tmux(append([]string{"send-keys", "-t", "e2e"}, keys...)...) }
+
+// text types s literally.
+func (p *tmuxPane) text(s string) { p.tmux("send-keys", "-t", "e2e", "-l", s) }
+
+// screen is what the terminal shows now, as text.
+func (p *tmuxPane) screen() string { return p.tmux("capture-pane", "-p", "-t", "e2e") }
+
+// state is a tmux format's value for the pane (#{alternate_on}, #{cursor_flag}, ...).
+func (p *tmuxPane) state(format string) string {
+	return strings.TrimSpace(p.tmux("display-message", "-p", "-t", "e2e", format))
+}
+
+// waitScreen waits until the screen holds every one of want and returns it.
+func (p *tmuxPane) waitScreen(what string, want ...string) string {
+	p.t.Helper()
+	var s string
+	eventually(p.t, time.Minute, what, func(context.Context) error {
+		s = p.screen()
+		for _, w := range want {
+			if !strings.Contains(s, w) {
+				return fmt.Errorf("the screen lacks %q:\n%s", w, s)
+			}
+		}
+		return nil
+	})
+	return s
+}
+
+// lineWith is the first line of s that holds sub, trimmed.
+func lineWith(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
+// TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTerminalAsItWas runs
+// `kubectl hpa top -A` through kubectl in a real terminal (tmux), over the shared cluster's
+// HPAs, one of them this test's: 2 pods at 60% of their cpu request against 50%, so 3. It
+// types a filter (/ and the namespace), sees that HPA's row alone, opens it (Enter) and reads
+// its verdict and binding constraint equal to explain's at the same moment; q leaves the
+// terminal as it was (no alternate screen, cursor shown, echo on) with exit code 0; top wrote
+// nothing. Without a terminal it exits 2 naming list -w.
+func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTerminalAsItWas(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t, "top")
+	loadedWorkload(t, ns, 2, 120)
+	createHPA(t, ns, hpaSpec{})
+	waitMetricsAfterReadiness(t, ns)
+	listWriteStatus(t, ns, 2, 3, nil)
+
+	const user = "e2e:kubectl-hpa-top"
+	k := pluginAs(t, user)
+	mark, err := shared.AuditMark()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// No terminal: exit 2, and where to go instead.
+	_, err = k.Run(context.Background(), "hpa", "top", "-n", ns)
+	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 2 || !strings.Contains(err.Error(), "kubectl hpa list -w") {
+		t.Errorf("top without a terminal: %v; want exit code 2 naming kubectl hpa list -w", err)
+	}
+
+	pane := startTmux(t, 200, 50, kubectlEnv(k), `kubectl hpa top -A --sync-period 2s; echo "top exited $?"; stty -a; exec sleep 600`)
+	fleet := pane.waitScreen("top shows the fleet with this test's HPA", "kubectl hpa top · every namespace", ns)
+	t.Logf("top -A, first screen:\n%s", fleet)
+
+	pane.keys("/")
+	pane.text(ns)
+	pane.keys("Enter")
+	filtered := pane.waitScreen("the filter leaves this test's HPA alone", "filter "+ns)
+	if rows := strings.Count(filtered, "Deployment/web"); rows != 1 || !strings.Contains(lineWith(filtered, ns), " web ") {
+		t.Errorf("after /%s: %d rows on Deployment/web, want this namespace's one:\n%s", ns, rows, filtered)
+	}
+
+	pane.keys("Enter")
+	pane.waitScreen("Enter opens the HPA as explain shows it", "kubectl hpa top · "+ns+"/web", "Verdict:")
+	// Both decide from live metrics: compare screens and explain's output of the same moment.
+	eventually(t, time.Minute, "top's verdict equals explain's", func(ctx context.Context) error {
+		out, err := k.Run(ctx, "hpa", "explain", "web", "-n", ns)
+		if err != nil {
+			return err
+		}
+		s := pane.screen()
+		for _, field := range []string{"Verdict:", "Binding constraint:"} {
+			if got, want := lineWith(s, field), lineWith(out, field); got != want || want == "" {
+				return fmt.Errorf("top's %q, explain's %q\nscreen:\n%s", got, want, s)
+			}
+		}
+		t.Logf("top's HPA screen:\n%s", s)
+		return nil
+	})
+
+	pane.keys("Escape")
+	pane.waitScreen("Esc goes back to the fleet", "filter "+ns, "WOULD BE")
+	pane.keys("q")
+	after := pane.waitScreen("q ends top", "top exited 0")
+	if alt := pane.state("#{alternate_on}"); alt != "0" {
+		t.Errorf("after q the alternate screen is still on (#{alternate_on} %s)", alt)
+	}
+	if cursor := pane.state("#{cursor_flag}"); cursor != "1" {
+		t.Errorf("after q the cursor is hidden (#{cursor_flag} %s)", cursor)
+	}
+	if !strings.Contains(after, " echo ") || strings.Contains(after, " -echo ") {
+		t.Errorf("after q the terminal does not echo (stty -a):\n%s", after)
+	}
+
+	if w := pluginWrites(t, mark, user); len(w) > 0 {
+		t.Errorf("top wrote %d requests, want none: %v", len(w), w)
+	}
+}
+
+// kubectlEnv is the environment k.Command gives kubectl, for a command tmux starts.
+func kubectlEnv(k cluster.Kubectl) []string {
+	cmd := k.Command(context.Background())
+	var out []string
+	for _, kv := range cmd.Env {
+		for _, name := range []string{"PATH=", "KUBECONFIG=", "KUBECACHEDIR=", "HOME="} {
+			if strings.HasPrefix(kv, name) {
+				out = append(out, kv)
+			}
+		}
+	}
+	return append(out, "TERM=xterm-256color")
+}
