@@ -267,7 +267,7 @@ func NormalColumn(s string) string {
 }
 
 // SortColumns are the columns --sort-by takes.
-func SortColumns() []string { return columns[:len(columns)-1] }
+func SortColumns() []string { return slices.Clone(columns[:len(columns)-1]) }
 
 // SortRows sorts by one column, stably (the rows come in namespace and name order): counts as
 // numbers, HELD UNTIL soonest first, PROBLEMS worst first, everything else as text.

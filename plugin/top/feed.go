@@ -7,6 +7,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -37,31 +39,35 @@ func (f *feed) poke() {
 	}
 }
 
-// run passes until ctx is done: at once, then every period and after each poke.
+// run passes every period and after each poke until ctx is done; the first pass is the
+// caller's, so run waits first.
 func (f *feed) run(ctx context.Context) {
 	t := f.clock.NewTicker(f.period)
 	defer t.Stop()
 	for {
-		at := f.clock.Now()
-		rows, err := f.rows(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		f.send(passMsg{rows: rows, at: at, err: err})
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
 		case <-f.now:
 		}
+		at := f.clock.Now()
+		rows, err := f.rows(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		f.send(passMsg{rows: rows, at: at, err: err})
 	}
 }
 
-// watchSpecs calls changed when an HPA of namespace (every namespace for "") is created or
-// deleted, or its spec or labels change: not at the status write every sync brings, which the
-// period's pass shows anyway. It returns when ctx is done.
-func watchSpecs(ctx context.Context, kube kubernetes.Interface, namespace string, changed func()) {
-	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace))
+// watchSpecs calls changed when an HPA of namespace (every namespace for "") that selector
+// selects is created or deleted, or its spec or labels change: not at the status write every
+// sync brings, which the period's pass shows anyway. (The spec is compared, not the
+// generation: the API server counts an HPA's generations only with the HPAGeneration feature
+// gate.) It returns when ctx is done.
+func watchSpecs(ctx context.Context, kube kubernetes.Interface, namespace, selector string, changed func()) {
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 	informer := factory.Autoscaling().V2().HorizontalPodAutoscalers().Informer()
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(_ any, initial bool) {
@@ -72,7 +78,7 @@ func watchSpecs(ctx context.Context, kube kubernetes.Interface, namespace string
 		UpdateFunc: func(oldObj, newObj any) {
 			was, ok1 := oldObj.(*autoscalingv2.HorizontalPodAutoscaler)
 			is, ok2 := newObj.(*autoscalingv2.HorizontalPodAutoscaler)
-			if !ok1 || !ok2 || was.Generation != is.Generation || !maps.Equal(was.Labels, is.Labels) {
+			if !ok1 || !ok2 || !equality.Semantic.DeepEqual(was.Spec, is.Spec) || !maps.Equal(was.Labels, is.Labels) {
 				changed()
 			}
 		},

@@ -10,6 +10,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/api/v1alpha1"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/explain"
@@ -104,18 +105,48 @@ func (m *model) next() tea.Cmd {
 }
 
 func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 	case tickMsg:
-		m.now = time.Time(msg)
-		return m, m.next()
+		// Time on screen only moves forward: a pass may have been taken after this tick.
+		if t := time.Time(msg); t.After(m.now) {
+			m.now = t
+		}
+		cmd = m.next()
 	case passMsg:
 		m.pass(msg)
 	case tea.KeyPressMsg:
-		return m, m.key(msg)
+		cmd = m.key(msg)
+	case tea.PasteMsg:
+		if m.filtering {
+			m.filter += strings.Join(strings.Fields(msg.Content), " ")
+		}
 	}
-	return m, nil
+	m.normalize()
+	return m, cmd
+}
+
+// normalize keeps the cursor on a row shown, the window of rows around it and the HPA
+// screen's scroll within its text, so that View only draws.
+func (m *model) normalize() {
+	rows := m.visible()
+	cur := m.cursor(rows)
+	if m.screen != hpaScreen && cur >= 0 {
+		m.selected = list.Key(rows[cur])
+	}
+	height := m.tableHeight()
+	switch {
+	case cur < m.first:
+		m.first = max(0, cur)
+	case cur >= m.first+height:
+		m.first = cur - height + 1
+	}
+	m.first = max(0, min(m.first, len(rows)-height))
+	if m.screen == hpaScreen {
+		m.scroll = max(0, min(m.scroll, len(m.hpaBody())-m.bodyHeight()))
+	}
 }
 
 // pass takes a new pass of the fleet: what changed since the one before is marked, as list -w
@@ -147,6 +178,12 @@ func (m *model) pass(p passMsg) {
 		if d := r.Explanation.Decision; d != nil {
 			m.session[k] = append(m.session[k], sizes{d.CurrentReplicas, d.DesiredReplicas})
 			m.session[k] = m.session[k][max(0, len(m.session[k])-sessionLength):]
+		}
+	}
+	// The session keeps the HPAs of the latest pass only.
+	for k := range m.session {
+		if _, ok := keys[k]; !ok {
+			delete(m.session, k)
 		}
 	}
 	m.before = keys
@@ -248,9 +285,9 @@ func (m *model) hpaKey(s string) tea.Cmd {
 	case "down", "j":
 		m.scroll++
 	case "pgup":
-		m.scroll = max(0, m.scroll-(m.height-3))
+		m.scroll = max(0, m.scroll-m.bodyHeight())
 	case "pgdown", "space":
-		m.scroll += m.height - 3
+		m.scroll += m.bodyHeight()
 	case "home", "g":
 		m.scroll = 0
 	case "r":
@@ -268,6 +305,7 @@ func nextOf(all []string, cur string) string {
 
 // sortColumns are the columns s cycles through: those on screen.
 func (m *model) sortColumns() []string {
+	// SortColumns is a copy of its own: deleting from it leaves list's columns alone.
 	return slices.DeleteFunc(list.SortColumns(), func(c string) bool { return c == "NAMESPACE" && !m.allNamespaces })
 }
 
@@ -320,9 +358,20 @@ func (m *model) moveTo(rows []list.Row, i int) {
 	m.selected = list.Key(rows[min(max(i, 0), len(rows)-1)])
 }
 
-// tableHeight is how many rows fit under the header lines, the column names and above the
-// footer.
-func (m *model) tableHeight() int { return max(1, m.height-4) }
+// headerLines is how many lines the title takes: none on a terminal too low for them and a
+// few rows.
+func (m *model) headerLines() int {
+	if m.height < 6 {
+		return 0
+	}
+	return 2
+}
+
+// tableHeight is how many rows fit under the title, the column names and above the footer.
+func (m *model) tableHeight() int { return max(1, m.height-m.headerLines()-2) }
+
+// bodyHeight is how many lines of an HPA's text fit between the title and the footer.
+func (m *model) bodyHeight() int { return max(1, m.height-2) }
 
 // open is the row the HPA screen shows, nil when it is gone from the fleet.
 func (m *model) open() *list.Row {
@@ -352,14 +401,15 @@ func (m *model) View() tea.View {
 	}
 	v := tea.NewView(content)
 	v.AltScreen = true
-	v.WindowTitle = "kubectl hpa top: " + m.scope
 	return v
 }
 
 // fleetView is the header, the table of the visible rows around the cursor, and the footer.
 func (m *model) fleetView() string {
 	var lines []string
-	lines = append(lines, m.headerLines()...)
+	if m.headerLines() > 0 {
+		lines = append(lines, m.header()...)
+	}
 	rows := m.visible()
 	header := list.Columns(m.allNamespaces, false)
 	cells := make([][]string, len(rows))
@@ -388,15 +438,9 @@ func (m *model) fleetView() string {
 	lines = append(lines, fit("  "+joinCells(header, widths), m.width))
 	cur := m.cursor(rows)
 	height := m.tableHeight()
-	// The window of rows shown follows the cursor.
-	switch {
-	case cur < m.first:
-		m.first = max(0, cur)
-	case cur >= m.first+height:
-		m.first = cur - height + 1
-	}
-	m.first = max(0, min(m.first, len(rows)-height))
-	for i := m.first; i < len(rows) && i < m.first+height; i++ {
+	// normalize put the cursor inside the window; the bounds are checked again all the same.
+	first := max(0, min(m.first, len(rows)-height))
+	for i := first; i < len(rows) && i < first+height; i++ {
 		line := fit("  "+joinCells(cells[i], widths), m.width)
 		if i == cur {
 			line = selectedStyle.Render(fit("> "+joinCells(cells[i], widths), m.width))
@@ -406,7 +450,7 @@ func (m *model) fleetView() string {
 		lines = append(lines, line)
 	}
 	if len(rows) == 0 {
-		lines = append(lines, "  "+m.nothingShown())
+		lines = append(lines, fit("  "+m.nothingShown(), m.width))
 	}
 	for len(lines) < m.height-1 {
 		lines = append(lines, "")
@@ -415,9 +459,9 @@ func (m *model) fleetView() string {
 	return strings.Join(lines[:min(len(lines), max(m.height, 1))], "\n")
 }
 
-// headerLines are the title with what is listed and the problems by kind, and who writes the
-// HPAs' status with when the figures were decided.
-func (m *model) headerLines() []string {
+// header is the title with what is listed and the problems by kind, and who writes the HPAs'
+// status with when the figures were decided.
+func (m *model) header() []string {
 	problems, withProblems := map[string]int{}, 0
 	writers := map[string]int{}
 	for _, r := range m.rows {
@@ -433,7 +477,7 @@ func (m *model) headerLines() []string {
 		}
 		writers[w]++
 	}
-	title := fmt.Sprintf("kubectl hpa top · %s · %d HPAs · %d with problems", m.scope, len(m.rows), withProblems)
+	title := fmt.Sprintf("kubectl hpa top · %s · %s · %d with problems", m.scope, plural(len(m.rows), "HPA", "HPAs"), withProblems)
 	if len(problems) > 0 {
 		title += ": " + counts(problems)
 	}
@@ -451,6 +495,13 @@ func (m *model) headerLines() []string {
 		lines[1] = errorStyle.Render(fit("the last pass failed: "+m.err.Error(), m.width))
 	}
 	return lines
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // counts are "a 3, b 1": the most first, then by name.
@@ -500,11 +551,12 @@ func (m *model) footer() string {
 	return faintStyle.Render(fit(strings.Join(shown, " · ")+" · ? keys · enter open · / filter · s sort · p problems · q quit", m.width))
 }
 
-// hpaView is the HPA under the cursor as explain shows it, under its replicas this session.
-func (m *model) hpaView() string {
+// hpaBody is the text of the HPA screen: its replicas this session, then explain's text of
+// its latest decision; nil when the HPA is gone from the fleet.
+func (m *model) hpaBody() []string {
 	r := m.open()
 	if r == nil {
-		return fit(m.selected+" is gone from the fleet: esc goes back.", m.width)
+		return []string{m.selected + " is gone from the fleet (deleted, or no longer selected): esc goes back."}
 	}
 	var body bytes.Buffer
 	if s := m.session[list.Key(*r)]; len(s) > 0 {
@@ -512,25 +564,34 @@ func (m *model) hpaView() string {
 		if rg := r.Explanation.Replicas; rg != nil {
 			lo, hi = rg.Min, rg.Max
 		}
-		fmt.Fprintf(&body, "This session (%d passes, every %s; %d to %d replicas):\n", len(s), m.period, lo, hi)
+		fmt.Fprintf(&body, "This session (%s, every %s; %d to %d replicas):\n", plural(len(s), "pass", "passes"), m.period, lo, hi)
 		fmt.Fprintf(&body, "  current  %s  now %d\n", sparkline(s, lo, hi, func(x sizes) int32 { return x.current }), s[len(s)-1].current)
 		fmt.Fprintf(&body, "  would be %s  now %d\n\n", sparkline(s, lo, hi, func(x sizes) int32 { return x.desired }), s[len(s)-1].desired)
 	}
 	if err := explain.RenderText(&body, r.Explanation); err != nil {
 		fmt.Fprintf(&body, "rendering: %v\n", err)
 	}
-	all := strings.Split(strings.TrimRight(body.String(), "\n"), "\n")
-	height := max(1, m.height-2)
-	m.scroll = max(0, min(m.scroll, len(all)-height))
-	lines := []string{titleStyle.Render(fit(fmt.Sprintf("kubectl hpa top · %s · decided %s", list.Key(*r), r.Explanation.Time.UTC().Format("15:04:05")), m.width))}
-	for _, l := range all[m.scroll:min(len(all), m.scroll+height)] {
+	return strings.Split(strings.TrimRight(body.String(), "\n"), "\n")
+}
+
+// hpaView is the HPA under the cursor as explain shows it, under its replicas this session.
+func (m *model) hpaView() string {
+	all := m.hpaBody()
+	height := m.bodyHeight()
+	scroll := max(0, min(m.scroll, len(all)-height))
+	title := "kubectl hpa top · " + m.selected
+	if r := m.open(); r != nil {
+		title += " · decided " + r.Explanation.Time.UTC().Format("15:04:05")
+	}
+	lines := []string{titleStyle.Render(fit(title, m.width))}
+	for _, l := range all[scroll:min(len(all), scroll+height)] {
 		lines = append(lines, fit(l, m.width))
 	}
 	for len(lines) < m.height-1 {
 		lines = append(lines, "")
 	}
-	lines = append(lines, faintStyle.Render(fit(fmt.Sprintf("lines %d-%d of %d · ↑/↓ scroll · esc back · ? keys · q quit", m.scroll+1, min(len(all), m.scroll+height), len(all)), m.width)))
-	return strings.Join(lines, "\n")
+	lines = append(lines, faintStyle.Render(fit(fmt.Sprintf("lines %d-%d of %d · ↑/↓ scroll · esc back · ? keys · q quit", scroll+1, min(len(all), scroll+height), len(all)), m.width)))
+	return strings.Join(lines[max(0, len(lines)-max(m.height, 1)):], "\n")
 }
 
 // sparkline draws one value of each pass between lo and hi.
@@ -626,16 +687,14 @@ func joinCells(cells []string, widths []int) string {
 	return b.String()
 }
 
-// fit cuts s to width cells, and pads it so that a selected line is reversed to the edge.
+// fit cuts s to width cells (its end replaced by …), and pads it so that a selected line is
+// reversed to the edge.
 func fit(s string, width int) string {
-	if w := lipgloss.Width(s); w > width {
-		r := []rune(s)
-		for lipgloss.Width(string(r)) > width-1 && len(r) > 0 {
-			r = r[:len(r)-1]
-		}
-		return string(r) + "…"
-	} else if w < width {
-		return s + strings.Repeat(" ", width-w)
+	if width <= 0 {
+		return ""
 	}
-	return s
+	if ansi.StringWidth(s) > width {
+		s = ansi.Truncate(s, width, "…")
+	}
+	return s + strings.Repeat(" ", max(0, width-ansi.StringWidth(s)))
 }

@@ -288,3 +288,83 @@ func TestHelpAndBack(t *testing.T) {
 		t.Errorf("a key after ? did not go back to the fleet")
 	}
 }
+
+func TestSortingWithoutNamespacesLeavesListsColumnsAlone(t *testing.T) {
+	before := strings.Join(list.Columns(false, true), "|")
+	m := newModel("namespace shop", false, 15*time.Second, "", false, nil)
+	m = drive(t, m, 200, 50, passMsg{rows: fleet(), at: t0}, key("s"), key("s"), key("s"))
+	if after := strings.Join(list.Columns(false, true), "|"); after != before {
+		t.Errorf("list's columns after s: %s, want %s", after, before)
+	}
+	if m.sortBy != "MIN/MAX" {
+		t.Errorf("after s three times without -A, sorted by %q, want MIN/MAX (NAME, TARGET, MIN/MAX: NAMESPACE is not on screen)", m.sortBy)
+	}
+}
+
+func TestPTwiceShowsEveryHPAAgain(t *testing.T) {
+	m := drive(t, every(nil), 200, 50, passMsg{rows: fleet(), at: t0}, key("p"), key("p"))
+	if n := len(m.visible()); n != 5 {
+		t.Errorf("after p twice %d rows, want 5", n)
+	}
+}
+
+func TestPastedTextJoinsTheFilter(t *testing.T) {
+	m := drive(t, every(nil), 200, 50, passMsg{rows: fleet(), at: t0}, key("/"), tea.PasteMsg{Content: "sea\n"})
+	if m.filter != "sea" || len(m.visible()) != 1 {
+		t.Errorf("filter %q with %d rows after pasting sea, want sea and 1 row", m.filter, len(m.visible()))
+	}
+}
+
+func TestSmallTerminalsStillShowTheCursorsRowAndNoMoreLinesThanTheyHave(t *testing.T) {
+	for _, size := range []struct{ w, h int }{{40, 3}, {10, 5}, {1, 1}, {80, 6}} {
+		t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {
+			m := drive(t, every(nil), size.w, size.h, passMsg{rows: fleet(), at: t0}, key("j"), key("j"))
+			f := strings.TrimSuffix(frame(m), "\n")
+			lines := strings.Split(f, "\n")
+			if len(lines) > size.h {
+				t.Errorf("%d lines on a terminal %d high:\n%s", len(lines), size.h, f)
+			}
+			for _, l := range lines {
+				if w := ansi.StringWidth(l); w > size.w {
+					t.Errorf("line %q is %d wide on a terminal %d wide", l, w, size.w)
+				}
+			}
+			if size.h >= 3 && !strings.Contains(f, ">") {
+				t.Errorf("the cursor's row is not on screen:\n%s", f)
+			}
+			m = drive(t, every(nil), size.w, size.h, passMsg{rows: fleet(), at: t0}, key("enter"), key(" "))
+			if n := len(strings.Split(strings.TrimSuffix(frame(m), "\n"), "\n")); n > size.h {
+				t.Errorf("the HPA screen has %d lines on a terminal %d high", n, size.h)
+			}
+		})
+	}
+}
+
+func TestFitCutsAndPadsToTheCellsOfTheTerminal(t *testing.T) {
+	cases := []struct {
+		s     string
+		width int
+		want  string
+	}{
+		{"abc", 5, "abc  "},
+		{"abcdef", 4, "abc…"},
+		{"日本語", 4, "日… "},
+		{"abc", 0, ""},
+	}
+	for _, tc := range cases {
+		if got := fit(tc.s, tc.width); got != tc.want {
+			t.Errorf("fit(%q, %d) = %q, want %q", tc.s, tc.width, got, tc.want)
+		}
+	}
+}
+
+func TestTheHPAScreenSaysWhenItsHPAIsGone(t *testing.T) {
+	m := drive(t, every(nil), 80, 24, passMsg{rows: fleet(), at: t0}, key("enter"), passMsg{rows: fleet()[1:], at: t0.Add(15 * time.Second)})
+	if f := frame(m); !strings.Contains(f, "payments/api is gone from the fleet") {
+		t.Errorf("the HPA screen of a deleted HPA:\n%s", f)
+	}
+	m = drive(t, every(nil), 80, 24, passMsg{rows: fleet(), at: t0}, key("enter"), passMsg{rows: fleet()[1:], at: t0.Add(15 * time.Second)}, key("esc"))
+	if got := list.Key(m.visible()[m.cursor(m.visible())]); got != "payments/worker" || m.selected != got {
+		t.Errorf("back on the fleet the cursor is on %s (selected %q), want the first row, payments/worker", got, m.selected)
+	}
+}

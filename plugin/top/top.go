@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -116,6 +118,9 @@ func (o *Options) Validate() error {
 
 // Run shows the fleet until the user quits or ctx is done.
 func (o *Options) Run(ctx context.Context) error {
+	// The screen filters and sorts: list's passes are of every HPA, in namespace and name order.
+	sortBy, problemsOnly := list.NormalColumn(o.List.SortBy), o.List.ProblemsOnly
+	o.List.SortBy, o.List.ProblemsOnly = "", false
 	if err := o.List.Connect(ctx); err != nil {
 		return err
 	}
@@ -127,30 +132,41 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	logs := captureLogs()
+	logs := captureLogs(maxLogLines)
 	defer logs.writeTo(o.ErrOut)
 
-	m := newModel(o.scope(), o.List.AllNamespaces, o.List.SyncPeriod, list.NormalColumn(o.List.SortBy), o.List.ProblemsOnly, nil)
-	m.pass(passMsg{rows: rows, at: o.List.Clock.Now()})
+	m := newModel(o.scope(), o.List.AllNamespaces, o.List.SyncPeriod, sortBy, problemsOnly, nil)
 	m.now = o.List.Clock.Now()
+	m.pass(passMsg{rows: rows, at: m.now})
 	p := tea.NewProgram(m, append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out)}, o.programOptions...)...)
 	f := newFeed(o.List.Rows, o.List.Clock, o.List.SyncPeriod, p.Send)
 	m.refresh = f.poke
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		// The first pass is on screen: the feed's next comes a period later.
-		select {
-		case <-ctx.Done():
-			return
-		case <-o.List.Clock.After(o.List.SyncPeriod):
-		}
-		f.run(ctx)
-	})
-	wg.Go(func() { watchSpecs(ctx, o.List.Kube(), o.namespace(), f.poke) })
+	var (
+		wg      sync.WaitGroup
+		crashed error
+	)
+	// A panic on these goroutines would end the process with the terminal still raw: the
+	// program is ended first, which restores it, and the panic becomes the command's error.
+	guard := func(run func()) {
+		defer func() {
+			if r := recover(); r != nil {
+				crashed = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+				p.Kill()
+			}
+		}()
+		run()
+	}
+	wg.Go(func() { guard(func() { f.run(ctx) }) })
+	wg.Go(func() { guard(func() { watchSpecs(ctx, o.List.Kube(), o.namespace(), o.List.Selector, f.poke) }) })
 	_, err = p.Run()
 	cancel()
 	wg.Wait()
 	switch {
+	case crashed != nil:
+		return crashed
+	case errors.Is(err, tea.ErrProgramPanic):
+		// Bubble Tea restored the terminal and printed the panic.
+		return fmt.Errorf("the terminal screen: %w", err)
 	case err == nil, errors.Is(err, tea.ErrInterrupted), errors.Is(err, tea.ErrProgramKilled):
 		// q, Ctrl-C, SIGINT or SIGTERM: the terminal is restored either way.
 		return nil
@@ -178,20 +194,33 @@ func (o *Options) namespace() string {
 	return o.List.Namespace
 }
 
+// maxLogLines bounds what the screen holds back of klog's output: a watch refused again and
+// again logs at every retry.
+const maxLogLines = 200
+
 // logs holds what klog (client-go's informers and clients) logs while the screen is up, where
-// it would draw over the screen, to be written once the screen is gone.
+// it would draw over the screen, to be written once the screen is gone: the last max lines,
+// and how many came before them.
 type logs struct {
-	mu    sync.Mutex
-	lines []string
+	mu      sync.Mutex
+	max     int
+	lines   []string
+	dropped int
 }
 
-func captureLogs() *logs {
-	l := &logs{}
+// captureLogs routes klog to the returned logs until writeTo. klog checks -v itself before it
+// calls the logger, so the logger takes every level it is given; it keeps the last limit lines.
+func captureLogs(limit int) *logs {
+	l := &logs{max: limit}
 	klog.SetLogger(funcr.New(func(prefix, args string) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
+		if len(l.lines) == l.max {
+			l.lines = l.lines[1:]
+			l.dropped++
+		}
 		l.lines = append(l.lines, strings.TrimSpace(prefix+" "+args))
-	}, funcr.Options{}))
+	}, funcr.Options{Verbosity: math.MaxInt32}))
 	return l
 }
 
@@ -200,6 +229,9 @@ func (l *logs) writeTo(w io.Writer) {
 	klog.ClearLogger()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.dropped > 0 {
+		fmt.Fprintf(w, "(%d earlier log lines left out)\n", l.dropped)
+	}
 	for _, line := range l.lines {
 		fmt.Fprintln(w, line)
 	}

@@ -6,9 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,16 +24,17 @@ type tmuxPane struct {
 	socket string
 }
 
-// startTmux runs command in a width x height terminal with env added to tmux's environment.
-// The pane stays after the command ends, so that the test reads what it left.
+// startTmux runs command in a width x height terminal, its environment set by env(1) from env
+// (tmux's own environment is the server's). The pane stays after the command ends, so that the
+// test reads what it left.
 func startTmux(t *testing.T, width, height int, env []string, command string) *tmuxPane {
 	t.Helper()
 	p := &tmuxPane{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock")}
-	args := []string{"new-session", "-d", "-s", "e2e", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height)}
-	for _, kv := range env {
-		args = append(args, "-e", kv)
+	quoted := make([]string, len(env))
+	for i, kv := range env {
+		quoted[i] = "'" + strings.ReplaceAll(kv, "'", `'\''`) + "'"
 	}
-	p.tmux(append(args, command)...)
+	p.tmux("new-session", "-d", "-s", "e2e", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), "env "+strings.Join(quoted, " ")+" sh -c '"+strings.ReplaceAll(command, "'", `'\''`)+"'")
 	p.tmux("set-option", "-t", "e2e", "remain-on-exit", "on")
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", p.socket, "kill-server").Run() })
 	return p
@@ -75,6 +79,22 @@ func (p *tmuxPane) waitScreen(what string, want ...string) string {
 	return s
 }
 
+// leftAsItWas checks, after top ended by how, that it exited 0 and left the terminal as it
+// was: the alternate screen left, the cursor shown, echo on (stty -a after it).
+func (p *tmuxPane) leftAsItWas(how string) {
+	p.t.Helper()
+	after := p.waitScreen(how+" ends top", "top exited 0")
+	if alt := p.state("#{alternate_on}"); alt != "0" {
+		p.t.Errorf("after %s the alternate screen is still on (#{alternate_on} %s)", how, alt)
+	}
+	if cursor := p.state("#{cursor_flag}"); cursor != "1" {
+		p.t.Errorf("after %s the cursor is hidden (#{cursor_flag} %s)", how, cursor)
+	}
+	if !strings.Contains(after, " echo ") || strings.Contains(after, " -echo ") {
+		p.t.Errorf("after %s the terminal does not echo (stty -a):\n%s", how, after)
+	}
+}
+
 // lineWith is the first line of s that holds sub, trimmed.
 func lineWith(s, sub string) string {
 	for _, l := range strings.Split(s, "\n") {
@@ -90,8 +110,8 @@ func lineWith(s, sub string) string {
 // HPAs, one of them this test's: 2 pods at 60% of their cpu request against 50%, so 3. It
 // types a filter (/ and the namespace), sees that HPA's row alone, opens it (Enter) and reads
 // its verdict and binding constraint equal to explain's at the same moment; q leaves the
-// terminal as it was (no alternate screen, cursor shown, echo on) with exit code 0; top wrote
-// nothing. Without a terminal it exits 2 naming list -w.
+// terminal as it was (no alternate screen, cursor shown, echo on) with exit code 0, and so does
+// SIGTERM to a second top; top wrote nothing. Without a terminal it exits 2 naming list -w.
 func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTerminalAsItWas(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t, "top")
@@ -113,7 +133,8 @@ func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTermin
 		t.Errorf("top without a terminal: %v; want exit code 2 naming kubectl hpa list -w", err)
 	}
 
-	pane := startTmux(t, 200, 50, kubectlEnv(k), `kubectl hpa top -A --sync-period 2s; echo "top exited $?"; stty -a; exec sleep 600`)
+	const command = `kubectl hpa top -A --sync-period 2s; echo "top exited $?"; stty -a; exec sleep 600`
+	pane := startTmux(t, 200, 50, kubectlEnv(k), command)
 	fleet := pane.waitScreen("top shows the fleet with this test's HPA", "kubectl hpa top · every namespace", ns)
 	t.Logf("top -A, first screen:\n%s", fleet)
 
@@ -143,23 +164,84 @@ func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTermin
 		return nil
 	})
 
+	// The feed decides again every --sync-period: the HPA's session grows on screen.
+	pane.waitScreen("top decided again twice", "This session (3 passes, every 2s")
+
 	pane.keys("Escape")
 	pane.waitScreen("Esc goes back to the fleet", "filter "+ns, "WOULD BE")
 	pane.keys("q")
-	after := pane.waitScreen("q ends top", "top exited 0")
-	if alt := pane.state("#{alternate_on}"); alt != "0" {
-		t.Errorf("after q the alternate screen is still on (#{alternate_on} %s)", alt)
+	pane.leftAsItWas("q")
+
+	// SIGTERM (a supervisor, kill) restores the terminal too, and exits 0.
+	term := startTmux(t, 120, 30, kubectlEnv(k), command)
+	term.waitScreen("a second top shows the fleet", "kubectl hpa top · every namespace")
+	if err := syscall.Kill(descendant(t, term.state("#{pane_pid}"), "kubectl-hpa"), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
 	}
-	if cursor := pane.state("#{cursor_flag}"); cursor != "1" {
-		t.Errorf("after q the cursor is hidden (#{cursor_flag} %s)", cursor)
-	}
-	if !strings.Contains(after, " echo ") || strings.Contains(after, " -echo ") {
-		t.Errorf("after q the terminal does not echo (stty -a):\n%s", after)
-	}
+	term.leftAsItWas("SIGTERM")
 
 	if w := pluginWrites(t, mark, user); len(w) > 0 {
 		t.Errorf("top wrote %d requests, want none: %v", len(w), w)
 	}
+}
+
+// descendant is the PID, in the test's own PID namespace, of the process named comm among
+// pid's descendants (kubectl may run the plugin a process or two below the shell). The tests
+// run in a PID namespace of their own (cluster.RunIsolated) under the host's /proc, which
+// names processes by their host PIDs: NSpid in each one's status maps the two.
+func descendant(t *testing.T, pid, comm string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type proc struct {
+		name, ppid, nspid string
+		// nested says the process is in a PID namespace below the host's, as the test is.
+		nested bool
+	}
+	procs := map[string]proc{}
+	children := map[string][]string{}
+	var root []string
+	for _, e := range entries {
+		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue // not a process, or gone
+		}
+		var p proc
+		for _, l := range strings.Split(string(status), "\n") {
+			k, v, _ := strings.Cut(l, ":")
+			switch f := strings.Fields(v); k {
+			case "Name":
+				p.name = strings.TrimSpace(v)
+			case "PPid":
+				p.ppid = strings.TrimSpace(v)
+			case "NSpid":
+				if len(f) > 0 {
+					p.nspid, p.nested = f[len(f)-1], len(f) > 1
+				}
+			}
+		}
+		procs[e.Name()] = p
+		children[p.ppid] = append(children[p.ppid], e.Name())
+		if p.nested && p.nspid == pid {
+			root = append(root, e.Name())
+		}
+	}
+	for queue := root; len(queue) > 0; queue = queue[1:] {
+		for _, c := range children[queue[0]] {
+			if procs[c].name == comm {
+				n, err := strconv.Atoi(procs[c].nspid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			queue = append(queue, c)
+		}
+	}
+	t.Fatalf("no process %s under %s", comm, pid)
+	return 0
 }
 
 // kubectlEnv is the environment k.Command gives kubectl, for a command tmux starts.
