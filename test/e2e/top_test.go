@@ -50,7 +50,9 @@ func (p *tmuxPane) tmux(args ...string) string {
 }
 
 // keys sends key names (Enter, Escape, /) as tmux names them.
-func (p *tmuxPane) keys(keys ...string) { p.tmux(append([]string{"send-keys", "-t", "e2e"}, keys...)...) }
+func (p *tmuxPane) keys(keys ...string) {
+	p.tmux(append([]string{"send-keys", "-t", "e2e"}, keys...)...)
+}
 
 // text types s literally.
 func (p *tmuxPane) text(s string) { p.tmux("send-keys", "-t", "e2e", "-l", s) }
