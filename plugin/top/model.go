@@ -25,6 +25,14 @@ type passMsg struct {
 	err  error
 }
 
+// pastMsg is the timeline of an HPA (its key), as kubectl hpa timeline prints it, or why it
+// could not be read.
+type pastMsg struct {
+	key  string
+	text string
+	err  error
+}
+
 // tickMsg is a second passing: HELD UNTIL and the pass's age count down on screen.
 type tickMsg time.Time
 
@@ -34,6 +42,7 @@ type screen int
 const (
 	fleetScreen screen = iota
 	hpaScreen
+	pastScreen
 	helpScreen
 )
 
@@ -55,6 +64,11 @@ type model struct {
 	// tick is the next second's tick; tests leave it nil, so that the screen's times are the
 	// passes' own.
 	tick func() tea.Cmd
+	// past is the timeline of an HPA as timeline prints it at width; nil when top cannot read
+	// one.
+	past func(namespace, name string, width int) (string, error)
+	// since is how far back past goes, for the title.
+	since time.Duration
 
 	width, height int
 	now           time.Time
@@ -79,6 +93,10 @@ type model struct {
 	first    int
 	screen   screen
 	scroll   int
+
+	// pastKey is the HPA pastText is the timeline of; pastText is nil while it is read.
+	pastKey  string
+	pastText []string
 }
 
 func newModel(scope string, allNamespaces bool, period time.Duration, sortBy string, problemsOnly bool, refresh func()) *model {
@@ -117,6 +135,13 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = m.next()
 	case passMsg:
 		m.pass(msg)
+	case pastMsg:
+		if msg.key == m.pastKey {
+			m.pastText = strings.Split(strings.TrimRight(msg.text, "\n"), "\n")
+			if msg.err != nil {
+				m.pastText = []string{"The timeline could not be read: " + msg.err.Error()}
+			}
+		}
 	case tea.KeyPressMsg:
 		cmd = m.key(msg)
 	case tea.PasteMsg:
@@ -133,7 +158,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *model) normalize() {
 	rows := m.visible()
 	cur := m.cursor(rows)
-	if m.screen != hpaScreen && cur >= 0 {
+	if m.screen == fleetScreen && cur >= 0 {
 		m.selected = list.Key(rows[cur])
 	}
 	height := m.tableHeight()
@@ -144,8 +169,11 @@ func (m *model) normalize() {
 		m.first = cur - height + 1
 	}
 	m.first = max(0, min(m.first, len(rows)-height))
-	if m.screen == hpaScreen {
+	switch m.screen {
+	case hpaScreen:
 		m.scroll = max(0, min(m.scroll, len(m.hpaBody())-m.bodyHeight()))
+	case pastScreen:
+		m.scroll = max(0, min(m.scroll, len(m.pastBody())-m.bodyHeight()))
 	}
 }
 
@@ -221,8 +249,8 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		}
 		m.screen = fleetScreen
 		return nil
-	case hpaScreen:
-		return m.hpaKey(s)
+	case hpaScreen, pastScreen:
+		return m.textKey(s)
 	}
 	return m.fleetKey(s)
 }
@@ -272,12 +300,17 @@ func (m *model) fleetKey(s string) tea.Cmd {
 	return nil
 }
 
-func (m *model) hpaKey(s string) tea.Cmd {
+// textKey answers a key on the HPA's screens: its decision and its timeline.
+func (m *model) textKey(s string) tea.Cmd {
 	switch s {
 	case "q":
 		return tea.Quit
 	case "esc", "backspace", "left", "h":
-		m.screen = fleetScreen
+		if m.screen == pastScreen {
+			m.screen, m.scroll = hpaScreen, 0
+		} else {
+			m.screen = fleetScreen
+		}
 	case "?":
 		m.screen = helpScreen
 	case "up", "k":
@@ -290,12 +323,34 @@ func (m *model) hpaKey(s string) tea.Cmd {
 		m.scroll += m.bodyHeight()
 	case "home", "g":
 		m.scroll = 0
+	case "t":
+		m.screen, m.scroll = pastScreen, 0
+		return m.readPast()
 	case "r":
+		if m.screen == pastScreen {
+			return m.readPast()
+		}
 		if m.refresh != nil {
 			m.refresh()
 		}
 	}
 	return nil
+}
+
+// readPast reads the open HPA's timeline off the program's loop: timeline reads the cluster
+// (or Prometheus), and the screen keeps answering meanwhile.
+func (m *model) readPast() tea.Cmd {
+	m.pastKey, m.pastText = m.selected, nil
+	if m.past == nil {
+		m.pastText = []string{"top cannot read timelines here."}
+		return nil
+	}
+	ns, name, _ := strings.Cut(m.selected, "/")
+	past, key, width := m.past, m.selected, m.width
+	return func() tea.Msg {
+		text, err := past(ns, name, width)
+		return pastMsg{key: key, text: text, err: err}
+	}
 }
 
 // nextOf is the value after cur in all, wrapping around.
@@ -396,6 +451,8 @@ func (m *model) View() tea.View {
 		content = m.helpView()
 	case hpaScreen:
 		content = m.hpaView()
+	case pastScreen:
+		content = m.pastView()
 	default:
 		content = m.fleetView()
 	}
@@ -576,13 +633,38 @@ func (m *model) hpaBody() []string {
 
 // hpaView is the HPA under the cursor as explain shows it, under its replicas this session.
 func (m *model) hpaView() string {
-	all := m.hpaBody()
-	height := m.bodyHeight()
-	scroll := max(0, min(m.scroll, len(all)-height))
 	title := "kubectl hpa top · " + m.selected
 	if r := m.open(); r != nil {
 		title += " · decided " + r.Explanation.Time.UTC().Format("15:04:05")
 	}
+	return m.textView(title, m.hpaBody(), "t timeline · esc back")
+}
+
+// pastBody is the open HPA's timeline, or that it is being read.
+func (m *model) pastBody() []string {
+	if m.pastText == nil {
+		return []string{"Reading the timeline (kubectl hpa timeline " + m.selected + ")..."}
+	}
+	return m.pastText
+}
+
+// pastView is the open HPA's timeline as kubectl hpa timeline prints it.
+func (m *model) pastView() string {
+	title := fmt.Sprintf("kubectl hpa top · %s · timeline, the last %s", m.selected, shortDuration(m.since))
+	return m.textView(title, m.pastBody(), "r read again · esc back")
+}
+
+// shortDuration is d without its zero units: 1h, 30m, 1h30m.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	s = strings.Replace(s, "m0s", "m", 1)
+	return strings.Replace(s, "h0m", "h", 1)
+}
+
+// textView is a title, the lines of body from the scroll, and a footer with keys.
+func (m *model) textView(title string, all []string, keys string) string {
+	height := m.bodyHeight()
+	scroll := max(0, min(m.scroll, len(all)-height))
 	lines := []string{titleStyle.Render(fit(title, m.width))}
 	for _, l := range all[scroll:min(len(all), scroll+height)] {
 		lines = append(lines, fit(l, m.width))
@@ -590,7 +672,7 @@ func (m *model) hpaView() string {
 	for len(lines) < m.height-1 {
 		lines = append(lines, "")
 	}
-	lines = append(lines, faintStyle.Render(fit(fmt.Sprintf("lines %d-%d of %d · ↑/↓ scroll · esc back · ? keys · q quit", scroll+1, min(len(all), scroll+height), len(all)), m.width)))
+	lines = append(lines, faintStyle.Render(fit(fmt.Sprintf("lines %d-%d of %d · ↑/↓ scroll · %s · ? keys · q quit", scroll+1, min(len(all), scroll+height), len(all), keys), m.width)))
 	return strings.Join(lines[max(0, len(lines)-max(m.height, 1)):], "\n")
 }
 
@@ -621,7 +703,9 @@ const helpText = `kubectl hpa top: keys
     ?             these keys      q ctrl+c       quit
 
   One HPA
-    ↑ ↓ pgup pgdown   scroll      esc            back to the fleet
+    ↑ ↓ pgup pgdown   scroll      esc            back
+    t             its timeline (kubectl hpa timeline over --since)
+    r             decide again now (on the timeline: read it again)
 
   A * marks a value that changed at the latest pass, as list -w marks it; every
   figure is list's (explain's for one HPA), decided again every sync period and

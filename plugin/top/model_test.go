@@ -368,3 +368,58 @@ func TestTheHPAScreenSaysWhenItsHPAIsGone(t *testing.T) {
 		t.Errorf("back on the fleet the cursor is on %s (selected %q), want the first row, payments/worker", got, m.selected)
 	}
 }
+
+// update sends msg to m as the program does, and runs the command it returns (a read off the
+// loop) to its message, which it sends too.
+func update(m *model, msg tea.Msg) {
+	_, cmd := m.Update(msg)
+	if cmd != nil {
+		if next := cmd(); next != nil {
+			if _, ok := next.(tickMsg); !ok {
+				update(m, next)
+			}
+		}
+	}
+}
+
+func TestTShowsTheOpenHPAsTimelineAndEscGoesBackToIt(t *testing.T) {
+	m := every(nil)
+	m.tick, m.since = nil, time.Hour
+	var asked []string
+	m.past = func(ns, name string, width int) (string, error) {
+		asked = append(asked, fmt.Sprintf("%s/%s at %d", ns, name, width))
+		return "HPA " + ns + "/" + name + "\nRescales: 2 -> 3 at 11:58:00\n", nil
+	}
+	for _, msg := range []tea.Msg{tea.WindowSizeMsg{Width: 80, Height: 24}, passMsg{rows: fleet(), at: t0}, key("j"), key("enter"), key("t")} {
+		update(m, msg)
+	}
+	if got := strings.Join(asked, ","); got != "payments/worker at 80" {
+		t.Errorf("timeline asked for %q, want payments/worker at 80", got)
+	}
+	f := frame(m)
+	for _, want := range []string{"kubectl hpa top · payments/worker · timeline, the last 1h", "Rescales: 2 -> 3 at 11:58:00", "r read again · esc back"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("timeline screen lacks %q:\n%s", want, f)
+		}
+	}
+	update(m, key("esc"))
+	if m.screen != hpaScreen || !strings.Contains(frame(m), "kubectl hpa top · payments/worker · decided") {
+		t.Errorf("esc on the timeline did not go back to the HPA's screen:\n%s", frame(m))
+	}
+}
+
+func TestATimelineThatFailsSaysWhyAndALateOneForAnotherHPAIsIgnored(t *testing.T) {
+	m := every(nil)
+	m.tick = nil
+	m.past = func(string, string, int) (string, error) { return "", fmt.Errorf("no events of payments/api are left") }
+	for _, msg := range []tea.Msg{passMsg{rows: fleet(), at: t0}, key("enter"), key("t")} {
+		update(m, msg)
+	}
+	if f := frame(m); !strings.Contains(f, "The timeline could not be read: no events of payments/api are left") {
+		t.Errorf("a failed timeline:\n%s", f)
+	}
+	update(m, pastMsg{key: "shop/web", text: "web's timeline"})
+	if strings.Contains(frame(m), "web's timeline") {
+		t.Errorf("the timeline of another HPA replaced the open one's:\n%s", frame(m))
+	}
+}

@@ -1,6 +1,7 @@
 package top
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/go-logr/logr/funcr"
@@ -17,15 +19,19 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
 
+	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/list"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/timeline"
 )
 
 const long = `Show the HPAs of a namespace (or of all) live in one screen: list's table, decided again
 every --sync-period and as soon as an HPA's spec changes, sorted and filtered as you type, what
 changed at the latest pass marked with *. Enter opens one HPA as explain shows it, under its
-current and desired replicas over the session. Every figure is list's (explain's for one HPA):
-the decision the Kubernetes v1.37 HPA controller would make now. top only reads.
+current and desired replicas over the session; t there shows its timeline over --since, as
+kubectl hpa timeline prints it (replayed from --prometheus-url when given). Every figure is
+list's (explain's for one HPA, timeline's for its past): the decision the Kubernetes v1.37 HPA
+controller would make now. top only reads.
 
 It needs a terminal; kubectl hpa list -w lists again every sync period without one. Press ?
 for the keys, q or Ctrl-C to leave: the terminal is left as it was. What client-go logged while
@@ -46,6 +52,11 @@ type Options struct {
 	List *list.Options
 	genericiooptions.IOStreams
 
+	// Since is how far back an HPA's timeline goes (t); Prometheus, when its URL is set,
+	// replays it (timeline --prometheus-url).
+	Since      time.Duration
+	Prometheus prometheus.Config
+
 	// isTerminal says whether In and Out are a terminal.
 	isTerminal func() bool
 	// programOptions are the program's extra options; tests set the window size.
@@ -55,8 +66,10 @@ type Options struct {
 // NewOptions returns options with kube-controller-manager's defaults.
 func NewOptions(configFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *Options {
 	return &Options{
-		List:      list.NewOptions(configFlags, streams),
-		IOStreams: streams,
+		List:       list.NewOptions(configFlags, streams),
+		IOStreams:  streams,
+		Since:      time.Hour,
+		Prometheus: prometheus.Config{Timeout: prometheus.DefaultTimeout},
 		isTerminal: func() bool {
 			return cmdutil.IsTerminal(streams.Out) && cmdutil.IsTerminalReader(streams.In)
 		},
@@ -93,8 +106,10 @@ func newCmd(o *Options) *cobra.Command {
 	fs.BoolVar(&l.ProblemsOnly, "problems", l.ProblemsOnly, "Start with the HPAs with a problem only (p switches)")
 	fs.StringVar(&l.SortBy, "sort-by", l.SortBy, "Start sorted by a column (s switches): "+strings.Join(list.SortColumns(), ", ")+" (default: namespace, then name)")
 	fs.DurationVar(&l.SyncPeriod, "sync-period", l.SyncPeriod, "The cluster's sync period (kube-controller-manager --horizontal-pod-autoscaler-sync-period): how often to decide again, since a decision changes at most once a period")
+	fs.DurationVar(&o.Since, "since", o.Since, "How far back an HPA's timeline goes (t on its screen: kubectl hpa timeline --since)")
 	cmdutil.AddControllerConfigFlags(fs, &l.Config, "The cluster's")
 	cmdutil.AddMetricsFlags(fs, &l.Metrics)
+	cmdutil.AddPrometheusFlags(fs, &o.Prometheus, prometheusUsage)
 	cmdutil.WithUsageExitCodes(cmd)
 	return cmd
 }
@@ -105,10 +120,23 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	return o.List.Complete(cmd, args)
 }
 
+// prometheusUsage is what the --prometheus-* flags do in top: an HPA's timeline replays them.
+var prometheusUsage = cmdutil.PrometheusUsage{
+	URL:        "An HPA's timeline (t) replays its metrics over --since from this Prometheus (base URL, e.g. http://127.0.0.1:9090 after kubectl port-forward), as timeline --prometheus-url does.",
+	RateWindow: "Window CPU usage is averaged over in the timeline's replay; 0 takes 1m.",
+	Query:      `PromQL template to replay a Pods, Object or External metric in the timeline, METRIC=QUERY (repeatable), as timeline --prometheus-query.`,
+}
+
 // Validate checks the flags, and that there is a terminal to draw on.
 func (o *Options) Validate() error {
 	if err := o.List.Validate(); err != nil {
 		return err
+	}
+	if o.Since <= 0 {
+		return cmdutil.UsageErrorf("--since must be positive, e.g. 1h or 30m, got %s", o.Since)
+	}
+	if err := o.Prometheus.Validate(); err != nil {
+		return &cmdutil.ExitError{Code: cmdutil.ExitUsage, Err: err}
 	}
 	if !o.isTerminal() {
 		return cmdutil.UsageErrorf("top draws on a terminal, and stdin or stdout is not one: kubectl hpa list -w lists again every sync period without one")
@@ -136,6 +164,7 @@ func (o *Options) Run(ctx context.Context) error {
 	defer logs.writeTo(o.ErrOut)
 
 	m := newModel(o.scope(), o.List.AllNamespaces, o.List.SyncPeriod, sortBy, problemsOnly, nil)
+	m.past, m.since = o.timeline(ctx), o.Since
 	m.now = o.List.Clock.Now()
 	m.pass(passMsg{rows: rows, at: m.now})
 	p := tea.NewProgram(m, append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out)}, o.programOptions...)...)
@@ -172,6 +201,28 @@ func (o *Options) Run(ctx context.Context) error {
 		return nil
 	}
 	return fmt.Errorf("the terminal screen: %w", err)
+}
+
+// timeline reads an HPA's timeline as kubectl hpa timeline NAME -n NAMESPACE --since prints
+// it, with top's flags (the controller's, Prometheus').
+func (o *Options) timeline(ctx context.Context) func(namespace, name string, width int) (string, error) {
+	return func(namespace, name string, width int) (string, error) {
+		var out, errOut bytes.Buffer
+		t := timeline.NewOptions(o.List.ConfigFlags, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		t.Since, t.Width, t.SyncPeriod, t.Config, t.Prometheus = o.Since, width, o.List.SyncPeriod, o.List.Config, o.Prometheus
+		if err := t.Complete(nil, []string{name}); err != nil {
+			return "", err
+		}
+		t.Namespace, t.ExplicitNamespace = namespace, true
+		if err := t.Validate(); err != nil {
+			return "", err
+		}
+		if err := t.Run(ctx); err != nil {
+			return "", err
+		}
+		// Warnings (a Prometheus that failed, the history used instead) lead, as on a terminal.
+		return errOut.String() + out.String(), nil
+	}
 }
 
 // scope says what is shown, for the title.

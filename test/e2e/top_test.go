@@ -111,7 +111,8 @@ func lineWith(s, sub string) string {
 // `kubectl hpa top -A` through kubectl in a real terminal (tmux), over the shared cluster's
 // HPAs, one of them this test's: 2 pods at 60% of their cpu request against 50%, so 3. It
 // types a filter (/ and the namespace), sees that HPA's row alone, opens it (Enter) and reads
-// its verdict and binding constraint equal to explain's at the same moment; q leaves the
+// its verdict and binding constraint equal to explain's at the same moment, and its timeline
+// (t) as kubectl hpa timeline prints it; q leaves the
 // terminal as it was (no alternate screen, cursor shown, echo on) with exit code 0, and so does
 // SIGTERM to a second top; top wrote nothing. Without a terminal it exits 2 naming list -w.
 func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTerminalAsItWas(t *testing.T) {
@@ -168,6 +169,22 @@ func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTermin
 
 	// The feed decides again every --sync-period: the HPA's session grows on screen.
 	pane.waitScreen("top decided again twice", "This session (3 passes, every 2s")
+
+	// t: its timeline, as kubectl hpa timeline prints it (from its status and events here).
+	pane.keys("t")
+	past := pane.waitScreen("t shows the HPA's timeline", "timeline, the last 1h", "Timeline of "+ns+"/web from")
+	out, err := k.Run(context.Background(), "hpa", "timeline", "web", "-n", ns, "--since", "1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{"Source:", "Spec:", "Syncs:"} {
+		if got, want := lineWith(past, field), lineWith(out, field); got != want || want == "" {
+			t.Errorf("top's timeline %q, timeline's %q", got, want)
+		}
+	}
+	t.Logf("top's timeline screen:\n%s", past)
+	pane.keys("Escape")
+	pane.waitScreen("Esc goes back to the HPA's screen", "kubectl hpa top · "+ns+"/web · decided")
 
 	pane.keys("Escape")
 	pane.waitScreen("Esc goes back to the fleet", "filter "+ns, "WOULD BE")
