@@ -25,12 +25,21 @@ type passMsg struct {
 	err  error
 }
 
-// pastMsg is the timeline of an HPA (its key), as kubectl hpa timeline prints it, or why it
-// could not be read.
-type pastMsg struct {
-	key  string
-	text string
-	err  error
+// readMsg is what a command printed about an HPA (its key) for one of its screens (its
+// timeline, a what-if), or why it could not.
+type readMsg struct {
+	screen screen
+	key    string
+	text   string
+	err    error
+}
+
+// reading is what a command prints about the open HPA, read off the program's loop.
+type reading struct {
+	// key is the HPA it is of; asked what was asked of it (a what-if's variant).
+	key, asked string
+	// text is nil while it is read.
+	text []string
 }
 
 // tickMsg is a second passing: HELD UNTIL and the pass's age count down on screen.
@@ -43,6 +52,7 @@ const (
 	fleetScreen screen = iota
 	hpaScreen
 	pastScreen
+	whatIfScreen
 	helpScreen
 )
 
@@ -67,7 +77,10 @@ type model struct {
 	// past is the timeline of an HPA as timeline prints it at width; nil when top cannot read
 	// one.
 	past func(namespace, name string, width int) (string, error)
-	// since is how far back past goes, for the title.
+	// whatIf is simulate's comparison of an HPA and a variant of it (simulate's --variant
+	// syntax, KEY=VALUE,...) on its recent load; nil when top cannot play one.
+	whatIf func(namespace, name, variant string, width int) (string, error)
+	// since is how far back past and whatIf go, for the titles.
 	since time.Duration
 
 	width, height int
@@ -94,9 +107,10 @@ type model struct {
 	screen   screen
 	scroll   int
 
-	// pastKey is the HPA pastText is the timeline of; pastText is nil while it is read.
-	pastKey  string
-	pastText []string
+	pastRead, whatIfRead reading
+	// editing says a what-if's variant is being typed, edit holds it.
+	editing bool
+	edit    string
 }
 
 func newModel(scope string, allNamespaces bool, period time.Duration, sortBy string, problemsOnly bool, refresh func()) *model {
@@ -135,18 +149,27 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = m.next()
 	case passMsg:
 		m.pass(msg)
-	case pastMsg:
-		if msg.key == m.pastKey {
-			m.pastText = strings.Split(strings.TrimRight(msg.text, "\n"), "\n")
+	case readMsg:
+		r := &m.pastRead
+		what := "The timeline could not be read: "
+		if msg.screen == whatIfScreen {
+			r, what = &m.whatIfRead, "The what-if could not be played: "
+		}
+		if msg.key == r.key {
+			r.text = strings.Split(strings.TrimRight(msg.text, "\n"), "\n")
 			if msg.err != nil {
-				m.pastText = []string{"The timeline could not be read: " + msg.err.Error()}
+				r.text = []string{what + msg.err.Error()}
 			}
 		}
 	case tea.KeyPressMsg:
 		cmd = m.key(msg)
 	case tea.PasteMsg:
-		if m.filtering {
-			m.filter += strings.Join(strings.Fields(msg.Content), " ")
+		pasted := strings.Join(strings.Fields(msg.Content), " ")
+		switch {
+		case m.filtering:
+			m.filter += pasted
+		case m.editing:
+			m.edit += pasted
 		}
 	}
 	m.normalize()
@@ -172,8 +195,8 @@ func (m *model) normalize() {
 	switch m.screen {
 	case hpaScreen:
 		m.scroll = max(0, min(m.scroll, len(m.hpaBody())-m.bodyHeight()))
-	case pastScreen:
-		m.scroll = max(0, min(m.scroll, len(m.pastBody())-m.bodyHeight()))
+	case pastScreen, whatIfScreen:
+		m.scroll = max(0, min(m.scroll, len(m.readBody())-m.bodyHeight()))
 	}
 }
 
@@ -224,6 +247,9 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 	if s == "ctrl+c" {
 		return tea.Quit
 	}
+	if m.editing {
+		return m.editKey(k)
+	}
 	if m.filtering {
 		switch s {
 		case "enter":
@@ -249,7 +275,7 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		}
 		m.screen = fleetScreen
 		return nil
-	case hpaScreen, pastScreen:
+	case hpaScreen, pastScreen, whatIfScreen:
 		return m.textKey(s)
 	}
 	return m.fleetKey(s)
@@ -306,10 +332,10 @@ func (m *model) textKey(s string) tea.Cmd {
 	case "q":
 		return tea.Quit
 	case "esc", "backspace", "left", "h":
-		if m.screen == pastScreen {
-			m.screen, m.scroll = hpaScreen, 0
-		} else {
+		if m.screen == hpaScreen {
 			m.screen = fleetScreen
+		} else {
+			m.screen, m.scroll = hpaScreen, 0
 		}
 	case "?":
 		m.screen = helpScreen
@@ -326,9 +352,19 @@ func (m *model) textKey(s string) tea.Cmd {
 	case "t":
 		m.screen, m.scroll = pastScreen, 0
 		return m.readPast()
+	case "w":
+		m.editing = true
+		if m.whatIfRead.key == m.selected {
+			m.edit = m.whatIfRead.asked
+		} else {
+			m.edit = ""
+		}
 	case "r":
-		if m.screen == pastScreen {
+		switch m.screen {
+		case pastScreen:
 			return m.readPast()
+		case whatIfScreen:
+			return m.playWhatIf(m.whatIfRead.asked)
 		}
 		if m.refresh != nil {
 			m.refresh()
@@ -337,19 +373,58 @@ func (m *model) textKey(s string) tea.Cmd {
 	return nil
 }
 
+// editKey answers a key while a what-if's variant is typed: enter plays it, esc cancels.
+func (m *model) editKey(k tea.KeyPressMsg) tea.Cmd {
+	switch k.String() {
+	case "enter":
+		m.editing = false
+		if strings.TrimSpace(m.edit) == "" {
+			return nil
+		}
+		m.screen, m.scroll = whatIfScreen, 0
+		return m.playWhatIf(strings.TrimSpace(m.edit))
+	case "esc":
+		m.editing = false
+	case "backspace":
+		if r := []rune(m.edit); len(r) > 0 {
+			m.edit = string(r[:len(r)-1])
+		}
+	case "ctrl+c":
+		return tea.Quit
+	default:
+		m.edit += k.Text
+	}
+	return nil
+}
+
+// playWhatIf plays the open HPA and variant on its recent load off the program's loop.
+func (m *model) playWhatIf(variant string) tea.Cmd {
+	m.whatIfRead = reading{key: m.selected, asked: variant}
+	if m.whatIf == nil {
+		m.whatIfRead.text = []string{"top cannot play what-ifs here."}
+		return nil
+	}
+	ns, name, _ := strings.Cut(m.selected, "/")
+	whatIf, key, width := m.whatIf, m.selected, m.width
+	return func() tea.Msg {
+		text, err := whatIf(ns, name, variant, width)
+		return readMsg{screen: whatIfScreen, key: key, text: text, err: err}
+	}
+}
+
 // readPast reads the open HPA's timeline off the program's loop: timeline reads the cluster
 // (or Prometheus), and the screen keeps answering meanwhile.
 func (m *model) readPast() tea.Cmd {
-	m.pastKey, m.pastText = m.selected, nil
+	m.pastRead = reading{key: m.selected}
 	if m.past == nil {
-		m.pastText = []string{"top cannot read timelines here."}
+		m.pastRead.text = []string{"top cannot read timelines here."}
 		return nil
 	}
 	ns, name, _ := strings.Cut(m.selected, "/")
 	past, key, width := m.past, m.selected, m.width
 	return func() tea.Msg {
 		text, err := past(ns, name, width)
-		return pastMsg{key: key, text: text, err: err}
+		return readMsg{screen: pastScreen, key: key, text: text, err: err}
 	}
 }
 
@@ -451,8 +526,8 @@ func (m *model) View() tea.View {
 		content = m.helpView()
 	case hpaScreen:
 		content = m.hpaView()
-	case pastScreen:
-		content = m.pastView()
+	case pastScreen, whatIfScreen:
+		content = m.readView()
 	default:
 		content = m.fleetView()
 	}
@@ -637,21 +712,32 @@ func (m *model) hpaView() string {
 	if r := m.open(); r != nil {
 		title += " · decided " + r.Explanation.Time.UTC().Format("15:04:05")
 	}
-	return m.textView(title, m.hpaBody(), "t timeline · esc back")
+	return m.textView(title, m.hpaBody(), "t timeline · w what if · esc back")
 }
 
-// pastBody is the open HPA's timeline, or that it is being read.
-func (m *model) pastBody() []string {
-	if m.pastText == nil {
+// readBody is the text of the timeline's or the what-if's screen, or that it is being read.
+func (m *model) readBody() []string {
+	if m.screen == whatIfScreen {
+		if m.whatIfRead.text == nil {
+			return []string{"Playing the last " + shortDuration(m.since) + " of load for " + m.selected + " as it is and with " + m.whatIfRead.asked + " (kubectl hpa simulate)..."}
+		}
+		return m.whatIfRead.text
+	}
+	if m.pastRead.text == nil {
 		return []string{"Reading the timeline (kubectl hpa timeline " + m.selected + ")..."}
 	}
-	return m.pastText
+	return m.pastRead.text
 }
 
-// pastView is the open HPA's timeline as kubectl hpa timeline prints it.
-func (m *model) pastView() string {
+// readView is the open HPA's timeline as kubectl hpa timeline prints it, or a what-if as
+// kubectl hpa simulate prints it.
+func (m *model) readView() string {
+	if m.screen == whatIfScreen {
+		title := fmt.Sprintf("kubectl hpa top · %s · what if %s, on the last %s", m.selected, m.whatIfRead.asked, shortDuration(m.since))
+		return m.textView(title, m.readBody(), "w edit · r play again · esc back")
+	}
 	title := fmt.Sprintf("kubectl hpa top · %s · timeline, the last %s", m.selected, shortDuration(m.since))
-	return m.textView(title, m.pastBody(), "r read again · esc back")
+	return m.textView(title, m.readBody(), "r read again · esc back")
 }
 
 // shortDuration is d without its zero units: 1h, 30m, 1h30m.
@@ -672,7 +758,11 @@ func (m *model) textView(title string, all []string, keys string) string {
 	for len(lines) < m.height-1 {
 		lines = append(lines, "")
 	}
-	lines = append(lines, faintStyle.Render(fit(fmt.Sprintf("lines %d-%d of %d · ↑/↓ scroll · %s · ? keys · q quit", scroll+1, min(len(all), scroll+height), len(all), keys), m.width)))
+	footer := faintStyle.Render(fit(fmt.Sprintf("lines %d-%d of %d · %s · ? keys · q quit", scroll+1, min(len(all), scroll+height), len(all), keys), m.width))
+	if m.editing {
+		footer = fit("what if: "+m.edit+"█  (simulate's --variant, e.g. cpu=60%,max=20; enter plays it, esc cancels)", m.width)
+	}
+	lines = append(lines, footer)
 	return strings.Join(lines[max(0, len(lines)-max(m.height, 1)):], "\n")
 }
 
@@ -705,6 +795,9 @@ const helpText = `kubectl hpa top: keys
   One HPA
     ↑ ↓ pgup pgdown   scroll      esc            back
     t             its timeline (kubectl hpa timeline over --since)
+    w             what if: type a change (simulate's --variant, cpu=60%,max=20)
+                  and enter plays the last --since of load for the HPA as it is
+                  and as changed (kubectl hpa simulate --from-prometheus)
     r             decide again now (on the timeline: read it again)
 
   A * marks a value that changed at the latest pass, as list -w marks it; every

@@ -418,8 +418,58 @@ func TestATimelineThatFailsSaysWhyAndALateOneForAnotherHPAIsIgnored(t *testing.T
 	if f := frame(m); !strings.Contains(f, "The timeline could not be read: no events of payments/api are left") {
 		t.Errorf("a failed timeline:\n%s", f)
 	}
-	update(m, pastMsg{key: "shop/web", text: "web's timeline"})
+	update(m, readMsg{screen: pastScreen, key: "shop/web", text: "web's timeline"})
 	if strings.Contains(frame(m), "web's timeline") {
 		t.Errorf("the timeline of another HPA replaced the open one's:\n%s", frame(m))
+	}
+}
+
+func TestWPlaysTheTypedVariantThroughSimulateAndShowsWhatItPrints(t *testing.T) {
+	m := every(nil)
+	m.tick, m.since = nil, time.Hour
+	var asked []string
+	m.whatIf = func(ns, name, variant string, width int) (string, error) {
+		asked = append(asked, fmt.Sprintf("%s/%s %s at %d", ns, name, variant, width))
+		return "VARIANT   PEAK\nbase      6\nedited    4\n", nil
+	}
+	msgs := []tea.Msg{tea.WindowSizeMsg{Width: 100, Height: 24}, passMsg{rows: fleet(), at: t0}, key("enter"), key("w")}
+	msgs = append(msgs, typed("cpu=70%,max=4")...)
+	for _, msg := range msgs {
+		update(m, msg)
+	}
+	if f := frame(m); !strings.Contains(f, "what if: cpu=70%,max=4█") {
+		t.Errorf("the variant being typed is not shown:\n%s", f)
+	}
+	update(m, key("enter"))
+	if got := strings.Join(asked, ","); got != "payments/api cpu=70%,max=4 at 100" {
+		t.Errorf("simulate asked for %q", got)
+	}
+	f := frame(m)
+	for _, want := range []string{"what if cpu=70%,max=4, on the last 1h", "edited    4", "w edit · r play again · esc back"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("the what-if screen lacks %q:\n%s", want, f)
+		}
+	}
+	// w again edits what was played; esc cancels the edit and keeps the screen.
+	update(m, key("w"))
+	if m.edit != "cpu=70%,max=4" {
+		t.Errorf("w on the what-if edits %q, want the variant played", m.edit)
+	}
+	update(m, key("esc"))
+	update(m, key("esc"))
+	if m.screen != hpaScreen || m.editing {
+		t.Errorf("esc, esc: screen %v editing %v, want the HPA's screen", m.screen, m.editing)
+	}
+}
+
+func TestAnEmptyWhatIfPlaysNothing(t *testing.T) {
+	m := every(nil)
+	m.tick = nil
+	m.whatIf = func(string, string, string, int) (string, error) { t.Error("simulate called for an empty variant"); return "", nil }
+	for _, msg := range []tea.Msg{passMsg{rows: fleet(), at: t0}, key("enter"), key("w"), key("enter")} {
+		update(m, msg)
+	}
+	if m.screen != hpaScreen {
+		t.Errorf("an empty what-if left the HPA's screen for %v", m.screen)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/list"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/simulate"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/timeline"
 )
 
@@ -29,7 +30,9 @@ const long = `Show the HPAs of a namespace (or of all) live in one screen: list'
 every --sync-period and as soon as an HPA's spec changes, sorted and filtered as you type, what
 changed at the latest pass marked with *. Enter opens one HPA as explain shows it, under its
 current and desired replicas over the session; t there shows its timeline over --since, as
-kubectl hpa timeline prints it (replayed from --prometheus-url when given). Every figure is
+kubectl hpa timeline prints it (replayed from --prometheus-url when given), and w asks what
+if: a change typed in simulate's --variant syntax (cpu=60%,max=20) played with the HPA as it
+is on its last --since of load from --prometheus-url, as kubectl hpa simulate prints it. Every figure is
 list's (explain's for one HPA, timeline's for its past): the decision the Kubernetes v1.37 HPA
 controller would make now. top only reads.
 
@@ -164,7 +167,7 @@ func (o *Options) Run(ctx context.Context) error {
 	defer logs.writeTo(o.ErrOut)
 
 	m := newModel(o.scope(), o.List.AllNamespaces, o.List.SyncPeriod, sortBy, problemsOnly, nil)
-	m.past, m.since = o.timeline(ctx), o.Since
+	m.past, m.whatIf, m.since = o.timeline(ctx), o.simulate(ctx), o.Since
 	m.now = o.List.Clock.Now()
 	m.pass(passMsg{rows: rows, at: m.now})
 	p := tea.NewProgram(m, append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out)}, o.programOptions...)...)
@@ -221,6 +224,35 @@ func (o *Options) timeline(ctx context.Context) func(namespace, name string, wid
 			return "", err
 		}
 		// Warnings (a Prometheus that failed, the history used instead) lead, as on a terminal.
+		return errOut.String() + out.String(), nil
+	}
+}
+
+// simulate plays an HPA as it is and with variant (simulate's --variant syntax) on its last
+// --since of load from Prometheus, as kubectl hpa simulate NAME -n NAMESPACE --from-prometheus
+// --variant edited=VARIANT prints it.
+func (o *Options) simulate(ctx context.Context) func(namespace, name, variant string, width int) (string, error) {
+	return func(namespace, name, variant string, width int) (string, error) {
+		if !o.Prometheus.Enabled() {
+			return "", errors.New("a what-if plays the HPA's recent load from Prometheus: start top with --prometheus-url (kubectl hpa simulate --from-prometheus)")
+		}
+		var out, errOut bytes.Buffer
+		s := simulate.NewOptions(o.List.ConfigFlags, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		rateWindow := s.Prometheus.RateWindow
+		s.FromPrometheus, s.Since, s.Prometheus, s.Width = true, o.Since, o.Prometheus, width
+		if s.Prometheus.RateWindow == 0 {
+			s.Prometheus.RateWindow = rateWindow
+		}
+		s.Model.Controller = o.List.Config
+		s.Variants = []string{"edited=" + variant}
+		// No flag of simulate's was given: its defaults, as a bare command line has them.
+		if err := s.Complete(&cobra.Command{}, []string{name}); err != nil {
+			return "", err
+		}
+		s.Namespace, s.ExplicitNamespace = namespace, true
+		if err := s.Run(ctx); err != nil {
+			return "", err
+		}
 		return errOut.String() + out.String(), nil
 	}
 }

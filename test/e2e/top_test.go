@@ -112,7 +112,8 @@ func lineWith(s, sub string) string {
 // HPAs, one of them this test's: 2 pods at 60% of their cpu request against 50%, so 3. It
 // types a filter (/ and the namespace), sees that HPA's row alone, opens it (Enter) and reads
 // its verdict and binding constraint equal to explain's at the same moment, and its timeline
-// (t) as kubectl hpa timeline prints it; q leaves the
+// (t) as kubectl hpa timeline prints it, and a what-if (w, cpu=70%) as kubectl hpa simulate
+// plays it on the load Prometheus holds; q leaves the
 // terminal as it was (no alternate screen, cursor shown, echo on) with exit code 0, and so does
 // SIGTERM to a second top; top wrote nothing. Without a terminal it exits 2 naming list -w.
 func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTerminalAsItWas(t *testing.T) {
@@ -122,6 +123,12 @@ func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTermin
 	createHPA(t, ns, hpaSpec{})
 	waitMetricsAfterReadiness(t, ns)
 	listWriteStatus(t, ns, 2, 3, nil)
+
+	prom, err := shared.Prometheus(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	promFlags := []string{"--prometheus-url", prom.URL(), "--prometheus-insecure-http"}
 
 	const user = "e2e:kubectl-hpa-top"
 	k := pluginAs(t, user)
@@ -136,7 +143,7 @@ func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTermin
 		t.Errorf("top without a terminal: %v; want exit code 2 naming kubectl hpa list -w", err)
 	}
 
-	const command = `kubectl hpa top -A --sync-period 2s; echo "top exited $?"; stty -a; exec sleep 600`
+	command := `kubectl hpa top -A --sync-period 2s ` + strings.Join(promFlags, " ") + `; echo "top exited $?"; stty -a; exec sleep 600`
 	pane := startTmux(t, 200, 50, kubectlEnv(k), command)
 	fleet := pane.waitScreen("top shows the fleet with this test's HPA", "kubectl hpa top · every namespace", ns)
 	t.Logf("top -A, first screen:\n%s", fleet)
@@ -170,19 +177,37 @@ func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTermin
 	// The feed decides again every --sync-period: the HPA's session grows on screen.
 	pane.waitScreen("top decided again twice", "This session (3 passes, every 2s")
 
-	// t: its timeline, as kubectl hpa timeline prints it (from its status and events here).
+	// t: its timeline, as kubectl hpa timeline prints it (replayed from Prometheus).
 	pane.keys("t")
 	past := pane.waitScreen("t shows the HPA's timeline", "timeline, the last 1h", "Timeline of "+ns+"/web from")
-	out, err := k.Run(context.Background(), "hpa", "timeline", "web", "-n", ns, "--since", "1h")
+	out, err := k.Run(context.Background(), append([]string{"hpa", "timeline", "web", "-n", ns, "--since", "1h"}, promFlags...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, field := range []string{"Source:", "Spec:", "Syncs:"} {
+	for _, field := range []string{"Source:", "Spec:"} {
 		if got, want := lineWith(past, field), lineWith(out, field); got != want || want == "" {
 			t.Errorf("top's timeline %q, timeline's %q", got, want)
 		}
 	}
 	t.Logf("top's timeline screen:\n%s", past)
+	pane.keys("Escape")
+	pane.waitScreen("Esc goes back to the HPA's screen", "kubectl hpa top · "+ns+"/web · decided")
+
+	// w: what if its target were 70%, played on its load in Prometheus as simulate plays it.
+	pane.keys("w")
+	pane.text("cpu=70%")
+	pane.keys("Enter")
+	whatIf := pane.waitScreen("w plays the what-if through simulate", "what if cpu=70%, on the last 1h", "Variants:")
+	out, err = k.Run(context.Background(), append([]string{"hpa", "simulate", "web", "-n", ns, "--from-prometheus", "--since", "1h", "--variant", "edited=cpu=70%"}, promFlags...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{"  current ", "  edited "} {
+		if got, want := lineWith(whatIf, row), lineWith(out, row); got != want || want == "" {
+			t.Errorf("top's what-if variant row %q, simulate's %q", got, want)
+		}
+	}
+	t.Logf("top's what-if screen:\n%s", whatIf)
 	pane.keys("Escape")
 	pane.waitScreen("Esc goes back to the HPA's screen", "kubectl hpa top · "+ns+"/web · decided")
 
