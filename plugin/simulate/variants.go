@@ -310,3 +310,13 @@ func variantFromFile(arg, ns string, opts validation.Options) (variant, error) {
 	}
 	return variant{name: name, changes: []string{"file " + path}, hpa: hpa}, nil
 }
+
+// ApplyVariant is base with overrides (--variant's KEY=VALUE[,KEY=VALUE...], named name in
+// its messages) applied, validated as the API server would validate it.
+func ApplyVariant(base *autoscalingv2.HorizontalPodAutoscaler, name, overrides string, opts validation.Options) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+	v, err := parseVariant(base, name+"="+overrides, opts)
+	if err != nil {
+		return nil, err
+	}
+	return v.hpa, nil
+}

@@ -42,6 +42,29 @@ type reading struct {
 	text []string
 }
 
+// proposal is a what-if made a patch of the HPA as read now: what applying it would write.
+type proposal struct {
+	key, variant string
+	// resourceVersion is the HPA's as read; patch the JSON merge patch of its spec.
+	resourceVersion, patch string
+	// apply writes it: a server dry run, then the patch at resourceVersion. It returns the line
+	// that says what was written.
+	apply func() (string, error)
+}
+
+// proposalMsg is a proposal made, or why none could be.
+type proposalMsg struct {
+	p   *proposal
+	key string
+	err error
+}
+
+// appliedMsg is what applying a proposal wrote, or why nothing was.
+type appliedMsg struct {
+	key, line string
+	err       error
+}
+
 // tickMsg is a second passing: HELD UNTIL and the pass's age count down on screen.
 type tickMsg time.Time
 
@@ -53,6 +76,7 @@ const (
 	hpaScreen
 	pastScreen
 	whatIfScreen
+	applyScreen
 	helpScreen
 )
 
@@ -82,6 +106,9 @@ type model struct {
 	whatIf func(namespace, name, variant string, width int) (string, error)
 	// since is how far back past and whatIf go, for the titles.
 	since time.Duration
+	// propose makes a what-if's variant a patch of the HPA as read now; nil with --read-only,
+	// which hides every write.
+	propose func(namespace, name, variant string) (*proposal, error)
 
 	width, height int
 	now           time.Time
@@ -111,6 +138,15 @@ type model struct {
 	// editing says a what-if's variant is being typed, edit holds it.
 	editing bool
 	edit    string
+
+	// proposed is the patch on the apply screen (nil while it is made), proposeErr why none
+	// could be made; outcome is what applying it wrote or why nothing was ("" before y).
+	proposed   *proposal
+	proposeErr error
+	applying   bool
+	outcome    string
+	// writes are the lines of every write made, printed when the program ends.
+	writes []string
 }
 
 func newModel(scope string, allNamespaces bool, period time.Duration, sortBy string, problemsOnly bool, refresh func()) *model {
@@ -158,8 +194,24 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.key == r.key {
 			r.text = strings.Split(strings.TrimRight(msg.text, "\n"), "\n")
 			if msg.err != nil {
-				r.text = []string{what + msg.err.Error()}
+				r.text = m.wrapped(what + msg.err.Error())
 			}
+		}
+	case proposalMsg:
+		if m.screen == applyScreen && msg.key == m.selected {
+			m.proposed, m.proposeErr = msg.p, msg.err
+		}
+	case appliedMsg:
+		m.applying = false
+		if msg.err != nil {
+			m.outcome = "Nothing written: " + msg.err.Error()
+		} else {
+			m.outcome = msg.line
+			m.writes = append(m.writes, msg.line)
+		}
+		// The next pass shows the HPA as patched.
+		if m.refresh != nil {
+			m.refresh()
 		}
 	case tea.KeyPressMsg:
 		cmd = m.key(msg)
@@ -197,6 +249,8 @@ func (m *model) normalize() {
 		m.scroll = max(0, min(m.scroll, len(m.hpaBody())-m.bodyHeight()))
 	case pastScreen, whatIfScreen:
 		m.scroll = max(0, min(m.scroll, len(m.readBody())-m.bodyHeight()))
+	case applyScreen:
+		m.scroll = max(0, min(m.scroll, len(m.applyBody())-m.bodyHeight()))
 	}
 }
 
@@ -275,6 +329,8 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		}
 		m.screen = fleetScreen
 		return nil
+	case applyScreen:
+		return m.applyKey(s)
 	case hpaScreen, pastScreen, whatIfScreen:
 		return m.textKey(s)
 	}
@@ -359,6 +415,17 @@ func (m *model) textKey(s string) tea.Cmd {
 		} else {
 			m.edit = ""
 		}
+	case "a":
+		if m.screen == whatIfScreen && m.propose != nil && m.whatIfRead.text != nil {
+			m.screen, m.scroll = applyScreen, 0
+			m.proposed, m.proposeErr, m.outcome = nil, nil, ""
+			ns, name, _ := strings.Cut(m.selected, "/")
+			propose, key, variant := m.propose, m.selected, m.whatIfRead.asked
+			return func() tea.Msg {
+				p, err := propose(ns, name, variant)
+				return proposalMsg{p: p, key: key, err: err}
+			}
+		}
 	case "r":
 		switch m.screen {
 		case pastScreen:
@@ -370,6 +437,32 @@ func (m *model) textKey(s string) tea.Cmd {
 			m.refresh()
 		}
 	}
+	return nil
+}
+
+// applyKey answers a key on the apply screen: y applies the patch once, anything else goes
+// back to the what-if without writing.
+func (m *model) applyKey(s string) tea.Cmd {
+	switch {
+	case s == "q" && m.outcome != "":
+		return tea.Quit
+	case m.applying:
+		return nil
+	case s == "y" && m.proposed != nil && m.outcome == "":
+		m.applying = true
+		p := m.proposed
+		return func() tea.Msg {
+			line, err := p.apply()
+			return appliedMsg{key: p.key, line: line, err: err}
+		}
+	case s == "up" || s == "k":
+		m.scroll = max(0, m.scroll-1)
+		return nil
+	case s == "down" || s == "j":
+		m.scroll++
+		return nil
+	}
+	m.screen, m.scroll = whatIfScreen, 0
 	return nil
 }
 
@@ -528,6 +621,8 @@ func (m *model) View() tea.View {
 		content = m.hpaView()
 	case pastScreen, whatIfScreen:
 		content = m.readView()
+	case applyScreen:
+		content = m.textView("kubectl hpa top · "+m.selected+" · apply what if "+m.whatIfRead.asked, m.applyBody(), m.applyKeys())
 	default:
 		content = m.fleetView()
 	}
@@ -734,10 +829,54 @@ func (m *model) readBody() []string {
 func (m *model) readView() string {
 	if m.screen == whatIfScreen {
 		title := fmt.Sprintf("kubectl hpa top · %s · what if %s, on the last %s", m.selected, m.whatIfRead.asked, shortDuration(m.since))
-		return m.textView(title, m.readBody(), "w edit · r play again · esc back")
+		keys := "w edit · r play again · esc back"
+		if m.propose != nil {
+			keys = "a apply · " + keys
+		}
+		return m.textView(title, m.readBody(), keys)
 	}
 	title := fmt.Sprintf("kubectl hpa top · %s · timeline, the last %s", m.selected, shortDuration(m.since))
 	return m.textView(title, m.readBody(), "r read again · esc back")
+}
+
+// applyBody is the patch a what-if makes, what writing it does, and once y is pressed what
+// was written.
+func (m *model) applyBody() []string {
+	switch {
+	case m.proposeErr != nil:
+		return m.wrapped("No patch: " + m.proposeErr.Error())
+	case m.proposed == nil:
+		return []string{"Reading " + m.selected + " to make the patch..."}
+	}
+	p := m.proposed
+	lines := []string{
+		fmt.Sprintf("Patch of %s's spec (JSON merge patch), from %s:", m.selected, p.variant),
+		"",
+	}
+	lines = append(lines, strings.Split(p.patch, "\n")...)
+	lines = append(lines, "",
+		fmt.Sprintf("y sends it as a server dry run, then for real, both at resourceVersion %s (as read now),", p.resourceVersion),
+		"as field manager kubectl-hpa: the API server refuses it if anyone changed the HPA's spec since.",
+		"Any other key goes back without writing.")
+	switch {
+	case m.applying:
+		lines = append(lines, "", "Writing...")
+	case m.outcome != "":
+		lines = append(append(lines, ""), m.wrapped(m.outcome)...)
+	}
+	return lines
+}
+
+// wrapped is s in lines of the screen's width: a sentence about a write is read whole.
+func (m *model) wrapped(s string) []string {
+	return strings.Split(ansi.Wrap(s, max(m.width, 20), " "), "\n")
+}
+
+func (m *model) applyKeys() string {
+	if m.outcome != "" {
+		return "any key back · q quit"
+	}
+	return "y apply · any other key back"
 }
 
 // shortDuration is d without its zero units: 1h, 30m, 1h30m.
@@ -798,6 +937,8 @@ const helpText = `kubectl hpa top: keys
     w             what if: type a change (simulate's --variant, cpu=60%,max=20)
                   and enter plays the last --since of load for the HPA as it is
                   and as changed (kubectl hpa simulate --from-prometheus)
+    a             on a what-if: its patch, y writes it (a server dry run first;
+                  refused if the HPA's spec changed); not with --read-only
     r             decide again now (on the timeline: read it again)
 
   A * marks a value that changed at the latest pass, as list -w marks it; every

@@ -465,11 +465,94 @@ func TestWPlaysTheTypedVariantThroughSimulateAndShowsWhatItPrints(t *testing.T) 
 func TestAnEmptyWhatIfPlaysNothing(t *testing.T) {
 	m := every(nil)
 	m.tick = nil
-	m.whatIf = func(string, string, string, int) (string, error) { t.Error("simulate called for an empty variant"); return "", nil }
+	m.whatIf = func(string, string, string, int) (string, error) {
+		t.Error("simulate called for an empty variant")
+		return "", nil
+	}
 	for _, msg := range []tea.Msg{passMsg{rows: fleet(), at: t0}, key("enter"), key("w"), key("enter")} {
 		update(m, msg)
 	}
 	if m.screen != hpaScreen {
 		t.Errorf("an empty what-if left the HPA's screen for %v", m.screen)
+	}
+}
+
+// whatIfOn is m on payments/api's what-if of cpu=70%, with simulate faked.
+func whatIfOn(m *model) {
+	m.tick = nil
+	m.whatIf = func(string, string, string, int) (string, error) { return "VARIANT   PEAK\nedited    4\n", nil }
+	for _, msg := range append(append([]tea.Msg{tea.WindowSizeMsg{Width: 120, Height: 30}, passMsg{rows: fleet(), at: t0}, key("enter"), key("w")}, typed("cpu=70%")...), key("enter")) {
+		update(m, msg)
+	}
+}
+
+func TestAOnAWhatIfShowsItsPatchAndYWritesItOnce(t *testing.T) {
+	m := every(nil)
+	var applied int
+	m.propose = func(ns, name, variant string) (*proposal, error) {
+		return &proposal{key: ns + "/" + name, variant: variant, resourceVersion: "42", patch: "{\n  \"metrics\": ...\n}",
+			apply: func() (string, error) {
+				applied++
+				return "Applied cpu=70% to payments/api as field manager kubectl-hpa after a server dry run: resourceVersion 42, now 43", nil
+			}}, nil
+	}
+	whatIfOn(m)
+	if !strings.Contains(frame(m), "a apply · w edit") {
+		t.Errorf("the what-if's keys lack a apply:\n%s", frame(m))
+	}
+	update(m, key("a"))
+	f := frame(m)
+	for _, want := range []string{"apply what if cpu=70%", "Patch of payments/api's spec (JSON merge patch), from cpu=70%:", "both at resourceVersion 42", "y apply · any other key back"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("the apply screen lacks %q:\n%s", want, f)
+		}
+	}
+	update(m, key("y"))
+	if !strings.Contains(frame(m), "now 43") || !strings.Contains(frame(m), "any key back · q quit") || len(m.writes) != 1 {
+		t.Errorf("after y: writes %q\n%s", m.writes, frame(m))
+	}
+	update(m, key("y"))
+	if applied != 1 || m.screen != whatIfScreen {
+		t.Errorf("y again applied %d times in all and left screen %v; want once, and back to the what-if", applied, m.screen)
+	}
+}
+
+func TestAnyKeyButYLeavesTheApplyScreenWithoutWriting(t *testing.T) {
+	m := every(nil)
+	m.propose = func(ns, name, variant string) (*proposal, error) {
+		return &proposal{key: ns + "/" + name, variant: variant, resourceVersion: "42", patch: "{}", apply: func() (string, error) {
+			t.Error("applied without y")
+			return "", nil
+		}}, nil
+	}
+	whatIfOn(m)
+	update(m, key("a"))
+	update(m, key("n"))
+	if m.screen != whatIfScreen || len(m.writes) != 0 {
+		t.Errorf("n on the apply screen: screen %v, writes %q; want the what-if and nothing written", m.screen, m.writes)
+	}
+}
+
+func TestARefusedPatchSaysNothingWasWritten(t *testing.T) {
+	m := every(nil)
+	m.propose = func(ns, name, variant string) (*proposal, error) {
+		return &proposal{key: ns + "/" + name, variant: variant, resourceVersion: "42", patch: "{}", apply: func() (string, error) {
+			return "", fmt.Errorf("top: nothing written: HPA payments/api was changed since it was read (resourceVersion 42, now 44) by someone-else at 2026-12-07T12:00:00Z: ask what if again of the HPA as it is now")
+		}}, nil
+	}
+	whatIfOn(m)
+	update(m, key("a"))
+	update(m, key("y"))
+	if f := frame(m); !strings.Contains(f, "Nothing written: top: nothing written: HPA payments/api was changed since it was read") || len(m.writes) != 0 {
+		t.Errorf("a refused patch: writes %q\n%s", m.writes, f)
+	}
+}
+
+func TestReadOnlyHidesApply(t *testing.T) {
+	m := every(nil)
+	whatIfOn(m)
+	update(m, key("a"))
+	if m.screen != whatIfScreen || strings.Contains(frame(m), "a apply") {
+		t.Errorf("with --read-only (no propose) a left the what-if or the keys offer it:\n%s", frame(m))
 	}
 }

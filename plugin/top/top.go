@@ -3,6 +3,7 @@ package top
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,26 +16,34 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
 
+	"github.com/kubectl-hpa/kubectl-hpa/controller/history/annotation"
 	"github.com/kubectl-hpa/kubectl-hpa/metrics/prometheus"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/cmdutil"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/list"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/simulate"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/timeline"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/tune/search"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 )
 
 const long = `Show the HPAs of a namespace (or of all) live in one screen: list's table, decided again
 every --sync-period and as soon as an HPA's spec changes, sorted and filtered as you type, what
-changed at the latest pass marked with *. Enter opens one HPA as explain shows it, under its
-current and desired replicas over the session; t there shows its timeline over --since, as
-kubectl hpa timeline prints it (replayed from --prometheus-url when given), and w asks what
-if: a change typed in simulate's --variant syntax (cpu=60%,max=20) played with the HPA as it
-is on its last --since of load from --prometheus-url, as kubectl hpa simulate prints it. Every figure is
-list's (explain's for one HPA, timeline's for its past): the decision the Kubernetes v1.37 HPA
-controller would make now. top only reads.
+changed at the latest pass marked with *. Every figure is list's: the decision the Kubernetes
+v1.37 HPA controller would make now.
+
+Enter opens one HPA as explain shows it, under its current and desired replicas over the
+session. There, t shows its timeline over --since as kubectl hpa timeline prints it (replayed
+from --prometheus-url when given), and w asks what if: a change typed in simulate's --variant
+syntax (cpu=60%,max=20), played with the HPA as it is on its last --since of load from
+--prometheus-url, as kubectl hpa simulate prints it. a on a what-if shows it as a patch of the
+HPA's spec, and y writes it: a server dry run, then the patch, both at the resourceVersion
+read, refused if anyone changed the spec since. That is top's only write; --read-only hides
+it, and every write is printed once the screen is gone.
 
 It needs a terminal; kubectl hpa list -w lists again every sync period without one. Press ?
 for the keys, q or Ctrl-C to leave: the terminal is left as it was. What client-go logged while
@@ -59,6 +68,12 @@ type Options struct {
 	// replays it (timeline --prometheus-url).
 	Since      time.Duration
 	Prometheus prometheus.Config
+	// ReadOnly hides every write: no what-if becomes a patch.
+	ReadOnly bool
+
+	// given are the controller's flags given on the command line: a what-if's model says they
+	// are the cluster's, not upstream's defaults.
+	given []string
 
 	// isTerminal says whether In and Out are a terminal.
 	isTerminal func() bool
@@ -109,6 +124,7 @@ func newCmd(o *Options) *cobra.Command {
 	fs.BoolVar(&l.ProblemsOnly, "problems", l.ProblemsOnly, "Start with the HPAs with a problem only (p switches)")
 	fs.StringVar(&l.SortBy, "sort-by", l.SortBy, "Start sorted by a column (s switches): "+strings.Join(list.SortColumns(), ", ")+" (default: namespace, then name)")
 	fs.DurationVar(&l.SyncPeriod, "sync-period", l.SyncPeriod, "The cluster's sync period (kube-controller-manager --horizontal-pod-autoscaler-sync-period): how often to decide again, since a decision changes at most once a period")
+	fs.BoolVar(&o.ReadOnly, "read-only", o.ReadOnly, "Hide every write: a what-if cannot be applied (a on its screen)")
 	fs.DurationVar(&o.Since, "since", o.Since, "How far back an HPA's timeline goes (t on its screen: kubectl hpa timeline --since)")
 	cmdutil.AddControllerConfigFlags(fs, &l.Config, "The cluster's")
 	cmdutil.AddMetricsFlags(fs, &l.Metrics)
@@ -120,6 +136,11 @@ func newCmd(o *Options) *cobra.Command {
 // Complete fills list's options: it lists again, as list -w does.
 func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	o.List.Watch = true
+	for _, f := range []string{"sync-period", "tolerance", "downscale-stabilization", "cpu-initialization-period", "initial-readiness-delay"} {
+		if cmd != nil && cmd.Flags().Changed(f) {
+			o.given = append(o.given, f)
+		}
+	}
 	return o.List.Complete(cmd, args)
 }
 
@@ -168,6 +189,9 @@ func (o *Options) Run(ctx context.Context) error {
 
 	m := newModel(o.scope(), o.List.AllNamespaces, o.List.SyncPeriod, sortBy, problemsOnly, nil)
 	m.past, m.whatIf, m.since = o.timeline(ctx), o.simulate(ctx), o.Since
+	if !o.ReadOnly {
+		m.propose = o.propose(ctx)
+	}
 	m.now = o.List.Clock.Now()
 	m.pass(passMsg{rows: rows, at: m.now})
 	p := tea.NewProgram(m, append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(o.In), tea.WithOutput(o.Out)}, o.programOptions...)...)
@@ -193,6 +217,10 @@ func (o *Options) Run(ctx context.Context) error {
 	_, err = p.Run()
 	cancel()
 	wg.Wait()
+	// Every write, once the screen is gone: what a person did is on their terminal.
+	for _, w := range m.writes {
+		fmt.Fprintln(o.Out, w)
+	}
 	switch {
 	case crashed != nil:
 		return crashed
@@ -243,10 +271,16 @@ func (o *Options) simulate(ctx context.Context) func(namespace, name, variant st
 		if s.Prometheus.RateWindow == 0 {
 			s.Prometheus.RateWindow = rateWindow
 		}
-		s.Model.Controller = o.List.Config
+		// The controller is the cluster's, as top was told; the rest of the model simulate's.
+		s.Model.Controller, s.Model.SyncPeriod = o.List.Config, o.List.SyncPeriod
 		s.Variants = []string{"edited=" + variant}
-		// No flag of simulate's was given: its defaults, as a bare command line has them.
-		if err := s.Complete(&cobra.Command{}, []string{name}); err != nil {
+		// simulate asks its command line which model flags were given: the same as top's.
+		cmd := &cobra.Command{}
+		for _, f := range o.given {
+			cmd.Flags().String(f, "", "")
+			_ = cmd.Flags().Set(f, "given")
+		}
+		if err := s.Complete(cmd, []string{name}); err != nil {
 			return "", err
 		}
 		s.Namespace, s.ExplicitNamespace = namespace, true
@@ -254,6 +288,47 @@ func (o *Options) simulate(ctx context.Context) func(namespace, name, variant st
 			return "", err
 		}
 		return errOut.String() + out.String(), nil
+	}
+}
+
+// propose makes a what-if's variant a patch of the HPA as read now, and what writes it.
+func (o *Options) propose(ctx context.Context) func(namespace, name, variant string) (*proposal, error) {
+	return func(namespace, name, variant string) (*proposal, error) {
+		kube := o.List.Kube()
+		read, err := kube.AutoscalingV2().HorizontalPodAutoscalers(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading horizontalpodautoscaler %s/%s: %w", namespace, name, err)
+		}
+		changed, err := simulate.ApplyVariant(read, "edited", variant, validation.Options{ScaleToZero: o.List.Config.ScaleToZero})
+		if err != nil {
+			return nil, err
+		}
+		patch, err := search.MergePatch(read, changed)
+		if err != nil {
+			return nil, err
+		}
+		if patch == nil {
+			return nil, fmt.Errorf("%s changes nothing of %s/%s's spec as it is now", variant, namespace, name)
+		}
+		pretty, err := json.MarshalIndent(patch, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		return &proposal{
+			key: namespace + "/" + name, variant: variant, resourceVersion: read.ResourceVersion, patch: string(pretty),
+			apply: func() (string, error) {
+				updated, at, err := cmdutil.PatchSpec(ctx, kube, read, cmdutil.SpecPatch{
+					Patch: patch, FieldManager: annotation.FieldManager,
+					What: "top", Again: "ask what if again of the HPA as it is now", Doc: "docs/top.md",
+				})
+				if err != nil {
+					return "", err
+				}
+				compact, _ := json.Marshal(patch)
+				return fmt.Sprintf("Applied %s to %s/%s as field manager %s after a server dry run: resourceVersion %s, now %s; patch %s",
+					variant, namespace, name, annotation.FieldManager, at, updated.ResourceVersion, compact), nil
+			},
+		}, nil
 	}
 }
 

@@ -880,6 +880,8 @@ type churnSync struct {
 	current, desired int32
 	// write says the sync rescaled and its scale write succeeded.
 	write bool
+	// why is, for a sync that rescaled without a write, why (its write's error, its dry run).
+	why string
 }
 
 // read reads the recording once, as a stream (a 5,000-HPA soak records a gigabyte): what the
@@ -900,6 +902,13 @@ func (f *churnFigures) read(t *testing.T, path string, served *churnServed) []ch
 		}
 		c := churnSync{key: s.Key, now: s.Now, current: s.Result.CurrentReplicas, desired: s.Result.DesiredReplicas,
 			write: s.Result.Rescale && s.ScaleWriteError == nil && s.DryRunReason == ""}
+		switch {
+		case !s.Result.Rescale:
+		case s.ScaleWriteError != nil:
+			c.why = "its write failed: " + s.ScaleWriteError.Message
+		case s.DryRunReason != "":
+			c.why = "dry run: " + s.DryRunReason
+		}
 		if s.HPA != nil {
 			ns, _, _ := strings.Cut(s.Key, "/")
 			c.target = ns + "/" + s.HPA.Spec.ScaleTargetRef.Name
@@ -944,6 +953,8 @@ type churnExpected struct {
 	at          time.Time
 	to          int32
 	write, used bool
+	from        int32
+	why         string
 }
 
 // writes checks run's writes in the audit log: none for an HPA after its deletion (beyond a
@@ -972,7 +983,7 @@ func (f *churnFigures) writes(t *testing.T, reqs []cluster.AuditRequest, user, l
 		if s.target == "" {
 			continue
 		}
-		e := &churnExpected{target: s.target, at: s.now, to: s.desired, write: s.write}
+		e := &churnExpected{target: s.target, at: s.now, from: s.current, to: s.desired, write: s.write, why: s.why}
 		syncsOf[e.target] = append(syncsOf[e.target], e)
 		if e.write {
 			expected = append(expected, e)
@@ -1026,7 +1037,14 @@ func (f *churnFigures) writes(t *testing.T, reqs []cluster.AuditRequest, user, l
 			ss := syncsOf[r.Namespace+"/"+r.Name]
 			i, _ := slices.BinarySearchFunc(ss, r.Received, func(e *churnExpected, at time.Time) int { return e.at.Compare(at) })
 			if i == 0 || !ss[i-1].write || ss[i-1].used {
-				unexplained = append(unexplained, fmt.Sprintf("%s at %s", r, r.Received.Format(time.StampMilli)))
+				// What the recording holds before it, to tell a write run thought failed (the
+				// server applied it, the answer was lost) from one it never decided.
+				last := "no recorded sync of an HPA on it before"
+				if i > 0 {
+					e := ss[i-1]
+					last = fmt.Sprintf("the last sync before, at %s: %d -> %d, write %v, used %v %s", e.at.Format(time.StampMilli), e.from, e.to, e.write, e.used, e.why)
+				}
+				unexplained = append(unexplained, fmt.Sprintf("%s at %s; %s", r, r.Received.Format(time.StampMilli), last))
 				continue
 			}
 			match := ss[i-1]

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/kubectl-hpa/kubectl-hpa/test/e2e/cluster"
 )
 
@@ -57,8 +60,8 @@ func (p *tmuxPane) keys(keys ...string) {
 // text types s literally.
 func (p *tmuxPane) text(s string) { p.tmux("send-keys", "-t", "e2e", "-l", s) }
 
-// screen is what the terminal shows now, as text.
-func (p *tmuxPane) screen() string { return p.tmux("capture-pane", "-p", "-t", "e2e") }
+// screen is what the terminal shows now, as text, lines the terminal wrapped joined.
+func (p *tmuxPane) screen() string { return p.tmux("capture-pane", "-p", "-J", "-t", "e2e") }
 
 // state is a tmux format's value for the pane (#{alternate_on}, #{cursor_flag}, ...).
 func (p *tmuxPane) state(format string) string {
@@ -113,7 +116,9 @@ func lineWith(s, sub string) string {
 // types a filter (/ and the namespace), sees that HPA's row alone, opens it (Enter) and reads
 // its verdict and binding constraint equal to explain's at the same moment, and its timeline
 // (t) as kubectl hpa timeline prints it, and a what-if (w, cpu=70%) as kubectl hpa simulate
-// plays it on the load Prometheus holds; q leaves the
+// plays it on the load Prometheus holds. a makes the what-if a patch: refused when another
+// manager changed the spec before y, then, read anew, written after a server dry run, which the
+// audit log shows and nothing else; q leaves the
 // terminal as it was (no alternate screen, cursor shown, echo on) with exit code 0, and so does
 // SIGTERM to a second top; top wrote nothing. Without a terminal it exits 2 naming list -w.
 func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTerminalAsItWas(t *testing.T) {
@@ -128,7 +133,8 @@ func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTermin
 	if err != nil {
 		t.Fatal(err)
 	}
-	promFlags := []string{"--prometheus-url", prom.URL(), "--prometheus-insecure-http"}
+	// The cluster's sync period as top is told it, which timeline and simulate then take.
+	promFlags := []string{"--prometheus-url", prom.URL(), "--prometheus-insecure-http", "--sync-period", "2s"}
 
 	const user = "e2e:kubectl-hpa-top"
 	k := pluginAs(t, user)
@@ -143,7 +149,7 @@ func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTermin
 		t.Errorf("top without a terminal: %v; want exit code 2 naming kubectl hpa list -w", err)
 	}
 
-	command := `kubectl hpa top -A --sync-period 2s ` + strings.Join(promFlags, " ") + `; echo "top exited $?"; stty -a; exec sleep 600`
+	command := `kubectl hpa top -A ` + strings.Join(promFlags, " ") + `; echo "top exited $?"; stty -a; exec sleep 600`
 	pane := startTmux(t, 200, 50, kubectlEnv(k), command)
 	fleet := pane.waitScreen("top shows the fleet with this test's HPA", "kubectl hpa top · every namespace", ns)
 	t.Logf("top -A, first screen:\n%s", fleet)
@@ -177,13 +183,15 @@ func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTermin
 	// The feed decides again every --sync-period: the HPA's session grows on screen.
 	pane.waitScreen("top decided again twice", "This session (3 passes, every 2s")
 
-	// t: its timeline, as kubectl hpa timeline prints it (replayed from Prometheus).
+	// t: its timeline, as kubectl hpa timeline prints it (replayed from Prometheus, once it
+	// holds the pods' series).
+	var out string
+	eventually(t, 2*time.Minute, "timeline replays the HPA from Prometheus", func(ctx context.Context) error {
+		out, err = k.Run(ctx, append([]string{"hpa", "timeline", "web", "-n", ns, "--since", "1h"}, promFlags...)...)
+		return err
+	})
 	pane.keys("t")
 	past := pane.waitScreen("t shows the HPA's timeline", "timeline, the last 1h", "Timeline of "+ns+"/web from")
-	out, err := k.Run(context.Background(), append([]string{"hpa", "timeline", "web", "-n", ns, "--since", "1h"}, promFlags...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, field := range []string{"Source:", "Spec:"} {
 		if got, want := lineWith(past, field), lineWith(out, field); got != want || want == "" {
 			t.Errorf("top's timeline %q, timeline's %q", got, want)
@@ -208,6 +216,62 @@ func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTermin
 		}
 	}
 	t.Logf("top's what-if screen:\n%s", whatIf)
+
+	// a: the what-if as a patch. Another manager changes the spec before y: refused, nothing
+	// written. a again (the HPA read anew) and y: a server dry run, then the patch.
+	applyMark, err := shared.AuditMark()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pane.keys("a")
+	pane.waitScreen("a shows the what-if's patch", "Patch of "+ns+"/web's spec (JSON merge patch), from cpu=70%:", "y apply")
+	hpas := shared.Client().AutoscalingV2().HorizontalPodAutoscalers(ns)
+	if _, err := hpas.Patch(context.Background(), "web", types.MergePatchType, []byte(`{"spec":{"maxReplicas":9}}`), metav1.PatchOptions{FieldManager: "e2e-other-manager"}); err != nil {
+		t.Fatal(err)
+	}
+	pane.keys("y")
+	refused := pane.waitScreen("y on a spec changed since is refused", "Nothing written: top: nothing written: HPA "+ns+"/web was changed since it was read")
+	if !strings.Contains(refused, "by e2e-other-manager") {
+		t.Errorf("the refusal does not name the other manager:\n%s", refused)
+	}
+	// A key right after Escape would read as alt+key: wait for the screen Escape leads to.
+	pane.keys("Escape")
+	pane.waitScreen("Esc goes back to the what-if", "a apply · w edit")
+	pane.keys("a")
+	pane.waitScreen("a again reads the HPA anew", "Patch of "+ns+"/web's spec", "y apply")
+	pane.keys("y")
+	applied := pane.waitScreen("y writes the patch", "Applied cpu=70% to "+ns+"/web as field manager kubectl-hpa after a server dry run")
+	t.Logf("top's apply screen:\n%s", applied)
+	got, err := hpas.Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := got.Spec.Metrics[0].Resource.Target.AverageUtilization; u == nil || *u != 70 || got.Spec.MaxReplicas != 9 {
+		t.Errorf("after y the spec has cpu %v%% and max %d, want 70%% and the other manager's 9", u, got.Spec.MaxReplicas)
+	}
+	// The audit log: the refused dry run (409), then the dry run and the patch; nothing else.
+	var writes []string
+	eventually(t, 10*time.Second, "top's writes complete in the audit log", func(context.Context) error {
+		reqs, err := shared.AuditSince(applyMark, cluster.AuditFilter{User: user, Namespace: ns, WritesOnly: true})
+		if err != nil {
+			return err
+		}
+		writes = writes[:0]
+		for _, r := range reqs {
+			if r.Completed.IsZero() {
+				return fmt.Errorf("%s not complete", r)
+			}
+			dry := strings.Contains(r.RequestURI, "dryRun=All")
+			writes = append(writes, fmt.Sprintf("%s %s/%s dry-run=%v %d", r.Verb, r.Resource, r.Name, dry, r.Code))
+		}
+		return nil
+	})
+	want := []string{"patch horizontalpodautoscalers/web dry-run=true 409", "patch horizontalpodautoscalers/web dry-run=true 200", "patch horizontalpodautoscalers/web dry-run=false 200"}
+	if strings.Join(writes, "; ") != strings.Join(want, "; ") {
+		t.Errorf("top's writes %q, want %q", writes, want)
+	}
+	pane.keys("Escape")
+	pane.waitScreen("Esc goes back to the what-if", "a apply · w edit")
 	pane.keys("Escape")
 	pane.waitScreen("Esc goes back to the HPA's screen", "kubectl hpa top · "+ns+"/web · decided")
 
@@ -224,8 +288,12 @@ func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTermin
 	}
 	term.leftAsItWas("SIGTERM")
 
-	if w := pluginWrites(t, mark, user); len(w) > 0 {
-		t.Errorf("top wrote %d requests, want none: %v", len(w), w)
+	// Besides the patch above, nothing; and the patch was printed once top ended.
+	if w := pluginWrites(t, mark, user); len(w) != 3 {
+		t.Errorf("top wrote %d requests, want the 3 of the patch: %v", len(w), w)
+	}
+	if line := lineWith(pane.screen(), "Applied cpu=70%"); !strings.Contains(line, `patch {"spec":`) {
+		t.Errorf("after q the terminal lacks the write top made (%q)", line)
 	}
 }
 
