@@ -76,6 +76,7 @@ const (
 	hpaScreen
 	pastScreen
 	whatIfScreen
+	tuneScreen
 	applyScreen
 	helpScreen
 )
@@ -104,7 +105,10 @@ type model struct {
 	// whatIf is simulate's comparison of an HPA and a variant of it (simulate's --variant
 	// syntax, KEY=VALUE,...) on its recent load; nil when top cannot play one.
 	whatIf func(namespace, name, variant string, width int) (string, error)
-	// since is how far back past and whatIf go, for the titles.
+	// tune is tune's recommendation for an HPA on its recent load, as tune prints it; nil when
+	// top cannot make one.
+	tune func(namespace, name string, width int) (string, error)
+	// since is how far back past, whatIf and tune go, for the titles.
 	since time.Duration
 	// propose makes a what-if's variant a patch of the HPA as read now; nil with --read-only,
 	// which hides every write.
@@ -134,7 +138,7 @@ type model struct {
 	screen   screen
 	scroll   int
 
-	pastRead, whatIfRead reading
+	pastRead, whatIfRead, tuneRead reading
 	// editing says a what-if's variant is being typed, edit holds it.
 	editing bool
 	edit    string
@@ -188,8 +192,11 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case readMsg:
 		r := &m.pastRead
 		what := "The timeline could not be read: "
-		if msg.screen == whatIfScreen {
+		switch msg.screen {
+		case whatIfScreen:
 			r, what = &m.whatIfRead, "The what-if could not be played: "
+		case tuneScreen:
+			r, what = &m.tuneRead, "The HPA could not be tuned: "
 		}
 		if msg.key == r.key {
 			r.text = strings.Split(strings.TrimRight(msg.text, "\n"), "\n")
@@ -247,7 +254,7 @@ func (m *model) normalize() {
 	switch m.screen {
 	case hpaScreen:
 		m.scroll = max(0, min(m.scroll, len(m.hpaBody())-m.bodyHeight()))
-	case pastScreen, whatIfScreen:
+	case pastScreen, whatIfScreen, tuneScreen:
 		m.scroll = max(0, min(m.scroll, len(m.readBody())-m.bodyHeight()))
 	case applyScreen:
 		m.scroll = max(0, min(m.scroll, len(m.applyBody())-m.bodyHeight()))
@@ -331,7 +338,7 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case applyScreen:
 		return m.applyKey(s)
-	case hpaScreen, pastScreen, whatIfScreen:
+	case hpaScreen, pastScreen, whatIfScreen, tuneScreen:
 		return m.textKey(s)
 	}
 	return m.fleetKey(s)
@@ -408,6 +415,9 @@ func (m *model) textKey(s string) tea.Cmd {
 	case "t":
 		m.screen, m.scroll = pastScreen, 0
 		return m.readPast()
+	case "u":
+		m.screen, m.scroll = tuneScreen, 0
+		return m.readTune()
 	case "w":
 		m.editing = true
 		if m.whatIfRead.key == m.selected {
@@ -432,6 +442,8 @@ func (m *model) textKey(s string) tea.Cmd {
 			return m.readPast()
 		case whatIfScreen:
 			return m.playWhatIf(m.whatIfRead.asked)
+		case tuneScreen:
+			return m.readTune()
 		}
 		if m.refresh != nil {
 			m.refresh()
@@ -502,6 +514,21 @@ func (m *model) playWhatIf(variant string) tea.Cmd {
 	return func() tea.Msg {
 		text, err := whatIf(ns, name, variant, width)
 		return readMsg{screen: whatIfScreen, key: key, text: text, err: err}
+	}
+}
+
+// readTune tunes the open HPA off the program's loop: tune plays candidates for a while.
+func (m *model) readTune() tea.Cmd {
+	m.tuneRead = reading{key: m.selected}
+	if m.tune == nil {
+		m.tuneRead.text = []string{"top cannot tune here."}
+		return nil
+	}
+	ns, name, _ := strings.Cut(m.selected, "/")
+	tune, key, width := m.tune, m.selected, m.width
+	return func() tea.Msg {
+		text, err := tune(ns, name, width)
+		return readMsg{screen: tuneScreen, key: key, text: text, err: err}
 	}
 }
 
@@ -619,7 +646,7 @@ func (m *model) View() tea.View {
 		content = m.helpView()
 	case hpaScreen:
 		content = m.hpaView()
-	case pastScreen, whatIfScreen:
+	case pastScreen, whatIfScreen, tuneScreen:
 		content = m.readView()
 	case applyScreen:
 		content = m.textView("kubectl hpa top · "+m.selected+" · apply what if "+m.whatIfRead.asked, m.applyBody(), m.applyKeys())
@@ -807,11 +834,18 @@ func (m *model) hpaView() string {
 	if r := m.open(); r != nil {
 		title += " · decided " + r.Explanation.Time.UTC().Format("15:04:05")
 	}
-	return m.textView(title, m.hpaBody(), "t timeline · w what if · esc back")
+	return m.textView(title, m.hpaBody(), "t timeline · w what if · u tune · esc back")
 }
 
-// readBody is the text of the timeline's or the what-if's screen, or that it is being read.
+// readBody is the text of the timeline's, the what-if's or the tuning's screen, or that it is
+// being read.
 func (m *model) readBody() []string {
+	if m.screen == tuneScreen {
+		if m.tuneRead.text == nil {
+			return []string{"Tuning " + m.selected + " on the last " + shortDuration(m.since) + " of load (kubectl hpa tune)..."}
+		}
+		return m.tuneRead.text
+	}
 	if m.screen == whatIfScreen {
 		if m.whatIfRead.text == nil {
 			return []string{"Playing the last " + shortDuration(m.since) + " of load for " + m.selected + " as it is and with " + m.whatIfRead.asked + " (kubectl hpa simulate)..."}
@@ -824,9 +858,13 @@ func (m *model) readBody() []string {
 	return m.pastRead.text
 }
 
-// readView is the open HPA's timeline as kubectl hpa timeline prints it, or a what-if as
-// kubectl hpa simulate prints it.
+// readView is the open HPA's timeline as kubectl hpa timeline prints it, a what-if as kubectl
+// hpa simulate prints it, or its tuning as kubectl hpa tune prints it.
 func (m *model) readView() string {
+	if m.screen == tuneScreen {
+		title := fmt.Sprintf("kubectl hpa top · %s · tune, on the last %s", m.selected, shortDuration(m.since))
+		return m.textView(title, m.readBody(), "r tune again · esc back")
+	}
 	if m.screen == whatIfScreen {
 		title := fmt.Sprintf("kubectl hpa top · %s · what if %s, on the last %s", m.selected, m.whatIfRead.asked, shortDuration(m.since))
 		keys := "w edit · r play again · esc back"
@@ -937,6 +975,8 @@ const helpText = `kubectl hpa top: keys
     w             what if: type a change (simulate's --variant, cpu=60%,max=20)
                   and enter plays the last --since of load for the HPA as it is
                   and as changed (kubectl hpa simulate --from-prometheus)
+    u             tune it: kubectl hpa tune --from-prometheus over --since, its
+                  recommendation, Pareto front and patch
     a             on a what-if: its patch, y writes it (a server dry run first;
                   refused if the HPA's spec changed); not with --read-only
     r             decide again now (on the timeline: read it again)

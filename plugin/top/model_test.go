@@ -556,3 +556,20 @@ func TestReadOnlyHidesApply(t *testing.T) {
 		t.Errorf("with --read-only (no propose) a left the what-if or the keys offer it:\n%s", frame(m))
 	}
 }
+
+func TestUTunesTheOpenHPA(t *testing.T) {
+	m := every(nil)
+	m.tick, m.since = nil, time.Hour
+	m.tune = func(ns, name string, width int) (string, error) {
+		return "Tuning " + ns + "/" + name + "\nObjective: balanced\n", nil
+	}
+	for _, msg := range []tea.Msg{passMsg{rows: fleet(), at: t0}, key("enter"), key("u")} {
+		update(m, msg)
+	}
+	f := frame(m)
+	for _, want := range []string{"payments/api · tune, on the last 1h", "Tuning payments/api", "r tune again · esc back"} {
+		if !strings.Contains(f, want) {
+			t.Errorf("the tune screen lacks %q:\n%s", want, f)
+		}
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/list"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/simulate"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/timeline"
+	"github.com/kubectl-hpa/kubectl-hpa/plugin/tune"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/tune/search"
 	"github.com/kubectl-hpa/kubectl-hpa/plugin/validation"
 )
@@ -40,7 +41,8 @@ Enter opens one HPA as explain shows it, under its current and desired replicas 
 session. There, t shows its timeline over --since as kubectl hpa timeline prints it (replayed
 from --prometheus-url when given), and w asks what if: a change typed in simulate's --variant
 syntax (cpu=60%,max=20), played with the HPA as it is on its last --since of load from
---prometheus-url, as kubectl hpa simulate prints it. a on a what-if shows it as a patch of the
+--prometheus-url, as kubectl hpa simulate prints it; u tunes it on that load, as kubectl hpa
+tune --from-prometheus prints its recommendation. a on a what-if shows it as a patch of the
 HPA's spec, and y writes it: a server dry run, then the patch, both at the resourceVersion
 read, refused if anyone changed the spec since. That is top's only write; --read-only hides
 it, and every write is printed once the screen is gone.
@@ -188,7 +190,7 @@ func (o *Options) Run(ctx context.Context) error {
 	defer logs.writeTo(o.ErrOut)
 
 	m := newModel(o.scope(), o.List.AllNamespaces, o.List.SyncPeriod, sortBy, problemsOnly, nil)
-	m.past, m.whatIf, m.since = o.timeline(ctx), o.simulate(ctx), o.Since
+	m.past, m.whatIf, m.tune, m.since = o.timeline(ctx), o.simulate(ctx), o.tuning(ctx), o.Since
 	if !o.ReadOnly {
 		m.propose = o.propose(ctx)
 	}
@@ -266,21 +268,10 @@ func (o *Options) simulate(ctx context.Context) func(namespace, name, variant st
 		}
 		var out, errOut bytes.Buffer
 		s := simulate.NewOptions(o.List.ConfigFlags, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-		rateWindow := s.Prometheus.RateWindow
-		s.FromPrometheus, s.Since, s.Prometheus, s.Width = true, o.Since, o.Prometheus, width
-		if s.Prometheus.RateWindow == 0 {
-			s.Prometheus.RateWindow = rateWindow
-		}
-		// The controller is the cluster's, as top was told; the rest of the model simulate's.
-		s.Model.Controller, s.Model.SyncPeriod = o.List.Config, o.List.SyncPeriod
+		o.playOn(s)
+		s.Width = width
 		s.Variants = []string{"edited=" + variant}
-		// simulate asks its command line which model flags were given: the same as top's.
-		cmd := &cobra.Command{}
-		for _, f := range o.given {
-			cmd.Flags().String(f, "", "")
-			_ = cmd.Flags().Set(f, "given")
-		}
-		if err := s.Complete(cmd, []string{name}); err != nil {
+		if err := s.Complete(o.givenFlags(), []string{name}); err != nil {
 			return "", err
 		}
 		s.Namespace, s.ExplicitNamespace = namespace, true
@@ -289,6 +280,54 @@ func (o *Options) simulate(ctx context.Context) func(namespace, name, variant st
 		}
 		return errOut.String() + out.String(), nil
 	}
+}
+
+// tuning tunes an HPA on its last --since of load from Prometheus, as kubectl hpa tune NAME
+// -n NAMESPACE --from-prometheus prints it (its defaults: the balanced objective, at most 1% of
+// the time above target).
+func (o *Options) tuning(ctx context.Context) func(namespace, name string, width int) (string, error) {
+	return func(namespace, name string, width int) (string, error) {
+		if !o.Prometheus.Enabled() {
+			return "", errors.New("tune plays the HPA's recent load from Prometheus: start top with --prometheus-url (kubectl hpa tune --from-prometheus)")
+		}
+		var out, errOut bytes.Buffer
+		t := tune.NewOptions(o.List.ConfigFlags, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		o.playOn(t.Input)
+		t.Width = width
+		if err := t.Complete(o.givenFlags(), []string{name}); err != nil {
+			return "", err
+		}
+		t.Input.Namespace, t.Input.ExplicitNamespace = namespace, true
+		if err := t.Validate(); err != nil {
+			return "", err
+		}
+		if err := t.Run(ctx); err != nil {
+			return "", err
+		}
+		return errOut.String() + out.String(), nil
+	}
+}
+
+// playOn sets simulate's inputs to an HPA's last --since of load from top's Prometheus, played
+// with the cluster's controller as top was told it.
+func (o *Options) playOn(s *simulate.Options) {
+	rateWindow := s.Prometheus.RateWindow
+	s.FromPrometheus, s.Since, s.Prometheus = true, o.Since, o.Prometheus
+	if s.Prometheus.RateWindow == 0 {
+		s.Prometheus.RateWindow = rateWindow
+	}
+	s.Model.Controller, s.Model.SyncPeriod = o.List.Config, o.List.SyncPeriod
+}
+
+// givenFlags is a command line on which the controller's flags given to top are given:
+// simulate and tune ask theirs which model flags were, to say whose each value is.
+func (o *Options) givenFlags() *cobra.Command {
+	cmd := &cobra.Command{}
+	for _, f := range o.given {
+		cmd.Flags().String(f, "", "")
+		_ = cmd.Flags().Set(f, "given")
+	}
+	return cmd
 }
 
 // propose makes a what-if's variant a patch of the HPA as read now, and what writes it.

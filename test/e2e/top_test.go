@@ -118,7 +118,7 @@ func lineWith(s, sub string) string {
 // (t) as kubectl hpa timeline prints it, and a what-if (w, cpu=70%) as kubectl hpa simulate
 // plays it on the load Prometheus holds. a makes the what-if a patch: refused when another
 // manager changed the spec before y, then, read anew, written after a server dry run, which the
-// audit log shows and nothing else; q leaves the
+// audit log shows and nothing else; u tunes it as kubectl hpa tune does; q leaves the
 // terminal as it was (no alternate screen, cursor shown, echo on) with exit code 0, and so does
 // SIGTERM to a second top; top wrote nothing. Without a terminal it exits 2 naming list -w.
 func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTerminalAsItWas(t *testing.T) {
@@ -272,6 +272,20 @@ func TestTopInATerminalShowsTheFleetFiltersOpensAnHPAAsExplainAndLeavesTheTermin
 	}
 	pane.keys("Escape")
 	pane.waitScreen("Esc goes back to the what-if", "a apply · w edit")
+	pane.keys("Escape")
+	pane.waitScreen("Esc goes back to the HPA's screen", "kubectl hpa top · "+ns+"/web · decided")
+
+	// u: tune on the same load, as kubectl hpa tune --from-prometheus prints it.
+	pane.keys("u")
+	tuned := pane.waitScreen("u shows tune's recommendation", "tune, on the last 1h", "Objective:")
+	out, err = k.Run(context.Background(), append([]string{"hpa", "tune", "web", "-n", ns, "--from-prometheus", "--since", "1h"}, promFlags...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := lineWith(tuned, "Objective:"), lineWith(out, "Objective:"); got != want || want == "" {
+		t.Errorf("top's tuning %q, tune's %q", got, want)
+	}
+	t.Logf("top's tune screen:\n%s", tuned)
 	pane.keys("Escape")
 	pane.waitScreen("Esc goes back to the HPA's screen", "kubectl hpa top · "+ns+"/web · decided")
 
