@@ -452,6 +452,44 @@ func (m *model) textKey(s string) tea.Cmd {
 	return nil
 }
 
+// readOff has read print what a command prints about the open HPA off the program's loop
+// (the commands read the cluster or Prometheus, and play for a while), into r for screen s;
+// read nil says unavailable instead.
+func (m *model) readOff(s screen, r *reading, asked, unavailable string, read func(namespace, name string, width int) (string, error)) tea.Cmd {
+	*r = reading{key: m.selected, asked: asked}
+	if read == nil {
+		r.text = []string{unavailable}
+		return nil
+	}
+	ns, name, _ := strings.Cut(m.selected, "/")
+	key, width := m.selected, m.width
+	return func() tea.Msg {
+		text, err := read(ns, name, width)
+		return readMsg{screen: s, key: key, text: text, err: err}
+	}
+}
+
+// readPast reads the open HPA's timeline.
+func (m *model) readPast() tea.Cmd {
+	return m.readOff(pastScreen, &m.pastRead, "", "top cannot read timelines here.", m.past)
+}
+
+// readTune tunes the open HPA.
+func (m *model) readTune() tea.Cmd {
+	return m.readOff(tuneScreen, &m.tuneRead, "", "top cannot tune here.", m.tune)
+}
+
+// playWhatIf plays the open HPA and variant on its recent load.
+func (m *model) playWhatIf(variant string) tea.Cmd {
+	var play func(namespace, name string, width int) (string, error)
+	if whatIf := m.whatIf; whatIf != nil {
+		play = func(namespace, name string, width int) (string, error) {
+			return whatIf(namespace, name, variant, width)
+		}
+	}
+	return m.readOff(whatIfScreen, &m.whatIfRead, variant, "top cannot play what-ifs here.", play)
+}
+
 // applyKey answers a key on the apply screen: y applies the patch once, anything else goes
 // back to the what-if without writing.
 func (m *model) applyKey(s string) tea.Cmd {
@@ -500,52 +538,6 @@ func (m *model) editKey(k tea.KeyPressMsg) tea.Cmd {
 		m.edit += k.Text
 	}
 	return nil
-}
-
-// playWhatIf plays the open HPA and variant on its recent load off the program's loop.
-func (m *model) playWhatIf(variant string) tea.Cmd {
-	m.whatIfRead = reading{key: m.selected, asked: variant}
-	if m.whatIf == nil {
-		m.whatIfRead.text = []string{"top cannot play what-ifs here."}
-		return nil
-	}
-	ns, name, _ := strings.Cut(m.selected, "/")
-	whatIf, key, width := m.whatIf, m.selected, m.width
-	return func() tea.Msg {
-		text, err := whatIf(ns, name, variant, width)
-		return readMsg{screen: whatIfScreen, key: key, text: text, err: err}
-	}
-}
-
-// readTune tunes the open HPA off the program's loop: tune plays candidates for a while.
-func (m *model) readTune() tea.Cmd {
-	m.tuneRead = reading{key: m.selected}
-	if m.tune == nil {
-		m.tuneRead.text = []string{"top cannot tune here."}
-		return nil
-	}
-	ns, name, _ := strings.Cut(m.selected, "/")
-	tune, key, width := m.tune, m.selected, m.width
-	return func() tea.Msg {
-		text, err := tune(ns, name, width)
-		return readMsg{screen: tuneScreen, key: key, text: text, err: err}
-	}
-}
-
-// readPast reads the open HPA's timeline off the program's loop: timeline reads the cluster
-// (or Prometheus), and the screen keeps answering meanwhile.
-func (m *model) readPast() tea.Cmd {
-	m.pastRead = reading{key: m.selected}
-	if m.past == nil {
-		m.pastRead.text = []string{"top cannot read timelines here."}
-		return nil
-	}
-	ns, name, _ := strings.Cut(m.selected, "/")
-	past, key, width := m.past, m.selected, m.width
-	return func() tea.Msg {
-		text, err := past(ns, name, width)
-		return readMsg{screen: pastScreen, key: key, text: text, err: err}
-	}
 }
 
 // nextOf is the value after cur in all, wrapping around.
