@@ -149,8 +149,9 @@ type model struct {
 	proposeErr error
 	applying   bool
 	outcome    string
-	// writes are the lines of every write made, printed when the program ends.
-	writes []string
+	// quitting says q or Ctrl-C came while a write was under way: the program ends once the
+	// write has, so that what it wrote is known and printed.
+	quitting bool
 }
 
 func newModel(scope string, allNamespaces bool, period time.Duration, sortBy string, problemsOnly bool, refresh func()) *model {
@@ -210,11 +211,13 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case appliedMsg:
 		m.applying = false
+		if m.quitting {
+			return m, tea.Quit
+		}
 		if msg.err != nil {
 			m.outcome = "Nothing written: " + msg.err.Error()
 		} else {
 			m.outcome = msg.line
-			m.writes = append(m.writes, msg.line)
 		}
 		// The next pass shows the HPA as patched.
 		if m.refresh != nil {
@@ -305,7 +308,11 @@ func (m *model) pass(p passMsg) {
 // key answers one keystroke.
 func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 	s := k.String()
-	if s == "ctrl+c" {
+	if s == "ctrl+c" || (m.applying && s == "q") {
+		if m.applying {
+			m.quitting = true
+			return nil
+		}
 		return tea.Quit
 	}
 	if m.editing {

@@ -76,6 +76,11 @@ type Options struct {
 	// given are the controller's flags given on the command line: a what-if's model says they
 	// are the cluster's, not upstream's defaults.
 	given []string
+	// writes are what top wrote, a line each, printed once the screen is gone; writing counts
+	// the writes under way, which the exit waits for.
+	writesMu sync.Mutex
+	writes   []string
+	writing  sync.WaitGroup
 
 	// isTerminal says whether In and Out are a terminal.
 	isTerminal func() bool
@@ -146,11 +151,12 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	return o.List.Complete(cmd, args)
 }
 
-// prometheusUsage is what the --prometheus-* flags do in top: an HPA's timeline replays them.
+// prometheusUsage is what the --prometheus-* flags do in top: an HPA's timeline replays its
+// metrics from them, its what-ifs and tuning play its load from them.
 var prometheusUsage = cmdutil.PrometheusUsage{
-	URL:        "An HPA's timeline (t) replays its metrics over --since from this Prometheus (base URL, e.g. http://127.0.0.1:9090 after kubectl port-forward), as timeline --prometheus-url does.",
-	RateWindow: "Window CPU usage is averaged over in the timeline's replay; 0 takes 1m.",
-	Query:      `PromQL template to replay a Pods, Object or External metric in the timeline, METRIC=QUERY (repeatable), as timeline --prometheus-query.`,
+	URL:        "Where an HPA's past is (base URL, e.g. http://127.0.0.1:9090 after kubectl port-forward): its timeline (t) replays its metrics over --since from it, its what-ifs (w) and tuning (u) play its load over --since from it.",
+	RateWindow: "Window CPU usage is averaged over in the timeline's replay and the load of what-ifs and tuning; 0 takes 1m.",
+	Query:      `PromQL template of a Pods, Object or External metric, METRIC=QUERY (repeatable), as timeline --prometheus-query.`,
 }
 
 // Validate checks the flags, and that there is a terminal to draw on.
@@ -219,8 +225,10 @@ func (o *Options) Run(ctx context.Context) error {
 	_, err = p.Run()
 	cancel()
 	wg.Wait()
-	// Every write, once the screen is gone: what a person did is on their terminal.
-	for _, w := range m.writes {
+	// Every write, once the screen is gone, one a quit cut short included: what a person did
+	// stays on their terminal.
+	o.writing.Wait()
+	for _, w := range o.writes {
 		fmt.Fprintln(o.Out, w)
 	}
 	switch {
@@ -356,6 +364,12 @@ func (o *Options) propose(ctx context.Context) func(namespace, name, variant str
 		return &proposal{
 			key: namespace + "/" + name, variant: variant, resourceVersion: read.ResourceVersion, patch: string(pretty),
 			apply: func() (string, error) {
+				// A write once begun ends on its own terms, not at a quit: its line must say
+				// what happened.
+				o.writing.Add(1)
+				defer o.writing.Done()
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+				defer cancel()
 				updated, at, err := cmdutil.PatchSpec(ctx, kube, read, cmdutil.SpecPatch{
 					Patch: patch, FieldManager: annotation.FieldManager,
 					What: "top", Again: "ask what if again of the HPA as it is now", Doc: "docs/top.md",
@@ -364,8 +378,12 @@ func (o *Options) propose(ctx context.Context) func(namespace, name, variant str
 					return "", err
 				}
 				compact, _ := json.Marshal(patch)
-				return fmt.Sprintf("Applied %s to %s/%s as field manager %s after a server dry run: resourceVersion %s, now %s; patch %s",
-					variant, namespace, name, annotation.FieldManager, at, updated.ResourceVersion, compact), nil
+				line := fmt.Sprintf("Applied %s to %s/%s as field manager %s after a server dry run: resourceVersion %s, now %s; patch %s",
+					variant, namespace, name, annotation.FieldManager, at, updated.ResourceVersion, compact)
+				o.writesMu.Lock()
+				defer o.writesMu.Unlock()
+				o.writes = append(o.writes, line)
+				return line, nil
 			},
 		}, nil
 	}
@@ -390,6 +408,10 @@ func (o *Options) namespace() string {
 	}
 	return o.List.Namespace
 }
+
+// writeTimeout bounds a write begun before a quit: the dry run, the patch, a re-read after a
+// conflict.
+const writeTimeout = 10 * time.Second
 
 // maxLogLines bounds what the screen holds back of klog's output: a watch refused again and
 // again logs at every retry.
