@@ -765,6 +765,7 @@ func (e *memEnv) compareOnce(ctx context.Context, name string, judge memJudge, s
 			remembered[m] = judge.syncs(m.mark, m.after)
 		}
 	}
+	resized := e.replicaSetScalings(ctx)
 	for _, tool := range []string{"list", "explain"} {
 		for _, s := range e.sits {
 			m := since(s)
@@ -785,6 +786,10 @@ func (e *memEnv) compareOnce(ctx context.Context, name string, judge memJudge, s
 					o.excluded = "no sync of " + judge.name + " after the read"
 				case memAnyIn(syncs.writes[key], r.start, s1):
 					o.excluded = judge.name + " rescaled it during the read"
+				case memAnyIn(resized[key], r.start.Truncate(time.Second), s1.Add(time.Nanosecond)):
+					// On a loaded machine the Deployment can follow a rescale seconds late: the
+					// pods the sync counted are not those the read counted.
+					o.excluded = "its Deployment's pods changed between the read and the sync"
 				}
 				if synced {
 					o.sync = s1
@@ -1006,6 +1011,30 @@ func (e *memEnv) evidenceOf(phases []memPhase, tool string, n int) {
 				o.read.start.Format("15:04:05.000"), o.read.end.Format("15:04:05.000"), o.read.memory, strings.Join(lines, "\n  "))
 		}
 	}
+}
+
+// replicaSetScalings are the times (to the second, as events keep them) at which each
+// situation's Deployments scaled a ReplicaSet, by namespace/name.
+func (e *memEnv) replicaSetScalings(ctx context.Context) map[string][]time.Time {
+	out := map[string][]time.Time{}
+	for _, s := range e.sits {
+		evs, err := e.c.Client().CoreV1().Events(s.ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=ScalingReplicaSet"})
+		if err != nil {
+			e.t.Fatalf("listing the ReplicaSet scalings of %s: %v", s.ns, err)
+		}
+		for _, ev := range evs.Items {
+			key := s.ns + "/" + ev.InvolvedObject.Name
+			for _, t := range []metav1.Time{ev.FirstTimestamp, ev.LastTimestamp} {
+				if !t.IsZero() {
+					out[key] = append(out[key], t.Time)
+				}
+			}
+		}
+	}
+	for k := range out {
+		slices.SortFunc(out[k], time.Time.Compare)
+	}
+	return out
 }
 
 func (e *memEnv) lease(ctx context.Context) string {
