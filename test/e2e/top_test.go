@@ -88,7 +88,8 @@ func (p *tmuxPane) waitScreen(what string, want ...string) string {
 // was: the alternate screen left, the cursor shown, echo on (stty -a after it).
 func (p *tmuxPane) leftAsItWas(how string) {
 	p.t.Helper()
-	after := p.waitScreen(how+" ends top", "top exited 0")
+	// stty -a prints after the exit line; its last line holds echoke (or -echoke).
+	after := p.waitScreen(how+" ends top", "top exited 0", "echoke")
 	if alt := p.state("#{alternate_on}"); alt != "0" {
 		p.t.Errorf("after %s the alternate screen is still on (#{alternate_on} %s)", how, alt)
 	}
