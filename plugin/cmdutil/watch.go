@@ -66,13 +66,12 @@ func (f *Frames) Start() {
 }
 
 // IsTerminal says whether out is a terminal (an *os.File on a TTY).
-func IsTerminal(out io.Writer) bool {
-	f, ok := out.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
+func IsTerminal(out io.Writer) bool { return isTTY(out) }
 
 // IsTerminalReader says whether in is a terminal (an *os.File on a TTY).
-func IsTerminalReader(in io.Reader) bool {
-	f, ok := in.(*os.File)
+func IsTerminalReader(in io.Reader) bool { return isTTY(in) }
+
+func isTTY(stream any) bool {
+	f, ok := stream.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
